@@ -1,0 +1,68 @@
+package tool
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Sentinel errors for decisions a host makes; test them with errors.Is.
+var (
+	// ErrUnrecoverable marks failures that end a task (SPEC §7.1): invalid configuration found at run time, an
+	// unreachable endpoint, a session that cannot be created.
+	ErrUnrecoverable = errors.New("tool: unrecoverable")
+	// ErrClosed is returned by calls on a closed task.
+	ErrClosed = errors.New("tool: task is closed")
+	// ErrUnknownAction is returned when a call names an action or function the tool does not have.
+	ErrUnknownAction = errors.New("tool: unknown action")
+	// ErrNotFound is returned by Store.Get for an absent key.
+	ErrNotFound = errors.New("tool: not found")
+)
+
+// Problem is one thing wrong with a manifest (or with the settings given to Load), at a field path.
+type Problem struct {
+	// Path is the field path in manifest names, e.g. "actions[2].execute.stateless_http.url". Stable: tests
+	// and tools may match on it.
+	Path string `json:"path"`
+	// Type is "required", "invalid", "unsupported", "duplicate" or "forbidden".
+	Type string `json:"type"`
+	// Detail explains the problem; it never contains a secret value.
+	Detail string `json:"detail"`
+	// Line and Column locate the field in YAML or JSON source (1-based); 0 when unknown.
+	Line   int `json:"line,omitempty"`
+	Column int `json:"column,omitempty"`
+}
+
+// String renders "path: detail" with the line when known.
+func (p Problem) String() string {
+	var b strings.Builder
+	if p.Line > 0 {
+		fmt.Fprintf(&b, "%d:%d: ", p.Line, p.Column)
+	}
+	if p.Path != "" {
+		b.WriteString(p.Path)
+		b.WriteString(": ")
+	}
+	b.WriteString(p.Detail)
+	return b.String()
+}
+
+// ValidationError is returned by Load when the manifest has problems. It lists every problem found, sorted by
+// path.
+type ValidationError struct {
+	Problems []Problem
+}
+
+// Error lists the problems, one per line.
+func (e *ValidationError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "tool: invalid manifest: %d problem", len(e.Problems))
+	if len(e.Problems) != 1 {
+		b.WriteByte('s')
+	}
+	for _, p := range e.Problems {
+		b.WriteString("\n  ")
+		b.WriteString(p.String())
+	}
+	return b.String()
+}

@@ -1,0 +1,208 @@
+package tool
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"time"
+
+	"github.com/commonagents-go/tool/internal/schema"
+)
+
+// Capability is how an agent uses a tool: the agent-side facts the library needs (SPEC §0, §3.3).
+type Capability struct {
+	// Key is the agent's capability key; "" means the tool name. It prefixes function names.
+	Key string
+	// Include lists the actions and events the agent uses: nil means all, empty means none.
+	Include []string
+	// Bindings maps parameter names to resolved values. A bound parameter is hidden from the LLM and its value
+	// always wins.
+	Bindings map[string]any
+	// EventTimeout overrides the events' timeout (SPEC §9.5); 0 keeps the tool's.
+	EventTimeout time.Duration
+}
+
+// Function is an action as the LLM sees it (SPEC §3.5). Parameters is a JSON Schema of type object, accepted as
+// is by OpenAI (`parameters`), Anthropic (`input_schema`) and MCP (`inputSchema`) tool definitions.
+type Function struct {
+	Name        string          `json:"name"`
+	Action      string          `json:"-"`
+	Description string          `json:"description"`
+	Parameters  json.RawMessage `json:"parameters"`
+}
+
+// includes reports whether the capability uses the action or event name.
+func (c Capability) includes(name string) bool {
+	if c.Include == nil {
+		return true
+	}
+	for _, n := range c.Include {
+		if n == name {
+			return true
+		}
+	}
+	return false
+}
+
+// Functions returns one function per action the capability includes, in manifest order (SPEC §3.5). Names are
+// the sanitized capability key, plus "_" and the sanitized action name when the tool has several actions.
+// Bound parameters are left out of the schemas. Functions is cheap: schemas are prepared at Load.
+func (t *Tool) Functions(c Capability) []Function {
+	out := make([]Function, 0, len(t.actions))
+	for _, a := range t.actions {
+		if !c.includes(a.def.Name) {
+			continue
+		}
+		out = append(out, Function{
+			Name:        t.functionName(c, a),
+			Action:      a.def.Name,
+			Description: a.def.Description,
+			Parameters:  a.llmSchema(c.Bindings),
+		})
+	}
+	return out
+}
+
+func (t *Tool) functionName(c Capability, a *action) string {
+	key := c.Key
+	if key == "" {
+		key = t.manifest.Name
+	}
+	name := sanitize(key)
+	if len(t.actions) > 1 {
+		name += "_" + sanitize(a.def.Name)
+	}
+	return name
+}
+
+// sanitize replaces every character outside [A-Za-z0-9_] with "_".
+func sanitize(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '_' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' {
+			return r
+		}
+		return '_'
+	}, s)
+}
+
+// llmParam is one parameter of an action's LLM schema, encoded once at Load.
+type llmParam struct {
+	name     string
+	key      []byte // the JSON-encoded name
+	schema   []byte // the JSON-encoded property schema, extension keywords removed
+	required bool
+}
+
+// llmSchemas holds what an action's LLM schema is built from.
+type llmSchemas struct {
+	params []llmParam
+	defs   []byte // `,"definitions":{...}` or empty
+	full   json.RawMessage
+}
+
+// prepareLLM encodes the parameters of a once, so Functions only joins bytes.
+func (a *action) prepareLLM(root *schema.Schema) {
+	s := &llmSchemas{}
+	for _, p := range a.params {
+		prop := map[string]any{}
+		for k, v := range p.Schema {
+			if k != "require_binding" {
+				prop[k] = v
+			}
+		}
+		key, _ := json.Marshal(p.Name)
+		enc, err := json.Marshal(prop)
+		if err != nil {
+			continue
+		}
+		s.params = append(s.params, llmParam{name: p.Name, key: key, schema: enc, required: p.Required})
+	}
+	s.defs = definitions(root, a.own)
+	a.llm = s
+	s.full = s.build(nil)
+}
+
+// definitions carries the local `definitions` and `$defs` of the root and action schemas into the merged schema,
+// so `$ref`s inside properties still resolve.
+func definitions(schemas ...*schema.Schema) []byte {
+	merged := map[string]map[string]any{}
+	for _, s := range schemas {
+		if s == nil {
+			continue
+		}
+		for _, kw := range []string{"definitions", "$defs"} {
+			defs, ok := s.Doc()[kw].(map[string]any)
+			if !ok {
+				continue
+			}
+			if merged[kw] == nil {
+				merged[kw] = map[string]any{}
+			}
+			for k, v := range defs {
+				merged[kw][k] = v
+			}
+		}
+	}
+	var b bytes.Buffer
+	for _, kw := range []string{"$defs", "definitions"} {
+		if merged[kw] == nil {
+			continue
+		}
+		enc, _ := json.Marshal(merged[kw])
+		b.WriteString(`,"` + kw + `":`)
+		b.Write(enc)
+	}
+	return b.Bytes()
+}
+
+// llmSchema returns the action's LLM schema with bound parameters removed.
+func (a *action) llmSchema(bindings map[string]any) json.RawMessage {
+	if len(bindings) == 0 {
+		return a.llm.full
+	}
+	hides := false
+	for _, p := range a.llm.params {
+		if _, bound := bindings[p.name]; bound {
+			hides = true
+			break
+		}
+	}
+	if !hides {
+		return a.llm.full
+	}
+	return a.llm.build(bindings)
+}
+
+func (s *llmSchemas) build(bindings map[string]any) json.RawMessage {
+	var b bytes.Buffer
+	b.WriteString(`{"type":"object","properties":{`)
+	first := true
+	for _, p := range s.params {
+		if _, bound := bindings[p.name]; bound {
+			continue
+		}
+		if !first {
+			b.WriteByte(',')
+		}
+		first = false
+		b.Write(p.key)
+		b.WriteByte(':')
+		b.Write(p.schema)
+	}
+	b.WriteString(`},"required":[`)
+	first = true
+	for _, p := range s.params {
+		if _, bound := bindings[p.name]; bound || !p.required {
+			continue
+		}
+		if !first {
+			b.WriteByte(',')
+		}
+		first = false
+		b.Write(p.key)
+	}
+	b.WriteString(`],"additionalProperties":false`)
+	b.Write(s.defs)
+	b.WriteByte('}')
+	return b.Bytes()
+}

@@ -1,0 +1,162 @@
+package tool
+
+import (
+	"reflect"
+
+	"github.com/commonagents-go/tool/field"
+	"github.com/commonagents-go/tool/internal/schema"
+	"github.com/commonagents-go/tool/runtime"
+)
+
+// action is one loaded action: its backend, its prepared block and its merged parameters.
+type action struct {
+	def      *Action
+	kind     string
+	backend  runtime.Runtime
+	prepared runtime.Action
+	// params are the parameters of a call: root then action, merged, sorted by name.
+	params []schema.Property
+	own    *schema.Schema
+	llm    *llmSchemas
+}
+
+// sharedBlocks maps each top-level runtime block key to the manifest field holding it.
+func sharedBlocks(m *Manifest) map[string]bool {
+	present := map[string]bool{}
+	for key, raw := range map[string][]byte{
+		"stateless_http": m.StatelessHTTP, "stateful_session": m.StatefulSession, "openapi": m.OpenAPI,
+		"mcp": m.MCP, "kubernetes_job": m.KubernetesJob, "exec": m.Exec,
+	} {
+		if len(raw) > 0 && string(raw) != "null" {
+			present[key] = true
+		}
+	}
+	return present
+}
+
+func (l *loader) actions(root map[string]any, docs []any) []*action {
+	out := make([]*action, 0, len(l.m.Actions))
+	for i := range l.m.Actions {
+		def := &l.m.Actions[i]
+		p := field.NewPath("actions").Index(i)
+		doc, _ := asMap(docs[i])
+		a := &action{def: def}
+		if def.Description == "" {
+			l.errs.Add(field.Required(p.Child("description"), "description is required: the LLM reads it to choose the action"))
+		}
+		var ownProps []schema.Property
+		a.own, ownProps = l.schema(doc["parameters"], p.Child("parameters"))
+		a.params = l.mergeParams(p, ownProps)
+		l.annotations(p.Child("annotations"), def.Annotations)
+		l.prepareAction(root, doc, p, a)
+		a.prepareLLM(l.rootParams)
+		out = append(out, a)
+	}
+	return out
+}
+
+// mergeParams merges root and action properties; a name defined differently at both levels is a problem.
+func (l *loader) mergeParams(p *field.Path, own []schema.Property) []schema.Property {
+	byName := map[string]schema.Property{}
+	for _, prop := range l.rootProperties {
+		byName[prop.Name] = prop
+	}
+	{
+		for _, prop := range own {
+			if rootProp, dup := byName[prop.Name]; dup && !reflect.DeepEqual(rootProp.Schema, prop.Schema) {
+				l.errs.Add(field.Invalid(p.Child("parameters", "properties").Key(prop.Name),
+					"parameter %q is also declared at the root with a different definition", prop.Name))
+				continue
+			}
+			byName[prop.Name] = prop
+		}
+	}
+	out := make([]schema.Property, 0, len(byName))
+	for _, name := range sortedKeys(byName) {
+		out = append(out, byName[name])
+	}
+	return out
+}
+
+func (l *loader) annotations(p *field.Path, a *Annotations) {
+	if a == nil {
+		return
+	}
+	switch a.InterruptBehavior {
+	case "", "cancel", "block":
+	default:
+		l.errs.Add(field.Unsupported(p.Child("interrupt_behavior"), "interrupt_behavior must be cancel or block"))
+	}
+	for i, c := range a.Capabilities {
+		if c == "" {
+			l.errs.Add(field.Invalid(p.Child("capabilities").Index(i), "capability must not be empty"))
+		}
+	}
+}
+
+func (l *loader) prepareAction(root, doc map[string]any, p *field.Path, a *action) {
+	ep := p.Child("execute")
+	execute, present := asMap(doc["execute"])
+	registry := l.opts.runtimes
+	kind, e := exactlyOne(ep, "backend", execute, present, registry.Kinds())
+	if e != nil {
+		l.errs.Add(e)
+		return
+	}
+	a.kind = kind
+	bp := ep.Key(kind)
+	backend, ok := registry.Lookup(kind)
+	if !ok {
+		l.errs.Add(unknownKind(bp, "backend", kind, registry.Kinds()))
+		return
+	}
+	a.backend = backend
+	block := &runtime.Block{
+		Kind: kind, Tool: l.m.Name, Action: a.def.Name, Path: bp, Value: execute[kind],
+		Shared: root[kind], SharedPath: field.NewPath(kind), Check: l.checkerFor(a.params, false), BaseDir: l.opts.baseDir,
+	}
+	if block.Value == nil {
+		block.Value = map[string]any{}
+	}
+	prepared, err := backend.Prepare(l.ctx, block)
+	l.errs = append(l.errs, blockErrors(bp, err)...)
+	a.prepared = prepared
+}
+
+// sharedBlocks validates each top-level runtime block: once by its backend when the backend can, and reports
+// blocks for unregistered backends or that nothing uses.
+func (l *loader) sharedBlocks(root map[string]any, actions []*action) {
+	used := map[string]bool{}
+	for _, a := range actions {
+		used[a.kind] = true
+	}
+	for kind := range sharedBlocks(l.m) {
+		p := field.NewPath(kind)
+		backend, ok := l.opts.runtimes.Lookup(kind)
+		if !ok {
+			l.errs.Add(unknownKind(p, "backend", kind, l.opts.runtimes.Kinds()))
+			continue
+		}
+		v, canValidate := backend.(runtime.SharedValidator)
+		if !canValidate {
+			if !used[kind] {
+				l.warn(field.Invalid(p, "no action uses the top-level %s block", kind))
+			}
+			continue
+		}
+		block := &runtime.Block{Kind: kind, Tool: l.m.Name, Shared: root[kind], SharedPath: p,
+			Check: l.checkerFor(l.rootProps(), false), BaseDir: l.opts.baseDir}
+		l.errs = append(l.errs, blockErrors(p, v.ValidateShared(l.ctx, block))...)
+	}
+}
+
+func (l *loader) rootProps() []schema.Property { return l.rootProperties }
+
+// checkerFor returns a checker that sees props as the declared parameters.
+func (l *loader) checkerFor(props []schema.Property, message bool) *checker {
+	c := &checker{load: l, params: make(map[string]schema.Property, len(props)), filterParams: l.allParams, message: message}
+	for _, p := range props {
+		c.params[p.Name] = p
+	}
+	return c
+}

@@ -1,0 +1,85 @@
+package tool
+
+import (
+	"time"
+
+	"github.com/commonagents-go/tool/events"
+	"github.com/commonagents-go/tool/field"
+	"github.com/commonagents-go/tool/internal/schema"
+	"github.com/commonagents-go/tool/interp"
+)
+
+// event is one loaded event.
+type event struct {
+	def        *Event
+	kind       string
+	prepared   events.Event
+	own        *schema.Schema
+	message    *interp.Template
+	timeout    time.Duration // 0 = none
+	maxTimeout time.Duration // 0 = none
+}
+
+// messageRoots are the roots an event message may use (SPEC §4.2).
+var messageRoots = []string{interp.RootEvent, interp.RootParameters, interp.RootSettings}
+
+func (l *loader) events(docs []any) []*event {
+	out := make([]*event, 0, len(l.m.Events))
+	for i := range l.m.Events {
+		def := &l.m.Events[i]
+		p := field.NewPath("events").Index(i)
+		doc, _ := asMap(docs[i])
+		ev := &event{def: def}
+		var ownProps []schema.Property
+		ev.own, ownProps = l.schema(doc["parameters"], p.Child("parameters"))
+		props := append(append([]schema.Property(nil), l.rootProps()...), ownProps...)
+		check := l.checkerFor(props, false)
+
+		if def.Message == "" {
+			l.errs.Add(field.Required(p.Child("message"), "message is required: it is what the task receives"))
+		} else {
+			msg := l.checkerFor(props, true)
+			ev.message, _ = l.collect(msg.Template(p.Child("message"), def.Message, messageRoots...))
+		}
+		ev.timeout = l.duration(p.Child("timeout"), def.Timeout)
+		ev.maxTimeout = l.duration(p.Child("max_timeout"), def.MaxTimeout)
+		if ev.timeout > 0 && ev.maxTimeout > 0 && ev.maxTimeout < ev.timeout {
+			l.errs.Add(field.Invalid(p.Child("max_timeout"), "max_timeout (%s) must be at least timeout (%s)",
+				def.MaxTimeout, def.Timeout))
+		}
+		l.prepareEvent(doc, p, ev, check)
+		out = append(out, ev)
+	}
+	return out
+}
+
+// collect records problems and passes the value through.
+func (l *loader) collect(t *interp.Template, errs field.List) (*interp.Template, field.List) {
+	l.errs = append(l.errs, errs...)
+	return t, errs
+}
+
+func (l *loader) prepareEvent(doc map[string]any, p *field.Path, ev *event, check *checker) {
+	rp := p.Child("receive")
+	receive, present := asMap(doc["receive"])
+	registry := l.opts.receivers
+	kind, e := exactlyOne(rp, "receive type", receive, present, registry.Kinds())
+	if e != nil {
+		l.errs.Add(e)
+		return
+	}
+	ev.kind = kind
+	bp := rp.Key(kind)
+	receiver, ok := registry.Lookup(kind)
+	if !ok {
+		l.errs.Add(unknownKind(bp, "receive type", kind, registry.Kinds()))
+		return
+	}
+	block := &events.Block{Kind: kind, Tool: l.m.Name, Event: ev.def.Name, Path: bp, Value: receive[kind], Check: check}
+	if block.Value == nil {
+		block.Value = map[string]any{}
+	}
+	prepared, err := receiver.Prepare(l.ctx, block)
+	l.errs = append(l.errs, blockErrors(bp, err)...)
+	ev.prepared = prepared
+}

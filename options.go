@@ -1,0 +1,227 @@
+package tool
+
+import (
+	"errors"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/commonagents-go/tool/events"
+	"github.com/commonagents-go/tool/runtime"
+)
+
+// Option configures Load. Options are applied in order; one that returns an error makes Load fail.
+type Option func(*options) error
+
+type options struct {
+	settings    map[string]any
+	hasSettings bool
+	httpClient  *http.Client
+	auth        AuthProvider
+	store       Store
+	clock       Clock
+	logger      *slog.Logger
+	observer    Observer
+	info        RuntimeInfo
+	runtimes    *runtime.Registry
+	receivers   *events.Registry
+	limits      Limits
+	baseDir     string
+}
+
+// RuntimeInfo is what {runtime.*} resolves to (SPEC §4.2).
+type RuntimeInfo struct {
+	Version      string
+	APIRoot      string
+	DashboardURL string
+}
+
+// Limits are the host's bounds (SPEC §14 defaults, SPEC §11 host limits). A zero field keeps its default.
+type Limits struct {
+	CallTimeout          time.Duration // per call; default 30s
+	ResponseBytes        int64         // default 10 MiB
+	InboundBytes         int64         // default 1 MiB
+	CELCost              uint64        // default 1,000,000
+	AllowListValues      int           // per name; default 1,024
+	FilterAssignments    int           // per delivery; default 4,096
+	TeardownTimeout      time.Duration // default 10s
+	MaxCalls             int           // per task; 0 = unlimited
+	MaxConsecutiveErrors int           // per task; 0 = unlimited
+}
+
+// DefaultLimits returns the SPEC §14 defaults.
+func DefaultLimits() Limits {
+	return Limits{
+		CallTimeout:       30 * time.Second,
+		ResponseBytes:     10 << 20,
+		InboundBytes:      1 << 20,
+		CELCost:           1_000_000,
+		AllowListValues:   1024,
+		FilterAssignments: 4096,
+		TeardownTimeout:   10 * time.Second,
+	}
+}
+
+func (l Limits) withDefaults() Limits {
+	d := DefaultLimits()
+	if l.CallTimeout > 0 {
+		d.CallTimeout = l.CallTimeout
+	}
+	if l.ResponseBytes > 0 {
+		d.ResponseBytes = l.ResponseBytes
+	}
+	if l.InboundBytes > 0 {
+		d.InboundBytes = l.InboundBytes
+	}
+	if l.CELCost > 0 {
+		d.CELCost = l.CELCost
+	}
+	if l.AllowListValues > 0 {
+		d.AllowListValues = l.AllowListValues
+	}
+	if l.FilterAssignments > 0 {
+		d.FilterAssignments = l.FilterAssignments
+	}
+	if l.TeardownTimeout > 0 {
+		d.TeardownTimeout = l.TeardownTimeout
+	}
+	d.MaxCalls, d.MaxConsecutiveErrors = l.MaxCalls, l.MaxConsecutiveErrors
+	return d
+}
+
+// WithSettings supplies the operator's settings (SPEC §3.2). Load validates them against the manifest's settings
+// schema, naming each missing or invalid key, and back-fills defaults. Without this option settings are not
+// checked at load, and a field that needs a missing one fails when used.
+func WithSettings(settings map[string]any) Option {
+	return func(o *options) error {
+		o.settings = settings
+		o.hasSettings = true
+		return nil
+	}
+}
+
+// WithHTTPClient sets the client used for every HTTP request the tool makes (default: a client with the
+// per-call timeout).
+func WithHTTPClient(c *http.Client) Option {
+	return func(o *options) error {
+		if c == nil {
+			return errors.New("tool: WithHTTPClient: nil client")
+		}
+		o.httpClient = c
+		return nil
+	}
+}
+
+// WithAuth sets the provider behind {auth.<provider>()}.
+func WithAuth(p AuthProvider) Option {
+	return func(o *options) error { o.auth = p; return nil }
+}
+
+// WithStore sets where task state is kept (default: NewMemoryStore()).
+func WithStore(s Store) Option {
+	return func(o *options) error {
+		if s == nil {
+			return errors.New("tool: WithStore: nil store")
+		}
+		o.store = s
+		return nil
+	}
+}
+
+// WithClock sets the clock (default: the system clock); tests pass tooltest's fake clock.
+func WithClock(c Clock) Option {
+	return func(o *options) error {
+		if c == nil {
+			return errors.New("tool: WithClock: nil clock")
+		}
+		o.clock = c
+		return nil
+	}
+}
+
+// WithLogger sets the logger (default: slog.Default()).
+func WithLogger(l *slog.Logger) Option {
+	return func(o *options) error {
+		if l == nil {
+			return errors.New("tool: WithLogger: nil logger")
+		}
+		o.logger = l
+		return nil
+	}
+}
+
+// WithObserver sets the receiver of lifecycle facts.
+func WithObserver(obs Observer) Option {
+	return func(o *options) error { o.observer = obs; return nil }
+}
+
+// WithRuntimeInfo sets what {runtime.version}, {runtime.api_root} and {runtime.dashboard_url} resolve to.
+func WithRuntimeInfo(info RuntimeInfo) Option {
+	return func(o *options) error { o.info = info; return nil }
+}
+
+// WithRuntimes sets the action backends (default: runtime.Default()).
+func WithRuntimes(r *runtime.Registry) Option {
+	return func(o *options) error {
+		if r == nil {
+			return errors.New("tool: WithRuntimes: nil registry")
+		}
+		o.runtimes = r
+		return nil
+	}
+}
+
+// WithReceivers sets the receive backends (default: events.Default()).
+func WithReceivers(r *events.Registry) Option {
+	return func(o *options) error {
+		if r == nil {
+			return errors.New("tool: WithReceivers: nil registry")
+		}
+		o.receivers = r
+		return nil
+	}
+}
+
+// WithLimits sets the host's limits; zero fields keep their defaults.
+func WithLimits(l Limits) Option {
+	return func(o *options) error {
+		if l.CallTimeout < 0 || l.ResponseBytes < 0 || l.InboundBytes < 0 || l.AllowListValues < 0 ||
+			l.FilterAssignments < 0 || l.TeardownTimeout < 0 || l.MaxCalls < 0 || l.MaxConsecutiveErrors < 0 {
+			return errors.New("tool: WithLimits: limits must not be negative")
+		}
+		o.limits = l
+		return nil
+	}
+}
+
+func newOptions(opts []Option) (*options, error) {
+	o := &options{}
+	for _, opt := range opts {
+		if opt == nil {
+			continue
+		}
+		if err := opt(o); err != nil {
+			return nil, err
+		}
+	}
+	if o.store == nil {
+		o.store = NewMemoryStore()
+	}
+	if o.clock == nil {
+		o.clock = SystemClock{}
+	}
+	if o.logger == nil {
+		o.logger = slog.Default()
+	}
+	if o.runtimes == nil {
+		o.runtimes = runtime.Default()
+	}
+	if o.receivers == nil {
+		o.receivers = events.Default()
+	}
+	o.limits = o.limits.withDefaults()
+	if o.httpClient == nil {
+		o.httpClient = &http.Client{Timeout: o.limits.CallTimeout}
+	}
+	return o, nil
+}

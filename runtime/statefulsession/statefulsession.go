@@ -1,0 +1,184 @@
+// Package statefulsession is the stateful_session action backend (SPEC §7.4): a remote session created once per
+// task, used by every call through {session.*}, and destroyed when the task ends. Importing the root package
+// registers it.
+package statefulsession
+
+import (
+	"context"
+	"time"
+
+	"github.com/commonagents-go/tool/field"
+	"github.com/commonagents-go/tool/internal/httpspec"
+	"github.com/commonagents-go/tool/interp"
+	"github.com/commonagents-go/tool/runtime"
+	"github.com/commonagents-go/tool/runtime/statelesshttp"
+	"github.com/ohler55/ojg/jp"
+)
+
+// Kind is the execute-block key of this backend.
+const Kind = "stateful_session"
+
+func init() { runtime.Default().MustRegister(Backend{}) }
+
+// Config is a stateful_session block, at action or top level.
+type Config struct {
+	Create  *httpspec.Request `json:"create,omitempty"`
+	Extract map[string]string `json:"extract,omitempty"`
+	Execute *Execute          `json:"execute,omitempty"`
+	Destroy *httpspec.Request `json:"destroy,omitempty"`
+	// Teardown is an accepted alias of Destroy.
+	Teardown *httpspec.Request `json:"teardown,omitempty"`
+	// Timeout bounds each HTTP call of the session (extension; default 30s).
+	Timeout string `json:"timeout,omitempty"`
+}
+
+// Execute is the per-call request.
+type Execute struct {
+	httpspec.Request
+	ResponsePath string `json:"response_path,omitempty"`
+}
+
+// Action is a prepared stateful_session action.
+type Action struct {
+	Create       *httpspec.Compiled
+	Extract      map[string]jp.Expr
+	Execute      *httpspec.Compiled
+	ResponsePath jp.Expr
+	Destroy      *httpspec.Compiled // nil when the session needs no explicit destroy
+	Timeout      time.Duration
+}
+
+// Traits derives catalog flags from the execute method.
+func (a *Action) Traits() runtime.Traits {
+	t := statelesshttp.HTTPTraits(a.Execute.Method)
+	t.ConcurrencySafe = false // calls share one remote session
+	return t
+}
+
+// Backend implements runtime.Runtime for stateful_session.
+type Backend struct{}
+
+// Kind returns "stateful_session".
+func (Backend) Kind() string { return Kind }
+
+// part is one of the session's requests, found in the action's block or else the shared one.
+type part struct {
+	req  *httpspec.Request
+	path *field.Path
+}
+
+// Prepare decodes the action's block and the shared block, and compiles create, extract, execute and destroy.
+func (Backend) Prepare(_ context.Context, b *runtime.Block) (runtime.Action, error) {
+	var own, shared Config
+	errs := b.Decode(&own)
+	errs = append(errs, b.DecodeShared(&shared)...)
+	errs = append(errs, aliases(b, &own, b.Path)...)
+	errs = append(errs, aliases(b, &shared, b.SharedPath)...)
+
+	pick := func(name string, a, s *httpspec.Request) part {
+		if a != nil {
+			return part{a, b.Path.Child(name)}
+		}
+		if s != nil {
+			return part{s, b.SharedPath.Child(name)}
+		}
+		return part{}
+	}
+	a := &Action{Extract: map[string]jp.Expr{}}
+
+	create := pick("create", own.Create, shared.Create)
+	if create.req == nil {
+		errs.Add(field.Required(b.Path.Child("create"), "a stateful_session needs a create request, in the action or the top-level stateful_session block"))
+	} else {
+		c, e := httpspec.Compile(b.Check, create.path, *create.req, httpspec.Defaults{}, runtime.ExecuteRoots...)
+		errs = append(errs, e...)
+		a.Create = c
+	}
+
+	extract, extractPath := own.Extract, b.Path.Child("extract")
+	if extract == nil {
+		extract, extractPath = shared.Extract, b.SharedPath.Child("extract")
+	}
+	for key, expr := range extract {
+		x, e := httpspec.JSONPath(extractPath.Key(key), expr)
+		errs.Add(e)
+		a.Extract[key] = x
+	}
+
+	var exec *Execute
+	execPath := b.Path.Child("execute")
+	switch {
+	case own.Execute != nil:
+		exec = own.Execute
+	case shared.Execute != nil:
+		exec, execPath = shared.Execute, b.SharedPath.Child("execute")
+	default:
+		errs.Add(field.Required(execPath, "a stateful_session action needs an execute request"))
+	}
+	if exec != nil {
+		c, e := httpspec.Compile(b.Check, execPath, exec.Request, httpspec.Defaults{}, runtime.SessionRoots...)
+		errs = append(errs, e...)
+		errs = append(errs, sessionKeys(execPath, c, extract)...)
+		a.Execute = c
+		if exec.ResponsePath != "" {
+			x, e := httpspec.JSONPath(execPath.Child("response_path"), exec.ResponsePath)
+			errs.Add(e)
+			a.ResponsePath = x
+		}
+	}
+
+	if destroy := pick("destroy", own.Destroy, shared.Destroy); destroy.req != nil {
+		c, e := httpspec.Compile(b.Check, destroy.path, *destroy.req, httpspec.Defaults{}, runtime.SessionRoots...)
+		errs = append(errs, e...)
+		errs = append(errs, sessionKeys(destroy.path, c, extract)...)
+		a.Destroy = c
+	}
+
+	timeout := own.Timeout
+	tp := b.Path.Child("timeout")
+	if timeout == "" {
+		timeout, tp = shared.Timeout, b.SharedPath.Child("timeout")
+	}
+	d, e := httpspec.Duration(tp, timeout)
+	errs.Add(e)
+	a.Timeout = d
+	return a, errs.Err()
+}
+
+// aliases folds teardown into destroy, refusing both at once.
+func aliases(b *runtime.Block, c *Config, p *field.Path) field.List {
+	if c.Teardown == nil {
+		return nil
+	}
+	if c.Destroy != nil {
+		return field.List{field.Duplicate(p.Child("teardown"), "destroy and its alias teardown are both given; keep one")}
+	}
+	b.Check.Warn(field.Invalid(p.Child("teardown"), "teardown is a legacy alias of destroy"))
+	c.Destroy, c.Teardown = c.Teardown, nil
+	return nil
+}
+
+// sessionKeys checks that every {session.x} names a key the extract block produces.
+func sessionKeys(p *field.Path, c *httpspec.Compiled, extract map[string]string) field.List {
+	var errs field.List
+	for _, r := range c.Refs() {
+		if r.Root != interp.RootSession || len(r.Steps) == 0 {
+			continue
+		}
+		if _, ok := extract[r.Steps[0].Name]; !ok {
+			errs.Add(field.Invalid(p, "{%s} is not extracted from the create response (extract declares no %q)",
+				r.Text, r.Steps[0].Name))
+		}
+	}
+	return errs
+}
+
+// Initialize is not built yet: execution arrives with the Tasks/Invoke work.
+func (Backend) Initialize(context.Context, *runtime.Init) (runtime.Instance, error) {
+	return nil, runtime.ErrNotImplemented
+}
+
+var (
+	_ runtime.Runtime   = Backend{}
+	_ runtime.Describer = (*Action)(nil)
+)

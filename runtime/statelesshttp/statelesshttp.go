@@ -1,0 +1,105 @@
+// Package statelesshttp is the stateless_http action backend (SPEC §7.3): one independent HTTP request per call.
+// Importing the root package registers it.
+package statelesshttp
+
+import (
+	"context"
+	"time"
+
+	"github.com/commonagents-go/tool/internal/httpspec"
+	"github.com/commonagents-go/tool/runtime"
+	"github.com/ohler55/ojg/jp"
+)
+
+// Kind is the execute-block key of this backend.
+const Kind = "stateless_http"
+
+func init() { runtime.Default().MustRegister(Backend{}) }
+
+// Config is an action's stateless_http block.
+type Config struct {
+	httpspec.Request
+	// ResponsePath is a JSONPath selecting the output from the response body.
+	ResponsePath string `json:"response_path,omitempty"`
+	// Timeout bounds one call (extension; default 30s).
+	Timeout string `json:"timeout,omitempty"`
+}
+
+// Shared is the top-level stateless_http block: defaults for every stateless_http action.
+type Shared struct {
+	Config
+	// BaseURL prefixes relative action URLs (extension).
+	BaseURL string `json:"base_url,omitempty"`
+}
+
+// Action is a prepared stateless_http action.
+type Action struct {
+	Request      *httpspec.Compiled
+	ResponsePath jp.Expr // nil when the whole body is the output
+	Timeout      time.Duration
+}
+
+// Traits derives catalog flags from the HTTP method.
+func (a *Action) Traits() runtime.Traits { return HTTPTraits(a.Request.Method) }
+
+// HTTPTraits are the catalog flags of an HTTP call with method: GET and HEAD read, others may write.
+func HTTPTraits(method string) runtime.Traits {
+	t := runtime.Traits{Owner: "http", OpenWorld: true, Capabilities: []string{"network"}}
+	switch method {
+	case "GET", "HEAD", "OPTIONS":
+		t.ReadOnly, t.Idempotent, t.ConcurrencySafe = true, true, true
+		t.Capabilities = append(t.Capabilities, "read")
+	case "PUT", "DELETE":
+		t.Idempotent, t.Destructive = true, true
+		t.Capabilities = append(t.Capabilities, "write")
+	default:
+		t.Destructive = true
+		t.Capabilities = append(t.Capabilities, "write")
+	}
+	return t
+}
+
+// Backend implements runtime.Runtime for stateless_http.
+type Backend struct{}
+
+// Kind returns "stateless_http".
+func (Backend) Kind() string { return Kind }
+
+// Prepare decodes and compiles the block, merged over the shared top-level block.
+func (Backend) Prepare(_ context.Context, b *runtime.Block) (runtime.Action, error) {
+	var cfg Config
+	var shared Shared
+	errs := b.Decode(&cfg)
+	errs = append(errs, b.DecodeShared(&shared)...)
+	if cfg.ResponsePath == "" {
+		cfg.ResponsePath = shared.ResponsePath
+	}
+	if cfg.Timeout == "" {
+		cfg.Timeout = shared.Timeout
+	}
+	a := &Action{}
+	req, e := httpspec.Compile(b.Check, b.Path, cfg.Request, httpspec.Defaults{
+		Path: b.SharedPath, Method: shared.Method, BaseURL: shared.BaseURL, Headers: shared.Headers, Body: shared.Body,
+	}, runtime.ExecuteRoots...)
+	errs = append(errs, e...)
+	a.Request = req
+	if cfg.ResponsePath != "" {
+		x, pe := httpspec.JSONPath(b.Path.Child("response_path"), cfg.ResponsePath)
+		errs.Add(pe)
+		a.ResponsePath = x
+	}
+	d, de := httpspec.Duration(b.Path.Child("timeout"), cfg.Timeout)
+	errs.Add(de)
+	a.Timeout = d
+	return a, errs.Err()
+}
+
+// Initialize is not built yet: execution arrives with the Tasks/Invoke work.
+func (Backend) Initialize(context.Context, *runtime.Init) (runtime.Instance, error) {
+	return nil, runtime.ErrNotImplemented
+}
+
+var (
+	_ runtime.Runtime   = Backend{}
+	_ runtime.Describer = (*Action)(nil)
+)
