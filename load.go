@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/commonagents-go/tool/celenv"
@@ -38,7 +39,10 @@ func Load(ctx context.Context, manifest []byte, opts ...Option) (*Tool, error) {
 	if len(l.errs) > 0 {
 		return nil, &ValidationError{Problems: l.problems(l.errs)}
 	}
-	t.warnings = l.problems(l.warns)
+	if len(l.warns) > 0 {
+		// Locating warnings re-reads the source: do it only if the host asks for them.
+		t.warnings = sync.OnceValue(func() []Problem { return l.problems(l.warns) })
+	}
 	return t, nil
 }
 

@@ -15,7 +15,7 @@ type Tool struct {
 	actions        []*action
 	events         []*event
 	actionByName   map[string]*action
-	warnings       []Problem
+	warnings       func() []Problem // nil when there are none
 }
 
 func (t *Tool) index() {
@@ -30,7 +30,12 @@ func (t *Tool) Manifest() *Manifest { return t.manifest }
 
 // Warnings returns the non-fatal findings of Load (SPEC §2): settings referenced without a settings schema,
 // legacy aliases, unused blocks.
-func (t *Tool) Warnings() []Problem { return append([]Problem(nil), t.warnings...) }
+func (t *Tool) Warnings() []Problem {
+	if t.warnings == nil {
+		return nil
+	}
+	return append([]Problem(nil), t.warnings()...)
+}
 
 // Namespace returns the manifest's namespace.
 func (t *Tool) Namespace() string { return t.manifest.Namespace }

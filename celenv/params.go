@@ -26,7 +26,14 @@ type Conjunct struct {
 // once). They are necessary conditions only: after choosing X by membership the whole expression must still be
 // evaluated, and when evaluating a Value fails the caller must fall back to trying the values (CEL's `&&`
 // absorbs errors when another conjunct is false). The result is a fresh slice.
-func (p *Program) EqualityConjuncts() []Conjunct { return slices.Clone(p.conjuncts) }
+func (p *Program) EqualityConjuncts() []Conjunct {
+	p.conjOnce.Do(func() {
+		if len(p.params) > 0 {
+			p.conjuncts = equalityConjuncts(p.scope, p.ast.NativeRep(), p.lim)
+		}
+	})
+	return slices.Clone(p.conjuncts)
+}
 
 // parameterRefs returns the sorted distinct constant keys under which e reads `parameters`, and whether e also
 // uses `parameters` in some other way.

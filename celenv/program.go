@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"cel.dev/cel-go/cel"
@@ -40,13 +41,17 @@ type Program struct {
 	prg       cel.Program
 	params    []string
 	dynParams bool
+	lim       Limits
+
+	// Equality conjuncts cost a recompilation each, and only routing needs them: they are built on first use.
+	conjOnce  sync.Once
 	conjuncts []Conjunct
 }
 
 // Compile parses, type-checks and plans expr for scope s. A filter must yield a bool and a detect expression a
 // list, or a dynamic value (`event.payload.ok`) whose type the caller checks at run time. Problems with the
 // expression are returned as a *CompileError; any other error means the scope's environment could not be built.
-// The program keeps lim.Cost; equality conjuncts are compiled here too.
+// The program keeps lim.Cost; equality conjuncts are compiled on first use of EqualityConjuncts.
 func Compile(s Scope, expr string, lim Limits) (*Program, error) {
 	lim = lim.withDefaults()
 	if len(expr) > lim.MaxLength {
@@ -80,12 +85,8 @@ func compile(s Scope, expr string, lim Limits) (*Program, error) {
 	if err != nil {
 		return nil, &CompileError{Issues: err.Error()}
 	}
-	p := &Program{scope: s, src: expr, ast: checked, prg: prg}
-	native := checked.NativeRep()
-	p.params, p.dynParams = parameterRefs(native.Expr())
-	if len(p.params) > 0 {
-		p.conjuncts = equalityConjuncts(s, native, lim)
-	}
+	p := &Program{scope: s, src: expr, ast: checked, prg: prg, lim: lim}
+	p.params, p.dynParams = parameterRefs(checked.NativeRep().Expr())
 	return p, nil
 }
 
