@@ -1,6 +1,7 @@
 package tool
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -59,11 +60,33 @@ func (c *checker) Template(p *field.Path, src string, roots ...string) (*interp.
 }
 
 func (c *checker) Value(p *field.Path, v any, roots ...string) (*interp.Value, field.List) {
+	errs := c.leaves(p, v, roots)
+	if len(errs) > 0 {
+		return nil, errs
+	}
 	val, err := interp.ParseValue(v)
 	if err != nil {
 		return nil, field.List{templateError(p, err)}
 	}
-	return val, c.refs(p, val.Refs(), roots)
+	return val, nil
+}
+
+// leaves checks every string leaf of a JSON value as a template, each at its own path.
+func (c *checker) leaves(p *field.Path, v any, roots []string) field.List {
+	var errs field.List
+	switch v := v.(type) {
+	case string:
+		_, errs = c.Template(p, v, roots...)
+	case map[string]any:
+		for _, k := range sortedKeys(v) {
+			errs = append(errs, c.leaves(p.Key(k), v[k], roots)...)
+		}
+	case []any:
+		for i, item := range v {
+			errs = append(errs, c.leaves(p.Index(i), item, roots)...)
+		}
+	}
+	return errs
 }
 
 func (c *checker) Map(p *field.Path, m map[string]string, roots ...string) (map[string]*interp.Template, field.List) {
@@ -221,7 +244,16 @@ func settingName(r interp.Ref, declared []string) string {
 	return parts[0]
 }
 
+// templateError reports a template that does not parse, pointing at the character (1-based) in the field.
 func templateError(p *field.Path, err error) *field.Error {
+	var perr *interp.Error
+	if errors.As(err, &perr) {
+		hint := ""
+		if perr.Suggestion != "" {
+			hint = fmt.Sprintf(" (did you mean %q?)", perr.Suggestion)
+		}
+		return field.Invalid(p, "%s%s, at character %d of the template", perr.Msg, hint, perr.Offset+1)
+	}
 	return field.Invalid(p, "%s", strings.TrimPrefix(fmt.Sprint(err), "interp: "))
 }
 

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/commonagents-go/tool/field"
+	"github.com/commonagents-go/tool/internal/suggest"
 	"github.com/xeipuuv/gojsonschema"
 )
 
@@ -461,40 +462,8 @@ func (c *compiler) checkDefaults(root map[string]any, props []Property) {
 	}
 }
 
-// didYouMean returns ` (did you mean "x"?)` for the closest candidate within edit distance 2, else "".
-func didYouMean(s string, candidates []string) string {
-	best, bestDist := "", 3
-	for _, cand := range candidates {
-		if d := editDistance(strings.ToLower(s), strings.ToLower(cand)); d < bestDist {
-			best, bestDist = cand, d
-		}
-	}
-	if best == "" {
-		return ""
-	}
-	return fmt.Sprintf(" (did you mean %q?)", best)
-}
-
-// editDistance is the Levenshtein distance between a and b, by bytes.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
-}
+// didYouMean returns ` (did you mean "x"?)` for the closest candidate, else "".
+func didYouMean(s string, candidates []string) string { return suggest.Hint(s, candidates) }
 
 func isBool(v any) bool {
 	_, ok := v.(bool)
