@@ -100,16 +100,12 @@ type llmSchemas struct {
 	full   json.RawMessage
 }
 
-// prepareLLM encodes the parameters of a once, so Functions only joins bytes.
+// prepareLLM encodes the parameters of a once, so Functions only joins bytes. Property schemas come from the
+// compiled schemas' effective documents, which no longer hold extension keywords (require_binding, x-*).
 func (a *action) prepareLLM(root *schema.Schema) {
 	s := &llmSchemas{}
 	for _, p := range a.params {
-		prop := map[string]any{}
-		for k, v := range p.Schema {
-			if k != "require_binding" {
-				prop[k] = v
-			}
-		}
+		prop := effectiveProperty(p.Name, a.own, root)
 		key, _ := json.Marshal(p.Name)
 		enc, err := json.Marshal(prop)
 		if err != nil {
@@ -120,6 +116,21 @@ func (a *action) prepareLLM(root *schema.Schema) {
 	s.defs = definitions(root, a.own)
 	a.llm = s
 	s.full = s.build(nil)
+}
+
+// effectiveProperty returns the cleaned schema of the named property from the first schema that declares it.
+func effectiveProperty(name string, schemas ...*schema.Schema) any {
+	for _, s := range schemas {
+		if s == nil {
+			continue
+		}
+		if props, ok := s.Doc()["properties"].(map[string]any); ok {
+			if prop, ok := props[name]; ok {
+				return prop
+			}
+		}
+	}
+	return map[string]any{}
 }
 
 // definitions carries the local `definitions` and `$defs` of the root and action schemas into the merged schema,

@@ -261,16 +261,28 @@ func (l *loader) settings() map[string]any {
 	filled := s.ApplyDefaults(given)
 	for _, v := range s.Validate(filled) {
 		p := field.NewPath("settings")
-		if v.Path != "" {
-			p = p.Key(strings.SplitN(v.Path, ".", 2)[0])
+		if name := declaredPrefix(v.Path, l.settingNames); name != "" {
+			p = p.Key(name)
 		}
-		detail := v.Detail
-		if v.Path == "" {
-			detail = "settings: " + detail
+		typ := field.TypeInvalid
+		if v.Detail == "is required" {
+			typ = field.TypeRequired
 		}
-		l.errs.Add(&field.Error{Type: field.TypeInvalid, Path: p.String(), Detail: detail})
+		l.errs.Add(&field.Error{Type: typ, Path: p.String(), Detail: "setting " + v.String()})
 	}
 	return filled
+}
+
+// declaredPrefix returns the longest declared name that path is or starts with ("github.token" for the violation
+// path "github.token" or "github.token.x"), so dotted setting keys are never split.
+func declaredPrefix(path string, declared []string) string {
+	best := ""
+	for _, name := range declared {
+		if (path == name || strings.HasPrefix(path, name+".")) && len(name) > len(best) {
+			best = name
+		}
+	}
+	return best
 }
 
 // collectParams gathers every parameter name declared at any level: the allow-list namespace filters see.

@@ -1,0 +1,29 @@
+// Command tool checks Common Agent Specification tool manifests (kind commonagents.info/v1beta2/tool) from a
+// shell, with the same loader hosts embed.
+//
+// Usage:
+//
+//	tool validate [--settings FILE] FILE...
+//	tool functions FILE [--binding name=value ...] [--key KEY] [--include a,b] [--settings FILE] [--format openai|anthropic|mcp]
+//	tool schema
+//	tool help [command]
+//
+// Validate loads each manifest and prints every problem on stdout as "FILE: LINE:COL: PATH: DETAIL" (the position
+// is left out when unknown, the path when the problem is about the whole document), "FILE: ok" for a manifest
+// without problems, and warnings on stderr as "FILE: warning: ...". --settings names a YAML or JSON mapping of
+// setting keys to values, validated against each manifest's settings schema; without it settings are not checked.
+//
+// Functions prints the manifest's actions as a JSON array of LLM tool definitions: OpenAI's
+// {"type":"function","function":{...}} (the default), Anthropic's {"name","description","input_schema"} or MCP's
+// {"name","description","inputSchema"}. Each --binding hides a parameter from the schemas; its value is read as
+// JSON when it is valid JSON (5, true, {"a":1}, "quoted") and as a string otherwise. --key sets the capability key
+// function names start with, --include limits the actions shown.
+//
+// Schema prints the JSON Schema (draft-07) of the manifest format, for editors such as yaml-language-server:
+//
+//	tool schema > tool-manifest.schema.json
+//	# yaml-language-server: $schema=./tool-manifest.schema.json
+//
+// Flags may come before or after the file names; "--" ends the flags. The exit code is 0 on success, 1 when a
+// manifest has problems or a file cannot be read, and 2 when the command line is wrong.
+package main
