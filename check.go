@@ -206,7 +206,7 @@ func (c *checker) setting(p *field.Path, r interp.Ref) *field.Error {
 	}
 	s := c.load.settingsSchema
 	if !c.load.hasSettingsSchema {
-		c.load.warn(field.Invalid(p, "{%s}: the tool declares no settings schema, so the setting %q must come from WithSettings", r.Text, name))
+		c.load.warn(field.Invalid(p, "{%s}: the tool declares no settings schema, so the host must supply the setting %q (WithSettings)", r.Text, name))
 		return nil
 	}
 	if s == nil {

@@ -31,13 +31,13 @@ type command struct {
 	run func(ctx context.Context, fs *flag.FlagSet, args []string, stdout, stderr io.Writer) int
 }
 
-// commands lists the subcommands in the order usage shows them. It is a function, not a variable, because help
-// refers back to it.
+// commands lists the subcommands in the order usage shows them (a function, so the list stays immutable).
 func commands() []command {
 	return []command{validateCommand, functionsCommand, schemaCommand}
 }
 
-// run executes the command line args (without the program name) and returns the exit code.
+// run executes the command line args (without the program name) and returns the exit code. ctx bounds the
+// loading of manifests (an OpenAPI document fetch).
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		usage(stderr)
