@@ -95,28 +95,16 @@ func (l *loader) annotations(p *field.Path, a *Annotations) {
 }
 
 func (l *loader) prepareAction(root, doc map[string]any, p *field.Path, a *action) {
-	ep := p.Child("execute")
-	execute, present := asMap(doc["execute"])
 	registry := l.opts.runtimes
-	kind, e := exactlyOne(ep, "backend", execute, present, registry.Kinds())
-	if e != nil {
-		l.errs.Add(e)
-		return
-	}
-	a.kind = kind
-	bp := ep.Key(kind)
-	backend, ok := registry.Lookup(kind)
+	kind, backend, value, ok := pick(l, p.Child("execute"), "backend", doc["execute"], registry.Kinds(), registry.Lookup)
 	if !ok {
-		l.errs.Add(unknownKind(bp, "backend", kind, registry.Kinds()))
 		return
 	}
-	a.backend = backend
+	a.kind, a.backend = kind, backend
+	bp := p.Child("execute").Key(kind)
 	block := &runtime.Block{
-		Kind: kind, Tool: l.m.Name, Action: a.def.Name, Path: bp, Value: execute[kind],
+		Kind: kind, Tool: l.m.Name, Action: a.def.Name, Path: bp, Value: value,
 		Shared: root[kind], SharedPath: field.NewPath(kind), Check: l.checkerFor(a.params, false), BaseDir: l.opts.baseDir,
-	}
-	if block.Value == nil {
-		block.Value = map[string]any{}
 	}
 	prepared, err := backend.Prepare(l.ctx, block)
 	l.errs = append(l.errs, blockErrors(bp, err)...)
@@ -159,4 +147,27 @@ func (l *loader) checkerFor(props []schema.Property, message bool) *checker {
 		c.params[p.Name] = p
 	}
 	return c
+}
+
+// pick finds the single key of an execute or receive block at p and the plugin registered for it. It reports
+// what is wrong and returns ok=false when the block names zero, several or an unregistered kind. An empty block
+// value is returned as an empty object.
+func pick[T any](l *loader, p *field.Path, what string, doc any, kinds []string, lookup func(string) (T, bool)) (string, T, any, bool) {
+	var none T
+	block, present := asMap(doc)
+	kind, e := exactlyOne(p, what, block, present, kinds)
+	if e != nil {
+		l.errs.Add(e)
+		return "", none, nil, false
+	}
+	plugin, ok := lookup(kind)
+	if !ok {
+		l.errs.Add(unknownKind(p.Key(kind), what, kind, kinds))
+		return "", none, nil, false
+	}
+	value := block[kind]
+	if value == nil {
+		value = map[string]any{}
+	}
+	return kind, plugin, value, true
 }

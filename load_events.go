@@ -60,25 +60,14 @@ func (l *loader) collect(t *interp.Template, errs field.List) (*interp.Template,
 }
 
 func (l *loader) prepareEvent(doc map[string]any, p *field.Path, ev *event, check *checker) {
-	rp := p.Child("receive")
-	receive, present := asMap(doc["receive"])
 	registry := l.opts.receivers
-	kind, e := exactlyOne(rp, "receive type", receive, present, registry.Kinds())
-	if e != nil {
-		l.errs.Add(e)
+	kind, receiver, value, ok := pick(l, p.Child("receive"), "receive type", doc["receive"], registry.Kinds(), registry.Lookup)
+	if !ok {
 		return
 	}
 	ev.kind = kind
-	bp := rp.Key(kind)
-	receiver, ok := registry.Lookup(kind)
-	if !ok {
-		l.errs.Add(unknownKind(bp, "receive type", kind, registry.Kinds()))
-		return
-	}
-	block := &events.Block{Kind: kind, Tool: l.m.Name, Event: ev.def.Name, Path: bp, Value: receive[kind], Check: check}
-	if block.Value == nil {
-		block.Value = map[string]any{}
-	}
+	bp := p.Child("receive").Key(kind)
+	block := &events.Block{Kind: kind, Tool: l.m.Name, Event: ev.def.Name, Path: bp, Value: value, Check: check}
 	prepared, err := receiver.Prepare(l.ctx, block)
 	l.errs = append(l.errs, blockErrors(bp, err)...)
 	ev.prepared = prepared
