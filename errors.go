@@ -36,8 +36,11 @@ type Problem struct {
 // String renders "path: detail" with the line when known.
 func (p Problem) String() string {
 	var b strings.Builder
-	if p.Line > 0 {
+	switch {
+	case p.Line > 0 && p.Column > 0:
 		fmt.Fprintf(&b, "%d:%d: ", p.Line, p.Column)
+	case p.Line > 0:
+		fmt.Fprintf(&b, "%d: ", p.Line)
 	}
 	if p.Path != "" {
 		b.WriteString(p.Path)
