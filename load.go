@@ -264,11 +264,14 @@ func (l *loader) settings() map[string]any {
 		if name := declaredPrefix(v.Path, l.settingNames); name != "" {
 			p = p.Key(name)
 		}
-		typ := field.TypeInvalid
+		typ, detail := field.TypeInvalid, "setting "+v.String()
 		if v.Detail == "is required" {
 			typ = field.TypeRequired
+		} else if prop, ok := s.Property(declaredPrefix(v.Path, l.settingNames)); ok && prop.Secret {
+			// A violation inside a secret may quote part of it (an object key): say only that it is wrong.
+			detail = fmt.Sprintf("setting %q does not match its schema (details withheld: the setting is secret)", prop.Name)
 		}
-		l.errs.Add(&field.Error{Type: typ, Path: p.String(), Detail: "setting " + v.String()})
+		l.errs.Add(&field.Error{Type: typ, Path: p.String(), Detail: detail})
 	}
 	return filled
 }

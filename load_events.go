@@ -6,6 +6,7 @@ import (
 	"github.com/commonagents-go/tool/events"
 	"github.com/commonagents-go/tool/field"
 	"github.com/commonagents-go/tool/internal/schema"
+	"github.com/commonagents-go/tool/internal/suggest"
 	"github.com/commonagents-go/tool/interp"
 )
 
@@ -48,6 +49,7 @@ func (l *loader) events(docs []any) []*event {
 				def.MaxTimeout, def.Timeout))
 		}
 		l.prepareEvent(doc, p, ev, check)
+		l.messageEventRefs(p.Child("message"), ev)
 		out = append(out, ev)
 	}
 	return out
@@ -71,4 +73,25 @@ func (l *loader) prepareEvent(doc map[string]any, p *field.Path, ev *event, chec
 	prepared, err := receiver.Prepare(l.ctx, block)
 	l.errs = append(l.errs, blockErrors(bp, err)...)
 	ev.prepared = prepared
+}
+
+// messageEventRefs checks that each {event.x} of the message names the payload, the event name, the headers or a
+// legacy extraction the receive block declares.
+func (l *loader) messageEventRefs(p *field.Path, ev *event) {
+	if ev.message == nil || ev.prepared == nil {
+		return
+	}
+	known := []string{"payload", "name", "headers"}
+	if c := ev.prepared.Common(); c != nil {
+		known = append(known, c.Names...)
+	}
+	for _, r := range ev.message.Refs() {
+		if r.Root != interp.RootEvent || len(r.Steps) == 0 || r.Steps[0].IsIndex {
+			continue
+		}
+		if name := r.Steps[0].Name; !contains(known, name) {
+			l.errs.Add(field.Invalid(p, "{%s}: %q is neither payload, name, headers nor an extraction of the receive block's parameters%s",
+				r.Text, name, suggest.Hint(name, known)))
+		}
+	}
 }

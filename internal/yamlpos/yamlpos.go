@@ -112,8 +112,8 @@ func parent(path string) string {
 	return ""
 }
 
-var mayHaveBoolKey = regexp.MustCompile(`(?mi)^[\t ]*(- +)?(y|n|yes|no|on|off|true|false)[\t ]*:`)
+var mayHaveBoolKey = regexp.MustCompile(`(?mi)(^[\t ]*(- +)?|[{,][\t ]*)(y|n|yes|no|on|off|true|false)[\t ]*:`)
 
-// MayHaveBoolKeys is a cheap test of the raw source: false means there is certainly no YAML 1.1 boolean key in
-// block style, so the full index is not needed to look for them.
+// MayHaveBoolKeys is a cheap test of the raw source: false means there is certainly no YAML 1.1 boolean key, in
+// block or flow style, so the full index is not needed to look for them.
 func MayHaveBoolKeys(src []byte) bool { return mayHaveBoolKey.Match(src) }

@@ -69,3 +69,16 @@ func TestDuplicates(t *testing.T) {
 		t.Errorf("Duplicates = %v, want %v", got, want)
 	}
 }
+
+func TestBoolKeysFlowStyle(t *testing.T) {
+	t.Parallel()
+	src := []byte("parameters: {properties: {y: {type: string}}}\nheaders: {a: 1, Off: 2}\n")
+	if !MayHaveBoolKeys(src) {
+		t.Fatal("MayHaveBoolKeys = false for flow-style keys")
+	}
+	got := New(src).BoolKeys()
+	want := []string{"parameters.properties.y", "headers.Off"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("BoolKeys = %v, want %v", got, want)
+	}
+}
