@@ -59,3 +59,19 @@ actions: [{name: a, description: d, execute: {cel: {expression: "1"}}}]
 		t.Errorf("error shows part of a secret setting: %v", err)
 	}
 }
+
+func TestUnusedSharedBlocksAreValidated(t *testing.T) {
+	t.Parallel()
+	manifest := edgeHeader + `stateless_http: {bogus: 1, base_url: "ftp://x"}
+stateful_session: {nope: 2}
+exec: 7
+actions: [{name: a, description: d, execute: {cel: {expression: "1"}}}]
+`
+	_, err := tool.Load(context.Background(), []byte(manifest))
+	for _, want := range [][2]string{
+		{"stateless_http.bogus", "unsupported"}, {"stateless_http.base_url", "invalid"},
+		{"stateful_session.nope", "unsupported"}, {"exec", "invalid"},
+	} {
+		assertProblem(t, err, want[0], want[1])
+	}
+}

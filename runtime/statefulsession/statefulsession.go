@@ -182,3 +182,12 @@ var (
 	_ runtime.Runtime   = Backend{}
 	_ runtime.Describer = (*Action)(nil)
 )
+
+// ValidateShared decodes the top-level stateful_session block strictly once, whether or not an action uses it;
+// its requests are compiled by Prepare for each action that uses it.
+func (Backend) ValidateShared(_ context.Context, b *runtime.Block) error {
+	var shared Config
+	return b.DecodeShared(&shared).Err()
+}
+
+var _ runtime.SharedValidator = Backend{}

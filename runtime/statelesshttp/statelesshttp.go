@@ -103,3 +103,20 @@ var (
 	_ runtime.Runtime   = Backend{}
 	_ runtime.Describer = (*Action)(nil)
 )
+
+// ValidateShared checks the top-level stateless_http block once, whether or not an action uses it.
+func (Backend) ValidateShared(_ context.Context, b *runtime.Block) error {
+	var shared Shared
+	errs := b.DecodeShared(&shared)
+	if shared.BaseURL != "" {
+		_, e := b.Check.URL(b.SharedPath.Child("base_url"), shared.BaseURL, "", runtime.ExecuteRoots...)
+		errs = append(errs, e...)
+	}
+	_, e := b.Check.Map(b.SharedPath.Child("headers"), shared.Headers, runtime.ExecuteRoots...)
+	errs = append(errs, e...)
+	_, de := httpspec.Duration(b.SharedPath.Child("timeout"), shared.Timeout)
+	errs.Add(de)
+	return errs.Err()
+}
+
+var _ runtime.SharedValidator = Backend{}

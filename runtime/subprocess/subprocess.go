@@ -139,3 +139,11 @@ var (
 	_ runtime.Runtime   = Backend{}
 	_ runtime.Describer = (*Action)(nil)
 )
+
+// ValidateShared decodes the top-level exec block strictly once, whether or not an action uses it.
+func (Backend) ValidateShared(_ context.Context, b *runtime.Block) error {
+	var shared Config
+	return b.DecodeShared(&shared).Err()
+}
+
+var _ runtime.SharedValidator = Backend{}
