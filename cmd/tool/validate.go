@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 
 	"github.com/commonagents-go/tool"
 	"sigs.k8s.io/yaml"
@@ -48,7 +47,7 @@ func runValidate(ctx context.Context, fs *flag.FlagSet, args []string, stdout, s
 			continue
 		}
 		for _, w := range t.Warnings() {
-			fmt.Fprintf(stderr, "%s: warning: %s\n", file, formatProblem(w))
+			fmt.Fprintf(stderr, "%s: warning: %s\n", file, w.String())
 		}
 		fmt.Fprintf(stdout, "%s: ok\n", file)
 	}
@@ -61,7 +60,7 @@ func reportLoadError(problems, stderr io.Writer, file string, err error) {
 	var verr *tool.ValidationError
 	if errors.As(err, &verr) {
 		for _, p := range verr.Problems {
-			fmt.Fprintf(problems, "%s: %s\n", file, formatProblem(p))
+			fmt.Fprintf(problems, "%s: %s\n", file, p.String())
 		}
 		return
 	}
@@ -92,19 +91,3 @@ func settingsOption(path string) ([]tool.Option, error) {
 	return []tool.Option{tool.WithSettings(settings)}, nil
 }
 
-// formatProblem renders "LINE:COL: PATH: DETAIL", leaving out what is unknown: the column (a YAML syntax error
-// names only its line), the position, or the path (a problem with the whole document).
-func formatProblem(p tool.Problem) string {
-	var b strings.Builder
-	switch {
-	case p.Line > 0 && p.Column > 0:
-		fmt.Fprintf(&b, "%d:%d: ", p.Line, p.Column)
-	case p.Line > 0:
-		fmt.Fprintf(&b, "%d: ", p.Line)
-	}
-	if p.Path != "" {
-		b.WriteString(p.Path + ": ")
-	}
-	b.WriteString(p.Detail)
-	return b.String()
-}

@@ -136,8 +136,8 @@ func TestFormatProblem(t *testing.T) {
 		{tool.Problem{Detail: "d"}, "d"},
 	}
 	for _, tt := range tests {
-		if got := formatProblem(tt.p); got != tt.want {
-			t.Errorf("formatProblem(%+v) = %q, want %q", tt.p, got, tt.want)
+		if got := tt.p.String(); got != tt.want {
+			t.Errorf("Problem.String(%+v) = %q, want %q", tt.p, got, tt.want)
 		}
 	}
 }
