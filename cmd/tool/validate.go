@@ -90,4 +90,3 @@ func settingsOption(path string) ([]tool.Option, error) {
 	}
 	return []tool.Option{tool.WithSettings(settings)}, nil
 }
-
