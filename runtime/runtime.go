@@ -13,11 +13,14 @@ package runtime
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/commonagents-go/tool/field"
 	"github.com/commonagents-go/tool/internal/decode"
 	"github.com/commonagents-go/tool/internal/registry"
+	"github.com/commonagents-go/tool/interp"
 )
 
 // Runtime is one action backend, keyed by its execute-block key.
@@ -35,6 +38,9 @@ type Runtime interface {
 
 // Instance is a backend initialized for one task. Invoke may be called concurrently.
 type Instance interface {
+	// Invoke runs one call of a, an Action this backend prepared. A failure the LLM can correct or retry is
+	// returned as a Result whose Error is set, or as an *Error (the caller wraps it in a Result); any other
+	// error ends the task (SPEC §7.1) and should wrap ErrUnrecoverable. ctx carries the call's deadline.
 	Invoke(ctx context.Context, a Action, call *Call) (*Result, error)
 	// Teardown releases what Initialize acquired; ctx bounds how long it may take.
 	Teardown(ctx context.Context) error
@@ -99,23 +105,74 @@ func (b *Block) DecodeShared(dst any) field.List {
 
 // Init is what a backend receives when a task first needs it.
 type Init struct {
-	TaskID     string
-	Tool       string
+	// TaskID and Tool name the task and its manifest.
+	TaskID, Tool string
+	// Action is the prepared action whose call triggered Initialize.
+	Action Action
+	// Values resolves template tokens for requests made during Initialize (a session's create): those of the
+	// call that triggered it. See Call.Values.
+	Values interp.Resolver
+	// HTTPClient is the client for every request the backend makes. Its redirect policy is already set (SPEC
+	// §4.4: same scheme and host only); backends must not replace it.
 	HTTPClient *http.Client
+	// Limits are the host's bounds.
+	Limits Limits
+	// State is this backend's slot in the task state (SPEC §13), for what must survive a host restart, such as
+	// the values of a session to destroy.
+	State State
+	// Observe reports a lifecycle fact such as "session.created"; data must not hold secrets. Never nil.
+	Observe func(ctx context.Context, name string, data map[string]any)
+	// Logger is the host's logger. Never nil.
+	Logger *slog.Logger
+}
+
+// Limits are the bounds a backend applies (SPEC §14).
+type Limits struct {
+	// CallTimeout bounds one call when the action sets no timeout of its own.
+	CallTimeout time.Duration
+	// ResponseBytes bounds a response body; larger is a recoverable result_too_large error.
+	ResponseBytes int64
+	// TeardownTimeout bounds Teardown; the caller's ctx already carries it as a deadline.
+	TeardownTimeout time.Duration
+}
+
+// State is a backend's slot in the task state. Implementations are safe for concurrent use.
+type State interface {
+	// Load returns what Save stored last; nil and no error when nothing is stored.
+	Load(ctx context.Context) ([]byte, error)
+	// Save replaces the stored value.
+	Save(ctx context.Context, value []byte) error
 }
 
 // Call is one invocation of an action.
 type Call struct {
-	ID     string
+	// ID identifies the call in results, facts and logs.
+	ID string
+	// Action is the manifest name of the action.
 	Action string
 	// Args are the resolved parameters of the call (root and action), after bindings and defaults.
 	Args map[string]any
+	// Values resolves every template root of SPEC §4.2 except session, which belongs to the stateful_session
+	// backend: parameters (from Args), settings, runtime, agent, mount, context and auth (which fetches a token
+	// through the host's provider, bounded by the call's context). Its errors are *Error when the call can be
+	// corrected (a missing auth token), else they wrap ErrUnrecoverable; they never carry a value.
+	Values interp.Resolver
 }
 
 // Result is what a backend returns for one call.
 type Result struct {
-	Output     any
+	// Output is the JSON value for the LLM: nil, bool, string, float64, json.Number, integers, []any,
+	// map[string]any.
+	Output any
+	// ServerData is for the host only, never the LLM: HTTP status and headers, stderr, the raw body of an error.
 	ServerData map[string]any
+	// Error is set when the call failed in a way the LLM can correct or retry (SPEC §7.1): Output is then
+	// ignored.
+	Error *Error
+	// BytesIn and BytesOut count the bytes received and sent, for telemetry.
+	BytesIn, BytesOut int64
+	// Attempts is how many times the backend tried the call; 0 means 1.
+	Attempts int
 }
 
 // ErrNotImplemented is returned by Initialize of backends whose execution has not been built yet; their blocks
