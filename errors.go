@@ -4,13 +4,16 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/commonagents-go/tool/runtime"
 )
 
 // Sentinel errors for decisions a host makes; test them with errors.Is.
 var (
 	// ErrUnrecoverable marks failures that end a task (SPEC §7.1): invalid configuration found at run time, an
 	// unreachable endpoint, a session that cannot be created.
-	ErrUnrecoverable = errors.New("tool: unrecoverable")
+	// It is the same value as runtime.ErrUnrecoverable, which backends wrap.
+	ErrUnrecoverable = runtime.ErrUnrecoverable
 	// ErrClosed is returned by calls on a closed task.
 	ErrClosed = errors.New("tool: task is closed")
 	// ErrUnknownAction is returned when a call names an action or function the tool does not have.

@@ -18,6 +18,19 @@ type action struct {
 	params []schema.Property
 	own    *schema.Schema
 	llm    *llmSchemas
+
+	// Derived at load for calls.
+	byName map[string]int // index in params
+	shared bool           // read-only and concurrency-safe: runs alongside other such calls (SPEC §11)
+}
+
+func (a *action) index() {
+	a.byName = make(map[string]int, len(a.params))
+	for i, p := range a.params {
+		a.byName[p.Name] = i
+	}
+	tr := a.traits()
+	a.shared = tr.ReadOnly && tr.ConcurrencySafe
 }
 
 // sharedBlocks maps each top-level runtime block key to the manifest field holding it.

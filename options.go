@@ -47,6 +47,12 @@ type Limits struct {
 	TeardownTimeout      time.Duration // default 10s
 	MaxCalls             int           // per task; 0 = unlimited
 	MaxConsecutiveErrors int           // per task; 0 = unlimited
+	// ResultBytes is the result budget: an output whose JSON is larger is omitted from Result.Output and kept
+	// in Result.ServerData["output"] (SPEC §8). 0 = no budget.
+	ResultBytes int
+	// ActionTimeouts bound the calls of named actions (SPEC §11), on top of the manifest's own timeouts; a call
+	// past its bound is a recoverable timeout.
+	ActionTimeouts map[string]time.Duration
 }
 
 // DefaultLimits returns the SPEC §14 defaults.
@@ -85,7 +91,7 @@ func (l Limits) withDefaults() Limits {
 	if l.TeardownTimeout > 0 {
 		d.TeardownTimeout = l.TeardownTimeout
 	}
-	d.MaxCalls, d.MaxConsecutiveErrors = l.MaxCalls, l.MaxConsecutiveErrors
+	d.MaxCalls, d.MaxConsecutiveErrors, d.ResultBytes, d.ActionTimeouts = l.MaxCalls, l.MaxConsecutiveErrors, l.ResultBytes, l.ActionTimeouts
 	return d
 }
 
@@ -186,7 +192,8 @@ func WithReceivers(r *events.Registry) Option {
 func WithLimits(l Limits) Option {
 	return func(o *options) error {
 		if l.CallTimeout < 0 || l.ResponseBytes < 0 || l.InboundBytes < 0 || l.AllowListValues < 0 ||
-			l.FilterAssignments < 0 || l.TeardownTimeout < 0 || l.MaxCalls < 0 || l.MaxConsecutiveErrors < 0 {
+			l.FilterAssignments < 0 || l.TeardownTimeout < 0 || l.MaxCalls < 0 || l.MaxConsecutiveErrors < 0 ||
+			l.ResultBytes < 0 {
 			return errors.New("tool: WithLimits: limits must not be negative")
 		}
 		o.limits = l
@@ -221,7 +228,8 @@ func newOptions(opts []Option) (*options, error) {
 	}
 	o.limits = o.limits.withDefaults()
 	if o.httpClient == nil {
-		o.httpClient = &http.Client{Timeout: o.limits.CallTimeout}
+		// No client-wide timeout: each call is bounded by its own (the action's timeout, else CallTimeout).
+		o.httpClient = &http.Client{}
 	}
 	return o, nil
 }

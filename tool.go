@@ -1,7 +1,12 @@
 package tool
 
 import (
+	"net/http"
+
+	"github.com/commonagents-go/tool/internal/httpspec"
+	"github.com/commonagents-go/tool/internal/redact"
 	"github.com/commonagents-go/tool/internal/schema"
+	"github.com/commonagents-go/tool/interp"
 )
 
 // Tool is a loaded, validated and compiled manifest. It is immutable and safe for concurrent use; tasks are
@@ -16,14 +21,56 @@ type Tool struct {
 	events         []*event
 	actionByName   map[string]*action
 	warnings       func() []Problem // nil when there are none
+
+	// Derived at load for tasks.
+	levels       []*schema.Schema           // parameter schemas of every level: root, actions, events
+	declared     map[string]schema.Property // every parameter name at any level (the allow-list namespace)
+	secretParams map[string]bool            // parameters with format: password or writeOnly
+	secrets      *redact.Set                // secret settings' values
+	httpClient   *http.Client               // the host's client with the redirect policy of SPEC §4.4
 }
 
 func (t *Tool) index() {
 	t.actionByName = make(map[string]*action, len(t.actions))
+	t.declared = map[string]schema.Property{}
+	t.secretParams = map[string]bool{}
+	t.addLevel(t.rootParams)
 	for _, a := range t.actions {
 		t.actionByName[a.def.Name] = a
+		t.addLevel(a.own)
+		a.index()
+	}
+	for _, e := range t.events {
+		t.addLevel(e.own)
+	}
+	t.secrets = &redact.Set{}
+	if t.settingsSchema != nil {
+		for _, p := range t.settingsSchema.Properties() {
+			if v, ok := t.settings[p.Name]; ok && p.Secret {
+				t.secrets.Add(textOf(v))
+			}
+		}
+	}
+	t.httpClient = httpspec.SameHostRedirects(t.opts.httpClient)
+}
+
+func (t *Tool) addLevel(s *schema.Schema) {
+	if s == nil {
+		return
+	}
+	t.levels = append(t.levels, s)
+	for _, p := range s.Properties() {
+		if _, seen := t.declared[p.Name]; !seen {
+			t.declared[p.Name] = p
+		}
+		if p.Secret {
+			t.secretParams[p.Name] = true
+		}
 	}
 }
+
+// textOf is the text a value would render as, the form in which a secret could leak.
+func textOf(v any) string { return interp.Text(v) }
 
 // Manifest returns the decoded manifest. It is shared: do not modify it.
 func (t *Tool) Manifest() *Manifest { return t.manifest }

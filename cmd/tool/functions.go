@@ -52,19 +52,7 @@ var formats = map[string]func(f tool.Function) any{
 
 func runFunctions(ctx context.Context, fs *flag.FlagSet, args []string, stdout, stderr io.Writer) int {
 	var c tool.Capability
-	bindings := map[string]any{}
-	fs.Func("binding", "bind parameter `name=value` (repeatable); the value is parsed as JSON when it is valid JSON, else it is a string",
-		func(s string) error {
-			name, value, ok := strings.Cut(s, "=")
-			if !ok || name == "" {
-				return errors.New("want name=value")
-			}
-			if _, dup := bindings[name]; dup {
-				return fmt.Errorf("%s is bound twice", name)
-			}
-			bindings[name] = bindingValue(value)
-			return nil
-		})
+	bindings := bindingFlag(fs)
 	fs.StringVar(&c.Key, "key", "", "the capability `KEY` function names start with (default: the tool name)")
 	fs.Func("include", "only the actions and events in this comma-separated `list` (default: all; \"\" for none)",
 		func(s string) error {
@@ -111,6 +99,24 @@ func runFunctions(ctx context.Context, fs *flag.FlagSet, args []string, stdout, 
 	}
 	fmt.Fprintf(stdout, "%s\n", out)
 	return exitOK
+}
+
+// bindingFlag defines the repeatable --binding flag on fs and returns the map it fills.
+func bindingFlag(fs *flag.FlagSet) map[string]any {
+	bindings := map[string]any{}
+	fs.Func("binding", "bind parameter `name=value` (repeatable); the value is parsed as JSON when it is valid JSON, else it is a string",
+		func(s string) error {
+			name, value, ok := strings.Cut(s, "=")
+			if !ok || name == "" {
+				return errors.New("want name=value")
+			}
+			if _, dup := bindings[name]; dup {
+				return fmt.Errorf("%s is bound twice", name)
+			}
+			bindings[name] = bindingValue(value)
+			return nil
+		})
+	return bindings
 }
 
 // bindingValue reads a --binding value: JSON when it is valid JSON (numbers, booleans, objects, quoted strings),

@@ -4,6 +4,9 @@ package celexpr
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"time"
 
 	"github.com/commonagents-go/tool/celenv"
 	"github.com/commonagents-go/tool/field"
@@ -55,12 +58,62 @@ func (Backend) Prepare(_ context.Context, b *runtime.Block) (runtime.Action, err
 	return a, errs.Err()
 }
 
-// Initialize is not built yet: execution arrives with the Tasks/Invoke work.
-func (Backend) Initialize(context.Context, *runtime.Init) (runtime.Instance, error) {
-	return nil, runtime.ErrNotImplemented
+// Initialize captures what the expressions of the task see: context, runtime, the clock and the mount.
+func (Backend) Initialize(_ context.Context, in *runtime.Init) (runtime.Instance, error) {
+	inst := &instance{context: in.Context, runtime: in.Runtime, mount: in.Mount, now: in.Now}
+	if inst.context == nil {
+		inst.context = map[string]any{}
+	}
+	if inst.runtime == nil {
+		inst.runtime = map[string]any{}
+	}
+	if inst.now == nil {
+		inst.now = time.Now
+	}
+	return inst, nil
 }
+
+type instance struct {
+	context, runtime map[string]any
+	mount            celenv.Mount
+	now              func() time.Time
+}
+
+// Invoke evaluates the expression with `input` = the call's resolved arguments (SPEC §7.2). An evaluation error
+// (a missing key, the cost limit) is a recoverable tool_error; a mount call without a mount is a configuration
+// error that ends the task.
+func (in *instance) Invoke(ctx context.Context, a runtime.Action, call *runtime.Call) (*runtime.Result, error) {
+	act, ok := a.(*Action)
+	if !ok {
+		return nil, runtime.Unrecoverable(fmt.Errorf("cel: action of type %T", a))
+	}
+	input := call.Args
+	if input == nil {
+		input = map[string]any{}
+	}
+	vars := map[string]any{
+		"context": in.context,
+		"input":   input,
+		"runtime": in.runtime,
+		"now":     in.now().UTC().Format(time.RFC3339),
+	}
+	out, err := act.Program.EvalWith(ctx, vars, in.mount)
+	switch {
+	case err == nil:
+		return &runtime.Result{Output: out}, nil
+	case ctx.Err() != nil:
+		return nil, ctx.Err()
+	case errors.Is(err, celenv.ErrNoMount):
+		return nil, runtime.Unrecoverable(err)
+	}
+	return runtime.Fail(runtime.Errorf(runtime.KindToolError, "%v", err)), nil
+}
+
+// Teardown does nothing: a cel action holds no resources.
+func (*instance) Teardown(context.Context) error { return nil }
 
 var (
 	_ runtime.Runtime   = Backend{}
+	_ runtime.Instance  = (*instance)(nil)
 	_ runtime.Describer = (*Action)(nil)
 )

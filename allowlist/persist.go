@@ -1,0 +1,69 @@
+package allowlist
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+)
+
+// stored is one name's entry as persisted: values oldest first, in their JSON types.
+type stored struct {
+	Sealed bool  `json:"sealed,omitempty"`
+	Values []any `json:"values"`
+}
+
+// MarshalJSON encodes the list for the task state (SPEC §13) as an object from name to
+// {"sealed": bool, "values": [...]}, values oldest first in their JSON types, so UnmarshalJSON restores the
+// eviction order, the types and the sealed flags. The cap is not stored: it is the holder's option.
+func (l *List) MarshalJSON() ([]byte, error) {
+	l.mu.RLock()
+	out := make(map[string]stored, len(l.entries))
+	for name, e := range l.entries {
+		vals := make([]any, len(e.order))
+		for i, it := range e.order {
+			vals[i] = it.val
+		}
+		out[name] = stored{Sealed: e.sealed, Values: vals}
+	}
+	l.mu.RUnlock()
+	b, err := json.Marshal(out)
+	if err != nil {
+		return nil, fmt.Errorf("encode allow list: %w", err)
+	}
+	return b, nil
+}
+
+// UnmarshalJSON replaces the list's contents with what MarshalJSON wrote. Duplicate and null values are
+// dropped; an unsealed name holding more values than the cap keeps the newest. On error the list is unchanged.
+func (l *List) UnmarshalJSON(data []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var in map[string]stored
+	if err := dec.Decode(&in); err != nil {
+		return fmt.Errorf("decode allow list: %w", err)
+	}
+	entries := make(map[string]*entry, len(in))
+	for name, s := range in {
+		e := newEntry(s.Sealed)
+		max := l.limit()
+		if s.Sealed {
+			max = math.MaxInt // whatever was sealed stays
+		}
+		for i, v := range s.Values {
+			text, val, ok := normalize(v)
+			if !ok {
+				return fmt.Errorf("decode allow list: value %d of %q is not JSON", i, name)
+			}
+			if val != nil {
+				e.put(text, val, max)
+			}
+		}
+		entries[name] = e
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.entries = entries
+	l.version.Add(1)
+	return nil
+}

@@ -1,0 +1,134 @@
+package tool
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/commonagents-go/tool/celenv"
+	"github.com/commonagents-go/tool/field"
+	"github.com/commonagents-go/tool/interp"
+)
+
+// checkBindings applies the NewTask checks of SPEC §3.3 and returns every problem, sorted by path.
+func (t *Tool) checkBindings(bindings map[string]any) []Problem {
+	var errs field.List
+	root := field.NewPath("bindings")
+	for _, name := range sortedKeys(bindings) {
+		if _, ok := t.declared[name]; !ok {
+			errs.Add(field.Invalid(root.Key(name), "binding %q names no parameter the tool declares (declared: %s)",
+				name, strings.Join(sortedKeys(t.declared), ", ")))
+		}
+	}
+	for _, name := range sortedKeys(t.declared) {
+		if _, bound := bindings[name]; !bound && t.declared[name].RequireBinding {
+			errs.Add(field.Required(root.Key(name), "parameter %q has require_binding: the capability must bind it", name))
+		}
+	}
+	seen := map[string]bool{}
+	for _, level := range t.levels {
+		obj := map[string]any{}
+		for name, v := range bindings {
+			if _, ok := level.Property(name); ok {
+				obj[name] = v
+			}
+		}
+		if len(obj) == 0 {
+			continue
+		}
+		for _, v := range level.Validate(obj) {
+			name := v.Path
+			if i := strings.IndexByte(name, '.'); i >= 0 {
+				name = name[:i]
+			}
+			if _, bound := obj[name]; !bound || v.Detail == "is required" && v.Path == name {
+				continue // another parameter of the level, not bound: not the binding's fault
+			}
+			e := field.Invalid(root.Key(name), "binding %s", v.String())
+			if !seen[e.Path+e.Detail] {
+				seen[e.Path+e.Detail] = true
+				errs.Add(e)
+			}
+		}
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	out := make([]Problem, 0, len(errs))
+	for _, e := range errs {
+		out = append(out, Problem{Path: e.Path, Type: string(e.Type), Detail: e.Detail})
+	}
+	sort.SliceStable(out, func(i, j int) bool { return comparePaths(out[i].Path, out[j].Path) < 0 })
+	return out
+}
+
+// BindingEnv is what an agent's binding expressions see (SPEC §3.3, §5 binding scope).
+type BindingEnv struct {
+	// Context is the task context (`context`, alias `c`, and {context.*}).
+	Context map[string]any
+	// Runtime is what `runtime` and {runtime.*} hold.
+	Runtime RuntimeInfo
+	// Now is the time `now` reports; zero means the current time.
+	Now time.Time
+}
+
+// ResolveBinding turns one binding as an agent manifest writes it into its value (SPEC §3.3): text containing a
+// {token} is a template over context and runtime; any other text is compiled as CEL over context, runtime and
+// now, and text that does not compile as CEL is a literal string ("octocat", "my-repo"). ctx bounds the CEL
+// evaluation. Errors name the binding's source, never a context value.
+func ResolveBinding(ctx context.Context, src string, env BindingEnv) (any, error) {
+	rt := map[string]any{"version": env.Runtime.Version, "api_root": env.Runtime.APIRoot,
+		"dashboard_url": env.Runtime.DashboardURL}
+	if tmpl, err := interp.Parse(src); err == nil && tmpl.HasRefs() {
+		v, err := tmpl.Render(interp.ResolverFunc(func(ref interp.Ref) (any, error) {
+			switch ref.Root {
+			case interp.RootContext:
+				return lookup(env.Context, ref.Steps), nil
+			case interp.RootRuntime:
+				return lookup(rt, ref.Steps), nil
+			}
+			return nil, fmt.Errorf("bindings may use only {context.*} and {runtime.*}")
+		}))
+		if err != nil {
+			return nil, fmt.Errorf("tool: binding %q: %w", src, err)
+		}
+		return v, nil
+	}
+	vars := map[string]any{"context": env.Context, "runtime": rt}
+	if env.Context == nil {
+		vars["context"] = map[string]any{}
+	}
+	if !env.Now.IsZero() {
+		vars["now"] = env.Now.UTC().Format(time.RFC3339)
+	}
+	v, err := celenv.EvalBinding(ctx, src, vars)
+	if err != nil {
+		return nil, fmt.Errorf("tool: binding %q: %w", src, err)
+	}
+	return v, nil
+}
+
+// ResolveBindings resolves every binding of an agent capability with ResolveBinding. The error names each
+// binding that failed.
+func ResolveBindings(ctx context.Context, bindings map[string]string, env BindingEnv) (map[string]any, error) {
+	out := make(map[string]any, len(bindings))
+	var failed []string
+	var first error
+	for _, name := range sortedKeys(bindings) {
+		v, err := ResolveBinding(ctx, bindings[name], env)
+		if err != nil {
+			failed = append(failed, name)
+			if first == nil {
+				first = err
+			}
+			continue
+		}
+		out[name] = v
+	}
+	if first != nil {
+		return nil, fmt.Errorf("tool: bindings %s could not be resolved: %w", strings.Join(failed, ", "), first)
+	}
+	return out, nil
+}

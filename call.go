@@ -1,0 +1,178 @@
+package tool
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	"github.com/commonagents-go/tool/runtime"
+)
+
+// call is the bookkeeping of one Invoke: its result under construction, its facts and the failure counter.
+type call struct {
+	task   *Task
+	a      *action
+	id     string
+	ctx    context.Context
+	result *Result
+}
+
+func (t *Task) newCall(ctx context.Context, a *action, function string) *call {
+	id := t.nextCallID(ctx)
+	return &call{task: t, a: a, id: id, ctx: ctx, result: &Result{
+		CallID: id, Action: a.def.Name, Function: function,
+		Telemetry: Telemetry{Start: t.tool.opts.clock.Now(), Backend: a.kind, Attempts: 1},
+	}}
+}
+
+// finish completes a call that produced a backend result (rr, nil when the pipeline refused the call) or a
+// recoverable error (te). Everything in the Result is scrubbed of secrets.
+func (c *call) finish(rr *runtime.Result, te *ToolError) *Result {
+	t, r := c.task, c.result
+	r.Telemetry.Duration = t.tool.opts.clock.Now().Sub(r.Telemetry.Start)
+	var output any
+	if rr != nil {
+		output, r.ServerData = rr.Output, rr.ServerData
+		r.Telemetry.BytesIn, r.Telemetry.BytesOut = rr.BytesIn, rr.BytesOut
+		if rr.Attempts > 0 {
+			r.Telemetry.Attempts = rr.Attempts
+		}
+		if r.ServerData != nil {
+			r.ServerData, _ = t.secrets.Value(r.ServerData).(map[string]any)
+		}
+	}
+	if te != nil {
+		te = t.scrubToolError(te)
+		r.IsError, r.Error = true, te
+		output = map[string]any{"error": te}
+		t.failures.Add(1)
+	} else {
+		output = t.secrets.Value(output)
+		t.failures.Store(0)
+	}
+	c.setOutput(output)
+	name, data := "tool.result", map[string]any{"action": c.a.def.Name, "output_bytes": r.OutputBytes,
+		"duration_ms": r.Telemetry.Duration.Milliseconds()}
+	if te != nil {
+		name, data["error"] = "tool.failed", te
+	}
+	t.observe(c.ctx, name, c.id, data)
+	return r
+}
+
+// setOutput encodes the output once; past the host's result budget it moves to ServerData["output"].
+func (c *call) setOutput(output any) {
+	r := c.result
+	b, err := encodeJSON(output)
+	if err != nil {
+		te := &ToolError{Kind: KindMalformedResponse, Message: "the output is not representable as JSON"}
+		r.IsError, r.Error, output = true, te, map[string]any{"error": te}
+		b, _ = encodeJSON(output)
+	}
+	r.Output, r.OutputJSON, r.OutputBytes = output, b, len(b)
+	if budget := c.task.tool.opts.limits.ResultBytes; budget > 0 && len(b) > budget && !r.IsError {
+		if r.ServerData == nil {
+			r.ServerData = map[string]any{}
+		}
+		r.ServerData["output"] = output
+		r.Omitted = true
+		r.OmittedReason = fmt.Sprintf("the output is %d bytes, over the result budget of %d bytes", len(b), budget)
+		r.Output = map[string]any{"omitted": r.OmittedReason}
+		r.OutputJSON, _ = encodeJSON(r.Output)
+	}
+}
+
+// fail ends a call with an unrecoverable error, reported as tool.failed and returned scrubbed.
+func (c *call) fail(err error) error {
+	t := c.task
+	t.failures.Add(1)
+	err = t.secrets.Error(fmt.Errorf("tool: call %s (%s): %w", c.id, c.a.def.Name, err), ErrUnrecoverable)
+	t.observe(c.ctx, "tool.failed", c.id, map[string]any{"action": c.a.def.Name, "error": err.Error(), "unrecoverable": true})
+	return err
+}
+
+func (t *Task) scrubToolError(e *ToolError) *ToolError {
+	if e == nil || t.secrets.Empty() {
+		return e
+	}
+	out := *e
+	out.Message = t.secrets.String(e.Message)
+	out.Cause = t.scrubToolError(e.Cause)
+	if e.Hint != nil {
+		h := *e.Hint
+		h.Message = t.secrets.String(h.Message)
+		h.ExampleInput, _ = t.secrets.Value(h.ExampleInput).(map[string]any)
+		out.Hint = &h
+	}
+	return &out
+}
+
+var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// encodeJSON encodes v compactly without HTML escaping.
+func encodeJSON(v any) ([]byte, error) {
+	buf := bufPool.Get().(*bytes.Buffer)
+	defer bufPool.Put(buf)
+	buf.Reset()
+	enc := json.NewEncoder(buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.Clone(bytes.TrimSuffix(buf.Bytes(), []byte("\n"))), nil
+}
+
+// Call is a call started with Task.Start.
+type Call struct {
+	id     string
+	cancel context.CancelFunc
+	done   chan struct{}
+	result *Result
+	err    error
+}
+
+// ID returns the call's ID.
+func (c *Call) ID() string { return c.id }
+
+// Wait returns the call's Result and error, as Invoke would, once it finished; ctx bounds only the waiting.
+func (c *Call) Wait(ctx context.Context) (*Result, error) {
+	select {
+	case <-c.done:
+		return c.result, c.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// Cancel cancels the call; Wait then returns the cancellation. The task reports a tool.cancelled fact.
+func (c *Call) Cancel() { c.cancel() }
+
+// Start begins a call and returns at once (SPEC §11). For a tool with synchronous: true it runs the call to the
+// end first, as Invoke. The call runs until it finishes, Cancel is called, ctx ends or the task closes; Close
+// waits for it. Start fails only as Invoke fails before running (ErrUnknownAction, ErrClosed).
+func (t *Task) Start(ctx context.Context, action string, args map[string]any) (*Call, error) {
+	a := t.tool.actionByName[action]
+	if a == nil || !t.cfg.Capability.includes(action) {
+		return nil, fmt.Errorf("%w %q", ErrUnknownAction, action)
+	}
+	if err := t.enter(); err != nil {
+		return nil, err
+	}
+	id := t.nextCallID(ctx)
+	cctx, cancel := context.WithCancel(WithCallID(ctx, id))
+	c := &Call{id: id, cancel: cancel, done: make(chan struct{})}
+	run := func() {
+		defer t.calls.Done()
+		defer close(c.done)
+		defer cancel()
+		c.result, c.err = t.invoke(cctx, a, t.tool.functionName(t.cfg.Capability, a), args)
+	}
+	if t.tool.manifest.Synchronous {
+		run()
+	} else {
+		go run()
+	}
+	return c, nil
+}

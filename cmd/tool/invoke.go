@@ -1,0 +1,131 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/commonagents-go/tool"
+)
+
+var invokeCommand = command{
+	name:     "invoke",
+	synopsis: "FILE ACTION [--args JSON] [--settings FILE] [--binding name=value ...] [--auth-env provider=VAR ...] [--timeout D]",
+	summary:  "run one action of a manifest and print its result as JSON",
+	detail: `Invoke loads the manifest, starts a task with the given bindings, runs one call
+of ACTION with the JSON object --args as the LLM's arguments, prints the Result
+as JSON and closes the task (tearing down what the call started).
+
+The exit code is 0 when the call succeeded, 1 when it failed (a recoverable
+error is still printed as a result; an unrecoverable one goes to stderr), 2 for
+a command-line mistake. {auth.<provider>()} tokens are read from the environment
+variables named by --auth-env.`,
+	run: runInvoke,
+}
+
+func runInvoke(ctx context.Context, fs *flag.FlagSet, args []string, stdout, stderr io.Writer) int {
+	bindings := bindingFlag(fs)
+	argsJSON := fs.String("args", "{}", "the call's arguments as a JSON `object`")
+	settingsFile := fs.String("settings", "", "a YAML or JSON `FILE` mapping setting keys to values")
+	timeout := fs.Duration("timeout", 60*time.Second, "bound on the whole call, teardown included")
+	tokens := envTokens{}
+	fs.Func("auth-env", "read the token of {auth.`provider=VAR`()} from the environment variable VAR (repeatable)",
+		func(s string) error {
+			provider, env, ok := strings.Cut(s, "=")
+			if !ok || provider == "" || env == "" {
+				return errors.New("want provider=VAR")
+			}
+			tokens[provider] = env
+			return nil
+		})
+	pos, code, ok := parse(fs, args)
+	if !ok {
+		return code
+	}
+	if len(pos) != 2 {
+		return usageError(fs, "want a manifest file and an action name, got %d arguments", len(pos))
+	}
+	file, action := pos[0], pos[1]
+	var callArgs map[string]any
+	if err := json.Unmarshal([]byte(*argsJSON), &callArgs); err != nil {
+		return usageError(fs, "--args must be a JSON object: %v", err)
+	}
+	opts, err := settingsOption(*settingsFile)
+	if err != nil {
+		fmt.Fprintf(stderr, "tool invoke: %v\n", err)
+		return exitProblem
+	}
+	if len(tokens) > 0 {
+		opts = append(opts, tool.WithAuth(tokens))
+	}
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	t, err := tool.LoadFile(ctx, file, opts...)
+	if err != nil {
+		reportLoadError(stderr, stderr, file, err)
+		return exitProblem
+	}
+	c := tool.Capability{}
+	if len(bindings) > 0 {
+		c.Bindings = bindings
+	}
+	if msg := checkCapability(t, c); msg != "" {
+		return usageError(fs, "%s", msg)
+	}
+	task, err := t.NewTask(context.WithoutCancel(ctx), tool.TaskConfig{Capability: c})
+	if err != nil {
+		fmt.Fprintf(stderr, "tool invoke: %v\n", err)
+		return exitProblem
+	}
+	res, err := task.Invoke(ctx, action, callArgs)
+	if cerr := task.Close(ctx); cerr != nil {
+		fmt.Fprintf(stderr, "tool invoke: %v\n", cerr)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "tool invoke: %v\n", err)
+		return exitProblem
+	}
+	out, _ := json.MarshalIndent(printable(res), "", "  ")
+	fmt.Fprintf(stdout, "%s\n", out)
+	if res.IsError {
+		return exitProblem
+	}
+	return exitOK
+}
+
+// printable is the JSON shape of a Result on stdout.
+func printable(r *tool.Result) any {
+	return struct {
+		CallID     string          `json:"call_id"`
+		Action     string          `json:"action"`
+		Function   string          `json:"function"`
+		Output     json.RawMessage `json:"output"`
+		IsError    bool            `json:"is_error,omitempty"`
+		Error      *tool.ToolError `json:"error,omitempty"`
+		Omitted    string          `json:"omitted,omitempty"`
+		ServerData map[string]any  `json:"server_data,omitempty"`
+		DurationMS int64           `json:"duration_ms"`
+	}{r.CallID, r.Action, r.Function, r.OutputJSON, r.IsError, r.Error, r.OmittedReason, r.ServerData,
+		r.Telemetry.Duration.Milliseconds()}
+}
+
+// envTokens is an AuthProvider reading each provider's token from an environment variable.
+type envTokens map[string]string
+
+func (e envTokens) Token(_ context.Context, provider string, _ tool.AuthRequest) (string, error) {
+	name, ok := e[provider]
+	if !ok {
+		return "", fmt.Errorf("no --auth-env for provider %q", provider)
+	}
+	v := os.Getenv(name)
+	if v == "" {
+		return "", fmt.Errorf("environment variable %s is empty", name)
+	}
+	return v, nil
+}

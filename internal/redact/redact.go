@@ -1,0 +1,211 @@
+// Package redact keeps the set of secret values a task knows (password settings, auth tokens, secret bindings)
+// and scrubs them from everything the library hands out: error messages, results, facts and log lines (SPEC
+// §3.2, §12.2).
+package redact
+
+import (
+	"encoding/json"
+	"errors"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+)
+
+// Mask replaces a secret.
+const Mask = "[redacted]"
+
+// Set is a set of secrets. The zero value is empty and ready to use; a Set is safe for concurrent use. Reads are
+// lock-free; adding a secret rebuilds the replacer, which happens rarely (once per new token).
+type Set struct {
+	mu      sync.Mutex
+	secrets []string
+	r       atomic.Pointer[strings.Replacer] // nil while the set is empty
+}
+
+// Clone returns an independent copy of s.
+func (s *Set) Clone() *Set {
+	c := &Set{}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c.secrets = append([]string(nil), s.secrets...)
+	c.r.Store(s.r.Load())
+	return c
+}
+
+// Add records secret values; empty strings are ignored.
+func (s *Set) Add(values ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	changed := false
+	for _, v := range values {
+		if v == "" || contains(s.secrets, v) {
+			continue
+		}
+		s.secrets = append(s.secrets, v)
+		changed = true
+	}
+	if !changed {
+		return
+	}
+	// Longest first, so a secret that contains another is masked whole.
+	sort.Slice(s.secrets, func(i, j int) bool { return len(s.secrets[i]) > len(s.secrets[j]) })
+	pairs := make([]string, 0, 2*len(s.secrets))
+	for _, v := range s.secrets {
+		pairs = append(pairs, v, Mask)
+	}
+	s.r.Store(strings.NewReplacer(pairs...))
+}
+
+func contains(list []string, v string) bool {
+	for _, x := range list {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// Empty reports whether s holds no secret.
+func (s *Set) Empty() bool { return s.r.Load() == nil }
+
+// String returns text with every secret masked.
+func (s *Set) String(text string) string {
+	r := s.r.Load()
+	if r == nil || text == "" {
+		return text
+	}
+	return r.Replace(text)
+}
+
+// Value returns v with every secret masked in its strings and map keys. Containers are copied only when
+// something in them changes; v is never modified.
+func (s *Set) Value(v any) any {
+	r := s.r.Load()
+	if r == nil {
+		return v
+	}
+	out, _ := scrub(r, v)
+	return out
+}
+
+func scrub(r *strings.Replacer, v any) (any, bool) {
+	switch x := v.(type) {
+	case string:
+		y := r.Replace(x)
+		return y, y != x
+	case json.Number:
+		y := r.Replace(string(x))
+		if y != string(x) {
+			return y, true
+		}
+		return x, false
+	case []any:
+		var out []any
+		for i, e := range x {
+			if ne, changed := scrub(r, e); changed {
+				if out == nil {
+					out = append([]any(nil), x...)
+				}
+				out[i] = ne
+			}
+		}
+		if out == nil {
+			return x, false
+		}
+		return out, true
+	case map[string]any:
+		var out map[string]any
+		for k, e := range x {
+			nk := r.Replace(k)
+			ne, changed := scrub(r, e)
+			if !changed && nk == k {
+				continue
+			}
+			if out == nil {
+				out = make(map[string]any, len(x))
+				for k2, e2 := range x {
+					out[k2] = e2
+				}
+			}
+			delete(out, k)
+			out[nk] = ne
+		}
+		if out == nil {
+			return x, false
+		}
+		return out, true
+	case map[string]string:
+		var out map[string]string
+		for k, e := range x {
+			nk, ne := r.Replace(k), r.Replace(e)
+			if nk == k && ne == e {
+				continue
+			}
+			if out == nil {
+				out = make(map[string]string, len(x))
+				for k2, e2 := range x {
+					out[k2] = e2
+				}
+			}
+			delete(out, k)
+			out[nk] = ne
+		}
+		if out == nil {
+			return x, false
+		}
+		return out, true
+	case map[string][]string: // http.Header
+		var out map[string][]string
+		for k, vals := range x {
+			for i, e := range vals {
+				if ne := r.Replace(e); ne != e {
+					if out == nil {
+						out = make(map[string][]string, len(x))
+						for k2, v2 := range x {
+							out[k2] = v2
+						}
+					}
+					if &out[k][0] == &x[k][0] {
+						out[k] = append([]string(nil), vals...)
+					}
+					out[k][i] = ne
+				}
+			}
+		}
+		if out == nil {
+			return x, false
+		}
+		return out, true
+	}
+	return v, false
+}
+
+// Error returns err with its message scrubbed. The result keeps errors.Is answers for the sentinels given (such
+// as ErrUnrecoverable or context.Canceled), but does not unwrap to err itself, whose message may hold a secret.
+// A nil err stays nil; when s is empty err is returned unchanged.
+func (s *Set) Error(err error, sentinels ...error) error {
+	if err == nil || s.Empty() {
+		return err
+	}
+	msg := err.Error()
+	clean := s.String(msg)
+	if clean == msg {
+		return err
+	}
+	e := &scrubbed{msg: clean}
+	for _, target := range sentinels {
+		if errors.Is(err, target) {
+			e.is = append(e.is, target)
+		}
+	}
+	return e
+}
+
+type scrubbed struct {
+	msg string
+	is  []error
+}
+
+func (e *scrubbed) Error() string   { return e.msg }
+func (e *scrubbed) Unwrap() []error { return e.is }

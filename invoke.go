@@ -1,0 +1,186 @@
+package tool
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/commonagents-go/tool/internal/decode"
+	"github.com/commonagents-go/tool/runtime"
+)
+
+type callIDKey struct{}
+
+// WithCallID returns a context that makes the next call made with it use id as its CallID (for example the
+// LLM's tool-call id), instead of a generated one.
+func WithCallID(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, callIDKey{}, id)
+}
+
+// Invoke runs one call of the named action (SPEC §3.4, §7, §8). args are the LLM's arguments as decoded JSON;
+// bound parameters always win over them, defaults fill the rest.
+//
+// A failure the LLM can correct or retry — bad or missing arguments, an HTTP error status, a timeout of this call
+// — is a Result with IsError set and a nil error. A non-nil error is one of: ErrUnknownAction (no such action
+// in the capability), ErrClosed, the ctx's error when the caller cancelled the call, or an error satisfying
+// errors.Is(err, ErrUnrecoverable), after which the host should close the task. Invoke is safe for concurrent
+// use; read-only calls run in parallel, others one at a time (SPEC §11). ctx bounds the call.
+func (t *Task) Invoke(ctx context.Context, action string, args map[string]any) (*Result, error) {
+	a := t.tool.actionByName[action]
+	if a == nil || !t.cfg.Capability.includes(action) {
+		return nil, fmt.Errorf("%w %q", ErrUnknownAction, action)
+	}
+	return t.invoke(ctx, a, t.tool.functionName(t.cfg.Capability, a), args)
+}
+
+// InvokeFunction is Invoke by LLM-facing function name (Tool.Functions), with the arguments as the LLM's JSON
+// text. Arguments that are not a JSON object are a recoverable invalid_arguments result.
+func (t *Task) InvokeFunction(ctx context.Context, function string, argsJSON []byte) (*Result, error) {
+	a := t.functions[function]
+	if a == nil {
+		return nil, fmt.Errorf("%w: no function %q", ErrUnknownAction, function)
+	}
+	var args map[string]any
+	if len(bytes.TrimSpace(argsJSON)) > 0 {
+		v, err := decode.JSON(argsJSON)
+		obj, isObject := v.(map[string]any)
+		if err != nil || !isObject && v != nil {
+			return t.rejected(ctx, a, function, &ToolError{Kind: KindInvalidArguments,
+				Message: "arguments must be a JSON object", Hint: &RetryHint{Message: "send the arguments as one JSON object"}})
+		}
+		args = obj
+	}
+	return t.invoke(ctx, a, function, args)
+}
+
+// rejected reports a call refused before it reached the pipeline.
+func (t *Task) rejected(ctx context.Context, a *action, function string, te *ToolError) (*Result, error) {
+	if err := t.enter(); err != nil {
+		return nil, err
+	}
+	defer t.calls.Done()
+	c := t.newCall(ctx, a, function)
+	return c.finish(nil, te), nil
+}
+
+func (t *Task) invoke(ctx context.Context, a *action, function string, args map[string]any) (*Result, error) {
+	if err := t.enter(); err != nil {
+		return nil, err
+	}
+	defer t.calls.Done()
+	c := t.newCall(ctx, a, function)
+
+	if max := t.tool.opts.limits.MaxCalls; max > 0 && t.callCount.Add(1) > int64(max) {
+		return nil, c.fail(runtime.Unrecoverable(fmt.Errorf("the task reached its limit of %d calls", max)))
+	}
+	if max := t.tool.opts.limits.MaxConsecutiveErrors; max > 0 && t.failures.Load() >= int64(max) {
+		return c.finish(nil, &ToolError{Kind: KindDenied, Message: fmt.Sprintf(
+			"the last %d calls failed; the task allows no more calls until the host resets it", max)}), nil
+	}
+	resolved, ignored, te := t.resolveArgs(a, args)
+	c.result.Telemetry.IgnoredArguments = ignored
+	if te != nil {
+		return c.finish(nil, te), nil
+	}
+	// The allow list grows before the backend runs, so an event the call causes routes even if it arrives
+	// before the response (SPEC §6).
+	t.grow(ctx, c.id, resolved)
+	t.touch()
+	t.observe(ctx, "tool.started", c.id, map[string]any{"action": a.def.Name, "arguments": t.redactArgs(resolved)})
+
+	callCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(t.ctx, cancel) // Close cancels running calls
+	defer stop()
+	if d := t.tool.opts.limits.ActionTimeouts[a.def.Name]; d > 0 {
+		var cancelT context.CancelFunc
+		callCtx, cancelT = context.WithTimeout(callCtx, d)
+		defer cancelT()
+	}
+
+	if err := t.gate.acquire(callCtx, a.shared); err != nil {
+		return c.interrupted(ctx, err)
+	}
+	defer t.gate.release(a.shared)
+
+	call := &runtime.Call{ID: c.id, Action: a.def.Name, Args: resolved,
+		Values: &callValues{ctx: callCtx, task: t, action: a.def.Name, args: resolved}}
+	inst, err := t.instance(callCtx, a, call)
+	if err != nil {
+		if callCtx.Err() != nil && !errors.Is(err, ErrUnrecoverable) {
+			return c.interrupted(ctx, err)
+		}
+		return nil, c.fail(runtime.Unrecoverable(err))
+	}
+	rr, err := inst.Invoke(callCtx, a.prepared, call)
+	if err != nil {
+		if re, ok := errors.AsType[*runtime.Error](err); ok && !errors.Is(err, ErrUnrecoverable) {
+			rr, err = runtime.Fail(re), nil
+		}
+	}
+	if err != nil {
+		if callCtx.Err() != nil && !errors.Is(err, ErrUnrecoverable) {
+			return c.interrupted(ctx, err)
+		}
+		return nil, c.fail(runtime.Unrecoverable(err))
+	}
+	if rr == nil {
+		return nil, c.fail(runtime.Unrecoverable(fmt.Errorf("backend %s returned no result", a.kind)))
+	}
+	return c.finish(rr, toolError(rr.Error)), nil
+}
+
+// interrupted ends a call stopped by its context: the caller's cancellation is returned as ctx's error, the
+// task's closing as ErrClosed, and a host per-action timeout as a recoverable timeout result.
+func (c *call) interrupted(ctx context.Context, err error) (*Result, error) {
+	t := c.task
+	switch {
+	case ctx.Err() != nil:
+		t.observe(ctx, "tool.cancelled", c.id, map[string]any{"action": c.a.def.Name, "reason": ctx.Err().Error()})
+		return nil, fmt.Errorf("tool: call %s: %w", c.id, ctx.Err())
+	case t.ctx.Err() != nil:
+		t.observe(ctx, "tool.cancelled", c.id, map[string]any{"action": c.a.def.Name, "reason": "task closed"})
+		return nil, ErrClosed
+	}
+	return c.finish(nil, &ToolError{Kind: KindTimeout, Retryable: true,
+		Message: fmt.Sprintf("the call exceeded the host's time limit for %s", c.a.def.Name)}), nil
+}
+
+// redactArgs returns args for facts: secret parameters' values masked.
+func (t *Task) redactArgs(args map[string]any) map[string]any {
+	if len(t.tool.secretParams) == 0 {
+		return args
+	}
+	out := make(map[string]any, len(args))
+	for k, v := range args {
+		if t.tool.secretParams[k] {
+			v = "[redacted]"
+		}
+		out[k] = v
+	}
+	return out
+}
+
+// grow adds a call's resolved arguments to the allow list and persists it when it changed.
+func (t *Task) grow(ctx context.Context, callID string, resolved map[string]any) {
+	changed, evicted := t.allow.AddAll(resolved)
+	if !changed {
+		return
+	}
+	for name, values := range evicted {
+		t.observe(ctx, "allowlist.evicted", callID, map[string]any{"parameter": name, "count": len(values)})
+	}
+	if err := t.saveAllowList(ctx); err != nil {
+		t.tool.opts.logger.Error("allow list not persisted", "tool", t.tool.Name(), "task", t.id, "error", err)
+	}
+}
+
+// nextCallID returns the call's ID from ctx (WithCallID) or a new one.
+func (t *Task) nextCallID(ctx context.Context) string {
+	if id, ok := ctx.Value(callIDKey{}).(string); ok && id != "" {
+		return id
+	}
+	return "call_" + strconv.FormatUint(t.callSeq.Add(1), 10)
+}

@@ -1,0 +1,336 @@
+package tool_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	tool "github.com/commonagents-go/tool"
+	"github.com/commonagents-go/tool/internal/leakcheck"
+	"github.com/commonagents-go/tool/runtime"
+)
+
+// probe is a backend that counts its lifecycle and measures how calls overlap.
+type probe struct {
+	inits, teardowns atomic.Int32
+	initDelay        time.Duration
+	initErr          error
+
+	mu                  sync.Mutex
+	running, maxRunning int
+	writerOverlap       bool
+	writers             int
+}
+
+type probeAction struct {
+	Mode    string `json:"mode"` // read, write, block, big, fail
+	SleepMS int    `json:"sleep_ms"`
+}
+
+func (a *probeAction) Traits() runtime.Traits {
+	if a.Mode == "read" || a.Mode == "big" {
+		return runtime.Traits{ReadOnly: true, ConcurrencySafe: true, Owner: "local"}
+	}
+	return runtime.Traits{Destructive: true, Owner: "local"}
+}
+
+func (*probe) Kind() string { return "probe" }
+
+func (*probe) Prepare(_ context.Context, b *runtime.Block) (runtime.Action, error) {
+	a := &probeAction{}
+	return a, b.Decode(a).Err()
+}
+
+func (p *probe) Initialize(ctx context.Context, _ *runtime.Init) (runtime.Instance, error) {
+	p.inits.Add(1)
+	select {
+	case <-time.After(p.initDelay):
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	if p.initErr != nil {
+		return nil, p.initErr
+	}
+	return p, nil
+}
+
+func (p *probe) Invoke(ctx context.Context, a runtime.Action, call *runtime.Call) (*runtime.Result, error) {
+	act := a.(*probeAction)
+	p.mu.Lock()
+	p.running++
+	if act.Mode != "read" && act.Mode != "big" {
+		p.writers++
+	}
+	if p.writers > 0 && p.running > 1 {
+		p.writerOverlap = true
+	}
+	p.maxRunning = max(p.maxRunning, p.running)
+	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		p.running--
+		if act.Mode != "read" && act.Mode != "big" {
+			p.writers--
+		}
+		p.mu.Unlock()
+	}()
+	select {
+	case <-time.After(time.Duration(act.SleepMS) * time.Millisecond):
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	switch act.Mode {
+	case "block":
+		<-ctx.Done()
+		return nil, ctx.Err()
+	case "big":
+		return &runtime.Result{Output: strings.Repeat("x", 1000)}, nil
+	case "fail":
+		return nil, runtime.Errorf(runtime.KindToolError, "failed on purpose")
+	}
+	return &runtime.Result{Output: map[string]any{"call": call.ID, "args": call.Args}}, nil
+}
+
+func (p *probe) Teardown(context.Context) error {
+	p.teardowns.Add(1)
+	return nil
+}
+
+const probeManifest = `kind: commonagents.info/v1beta2/tool
+namespace: tests
+name: probe
+description: Lifecycle probe.
+actions:
+  - name: read
+    description: Reads.
+    parameters:
+      properties:
+        count: {type: integer, default: 0}
+    execute:
+      probe: {mode: read, sleep_ms: 20}
+  - name: write
+    description: Writes.
+    execute:
+      probe: {mode: write, sleep_ms: 20}
+  - name: block
+    description: Blocks until cancelled.
+    execute:
+      probe: {mode: block}
+  - name: big
+    description: Returns a large output.
+    execute:
+      probe: {mode: big}
+  - name: fail
+    description: Fails.
+    execute:
+      probe: {mode: fail}
+`
+
+func loadProbe(t *testing.T, p *probe, opts ...tool.Option) *tool.Tool {
+	t.Helper()
+	reg := runtime.Default().Clone()
+	if err := reg.Register(p); err != nil {
+		t.Fatal(err)
+	}
+	return mustLoadSrc(t, probeManifest, append([]tool.Option{tool.WithRuntimes(reg)}, opts...)...)
+}
+
+func TestLifecycleInitializeOnceTeardownOnce(t *testing.T) {
+	leakcheck.Check(t)
+	p := &probe{initDelay: 30 * time.Millisecond}
+	tl := loadProbe(t, p)
+	task, err := tl.NewTask(context.Background(), tool.TaskConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if res, err := task.Invoke(context.Background(), "read", nil); err != nil || res.IsError {
+				t.Errorf("read: %+v, %v", res, err)
+			}
+		}()
+	}
+	wg.Wait()
+	if n := p.inits.Load(); n != 1 {
+		t.Errorf("Initialize ran %d times under concurrent first calls, want 1", n)
+	}
+	if err := task.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	_ = task.Close(context.Background())
+	if n := p.teardowns.Load(); n != 1 {
+		t.Errorf("Teardown ran %d times, want 1", n)
+	}
+
+	// A task that never called the backend never initializes or tears it down.
+	idle, _ := tl.NewTask(context.Background(), tool.TaskConfig{})
+	_ = idle.Close(context.Background())
+	if p.inits.Load() != 1 || p.teardowns.Load() != 1 {
+		t.Errorf("idle task: inits %d teardowns %d, want 1 and 1", p.inits.Load(), p.teardowns.Load())
+	}
+}
+
+func TestLifecycleContextEndsTask(t *testing.T) {
+	leakcheck.Check(t)
+	p := &probe{}
+	tl := loadProbe(t, p)
+	ctx, cancel := context.WithCancel(context.Background())
+	task, err := tl.NewTask(ctx, tool.TaskConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		close(started)
+		_, err := task.Invoke(context.Background(), "block", nil)
+		done <- err
+	}()
+	<-started
+	time.Sleep(20 * time.Millisecond)
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, tool.ErrClosed) {
+			t.Errorf("running call ended with %v, want ErrClosed", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a running call outlived the task's context")
+	}
+	waitFor(t, func() bool { return p.teardowns.Load() == 1 })
+}
+
+func TestLifecycleInitializeFailureIsUnrecoverable(t *testing.T) {
+	t.Parallel()
+	p := &probe{initErr: errors.New("backend down")}
+	task := newTask(t, loadProbe(t, p), tool.TaskConfig{})
+	for i := 0; i < 2; i++ {
+		_, err := task.Invoke(context.Background(), "read", nil)
+		if !errors.Is(err, tool.ErrUnrecoverable) || !strings.Contains(err.Error(), "backend down") {
+			t.Errorf("call %d: err = %v, want unrecoverable naming the cause", i, err)
+		}
+	}
+	if n := p.inits.Load(); n != 1 {
+		t.Errorf("Initialize ran %d times, want 1 (the failure is remembered)", n)
+	}
+}
+
+func TestConcurrencyReadersShareWritersExclude(t *testing.T) {
+	t.Parallel()
+	p := &probe{}
+	task := newTask(t, loadProbe(t, p), tool.TaskConfig{})
+	var wg sync.WaitGroup
+	for i := 0; i < 12; i++ {
+		wg.Add(1)
+		action := "read"
+		if i%4 == 3 {
+			action = "write"
+		}
+		go func() {
+			defer wg.Done()
+			if _, err := task.Invoke(context.Background(), action, nil); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.writerOverlap {
+		t.Errorf("a write call ran alongside another call")
+	}
+	if p.maxRunning < 2 {
+		t.Errorf("read-only calls never overlapped (max %d running)", p.maxRunning)
+	}
+}
+
+func TestStartWaitCancel(t *testing.T) {
+	t.Parallel()
+	rec := &factRecorder{}
+	task := newTask(t, loadProbe(t, &probe{}, tool.WithObserver(rec)), tool.TaskConfig{})
+	c, err := task.Start(tool.WithCallID(context.Background(), "llm-call-1"), "read", map[string]any{"count": 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.Wait(context.Background())
+	if err != nil || res.CallID != "llm-call-1" || c.ID() != "llm-call-1" {
+		t.Fatalf("Wait = %+v, %v; want call id llm-call-1", res, err)
+	}
+
+	c, err = task.Start(context.Background(), "block", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(10 * time.Millisecond)
+	c.Cancel()
+	if _, err := c.Wait(context.Background()); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled call: err = %v, want context.Canceled", err)
+	}
+	found := false
+	for _, f := range rec.all() {
+		if f.Name == "tool.cancelled" && f.CallID == c.ID() {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no tool.cancelled fact for %s: %v", c.ID(), rec.names())
+	}
+}
+
+func TestHostLimits(t *testing.T) {
+	t.Parallel()
+	t.Run("max calls", func(t *testing.T) {
+		task := newTask(t, loadProbe(t, &probe{}, tool.WithLimits(tool.Limits{MaxCalls: 2})), tool.TaskConfig{})
+		for i := 0; i < 2; i++ {
+			mustInvoke(t, task, "read", nil)
+		}
+		if _, err := task.Invoke(context.Background(), "read", nil); !errors.Is(err, tool.ErrUnrecoverable) {
+			t.Errorf("third call: %v, want unrecoverable", err)
+		}
+	})
+	t.Run("consecutive failures", func(t *testing.T) {
+		task := newTask(t, loadProbe(t, &probe{}, tool.WithLimits(tool.Limits{MaxConsecutiveErrors: 2})), tool.TaskConfig{})
+		for i := 0; i < 2; i++ {
+			if res := mustInvoke(t, task, "fail", nil); res.Error == nil || res.Error.Kind != tool.KindToolError {
+				t.Fatalf("fail = %+v", res)
+			}
+		}
+		if res := mustInvoke(t, task, "read", nil); res.Error == nil || res.Error.Kind != tool.KindDenied {
+			t.Errorf("after 2 failures: %+v, want denied", res)
+		}
+	})
+	t.Run("action timeout", func(t *testing.T) {
+		task := newTask(t, loadProbe(t, &probe{}, tool.WithLimits(tool.Limits{
+			ActionTimeouts: map[string]time.Duration{"block": 30 * time.Millisecond}})), tool.TaskConfig{})
+		res := mustInvoke(t, task, "block", nil)
+		if res.Error == nil || res.Error.Kind != tool.KindTimeout || !res.Error.Retryable {
+			t.Errorf("block = %+v, want a retryable timeout", res)
+		}
+	})
+	t.Run("result budget", func(t *testing.T) {
+		task := newTask(t, loadProbe(t, &probe{}, tool.WithLimits(tool.Limits{ResultBytes: 100})), tool.TaskConfig{})
+		res := mustInvoke(t, task, "big", nil)
+		if !res.Omitted || res.OutputBytes != 1002 || res.ServerData["output"] != strings.Repeat("x", 1000) ||
+			!strings.Contains(res.OmittedReason, "1002 bytes") || len(res.OutputJSON) > 100 {
+			t.Errorf("big = omitted %v bytes %d reason %q json %s", res.Omitted, res.OutputBytes, res.OmittedReason, res.OutputJSON)
+		}
+	})
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 5s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

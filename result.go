@@ -1,0 +1,92 @@
+package tool
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/commonagents-go/tool/runtime"
+)
+
+// The kinds of ToolError (SPEC §8).
+const (
+	KindInvalidArguments  = runtime.KindInvalidArguments
+	KindMissingFields     = runtime.KindMissingFields
+	KindInvalidRequest    = runtime.KindInvalidRequest
+	KindUnavailable       = runtime.KindUnavailable
+	KindRateLimited       = runtime.KindRateLimited
+	KindTimeout           = runtime.KindTimeout
+	KindResultTooLarge    = runtime.KindResultTooLarge
+	KindMalformedResponse = runtime.KindMalformedResponse
+	KindToolError         = runtime.KindToolError
+	KindDenied            = runtime.KindDenied
+	KindInternal          = runtime.KindInternal
+)
+
+// Result is the outcome of one call (SPEC §8). A call that failed in a way the LLM can correct or retry still
+// has a Result: IsError is true, Error says why, and Output holds the same error as a JSON object for the LLM.
+// Nothing in a Result holds a secret value.
+type Result struct {
+	// CallID identifies the call (see WithCallID); Action is the manifest name, Function the LLM-facing name.
+	CallID, Action, Function string
+	// Output is the JSON value for the LLM: nil, bool, string, float64, json.Number, int64, []any or
+	// map[string]any. It is nil when Omitted.
+	Output any
+	// OutputJSON is Output encoded once as compact JSON; OutputBytes is its size before any omission.
+	OutputJSON  json.RawMessage
+	OutputBytes int
+	// Omitted is set when the output exceeded the host's result budget (Limits.ResultBytes); the full output is
+	// then in ServerData["output"].
+	Omitted       bool
+	OmittedReason string
+	// ServerData is for the host, never the LLM: HTTP status and headers, stderr excerpts, omitted output.
+	ServerData map[string]any
+	IsError    bool
+	Error      *ToolError
+	Telemetry  Telemetry
+}
+
+// ToolError is a recoverable failure of one call: the task goes on and the LLM may correct or retry its call.
+// Message is safe to show the LLM.
+type ToolError struct {
+	// Kind is one of the Kind constants, such as KindMissingFields or KindRateLimited.
+	Kind       string        `json:"kind"`
+	Message    string        `json:"message"`
+	Retryable  bool          `json:"retryable,omitempty"`
+	RetryAfter time.Duration `json:"-"`
+	Hint       *RetryHint    `json:"hint,omitempty"`
+	Cause      *ToolError    `json:"cause,omitempty"`
+}
+
+// Error returns "kind: message".
+func (e *ToolError) Error() string { return e.Kind + ": " + e.Message }
+
+// RetryHint helps the LLM correct a call.
+type RetryHint struct {
+	// MissingFields names the required parameters the call lacked; Schemas holds the JSON Schema of each.
+	MissingFields []string                   `json:"missing_fields,omitempty"`
+	Schemas       map[string]json.RawMessage `json:"schemas,omitempty"`
+	// ExampleInput is a valid argument object built from the schema's defaults and examples, when there is one.
+	ExampleInput map[string]any `json:"example_input,omitempty"`
+	Message      string         `json:"message,omitempty"`
+}
+
+// Telemetry describes how a call ran.
+type Telemetry struct {
+	Start    time.Time
+	Duration time.Duration
+	// Attempts is how many times the backend tried the call.
+	Attempts int
+	// Backend is the execute-block key, e.g. "stateless_http".
+	Backend           string
+	BytesIn, BytesOut int64
+	// IgnoredArguments names LLM arguments that were dropped because the parameter is bound (SPEC §3.3).
+	IgnoredArguments []string
+}
+
+func toolError(e *runtime.Error) *ToolError {
+	if e == nil {
+		return nil
+	}
+	return &ToolError{Kind: e.Kind, Message: e.Message, Retryable: e.Retryable, RetryAfter: e.RetryAfter,
+		Cause: toolError(e.Cause)}
+}

@@ -1,0 +1,68 @@
+package tool
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// Task state lives in the Store under "tasks/<namespace>/<tool>/<task>/" (SPEC §10, §13):
+//
+//	allowlist        the allow list (package allowlist's JSON form)
+//	runtime/<kind>   what a backend keeps for the task, e.g. stateful_session's sessions to destroy
+func (t *Task) stateKey(part string) string {
+	return t.statePrefix() + part
+}
+
+func (t *Task) statePrefix() string {
+	return "tasks/" + t.tool.Namespace() + "/" + t.tool.Name() + "/" + t.id + "/"
+}
+
+// saveAllowList writes the allow list to the Store. Concurrent calls that grew it are written in order, each
+// writing at least the state it saw.
+func (t *Task) saveAllowList(ctx context.Context) error {
+	t.allowMu.Lock()
+	defer t.allowMu.Unlock()
+	b, err := t.allow.MarshalJSON()
+	if err != nil {
+		return err
+	}
+	if err := t.tool.opts.store.Put(context.WithoutCancel(ctx), t.stateKey("allowlist"), b); err != nil {
+		return fmt.Errorf("store allow list: %w", err)
+	}
+	return nil
+}
+
+// deleteState removes everything the task keeps in the Store.
+func (t *Task) deleteState(ctx context.Context) error {
+	store := t.tool.opts.store
+	keys, err := store.List(ctx, t.statePrefix())
+	if err != nil {
+		return fmt.Errorf("list task state: %w", err)
+	}
+	var errs []error
+	for _, k := range keys {
+		if err := store.Delete(ctx, k); err != nil {
+			errs = append(errs, fmt.Errorf("delete task state %s: %w", k, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// backendState is a backend's slot in the task state (runtime.State).
+type backendState struct {
+	task *Task
+	key  string
+}
+
+func (s *backendState) Load(ctx context.Context) ([]byte, error) {
+	b, err := s.task.tool.opts.store.Get(ctx, s.key)
+	if errors.Is(err, ErrNotFound) {
+		return nil, nil
+	}
+	return b, err
+}
+
+func (s *backendState) Save(ctx context.Context, value []byte) error {
+	return s.task.tool.opts.store.Put(ctx, s.key, value)
+}

@@ -1,0 +1,328 @@
+package tool
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/commonagents-go/tool/allowlist"
+	"github.com/commonagents-go/tool/celenv"
+	"github.com/commonagents-go/tool/internal/redact"
+	"github.com/commonagents-go/tool/runtime"
+)
+
+// TaskConfig describes one task of a tool: who runs it and with which agent-side facts.
+type TaskConfig struct {
+	// ID names the task; "" generates one.
+	ID         string
+	Capability Capability
+	Agent      AgentInfo
+	// Context is the task context: CEL's `context` and the template root {context.*}.
+	Context map[string]any
+	// Mount is the storage behind {mount.*} and mount.read/mount.write; nil means none.
+	Mount *Mount
+	// Sink receives the task's activations; nil means they are only returned by Deliver.
+	Sink Sink
+}
+
+// AgentInfo is what {agent.*} resolves to.
+type AgentInfo struct {
+	Name, Namespace string
+}
+
+// Mount is the host's storage for a task (SPEC §10): {mount.bucket}, {mount.prefix} and {mount.backend}, plus
+// Files behind mount.read and mount.write in cel actions (nil: those calls fail).
+type Mount struct {
+	Bucket, Prefix, Backend string
+	Files                   celenv.Mount
+}
+
+// Sink receives activations (SPEC §10). An error means the activation was not accepted.
+type Sink interface {
+	Accept(ctx context.Context, a Activation) error
+}
+
+// SinkFunc adapts a function to Sink.
+type SinkFunc func(ctx context.Context, a Activation) error
+
+// Accept calls f.
+func (f SinkFunc) Accept(ctx context.Context, a Activation) error { return f(ctx, a) }
+
+// Activation is an event that woke a task up (SPEC §9.1).
+type Activation struct {
+	TaskID, Tool, Event, Message, DeliveryID string
+	Payload                                  any
+	Parameters                               map[string]any
+	ReceivedAt                               time.Time
+}
+
+// Task is one running use of a tool by an agent (SPEC §0): it holds the bindings, the allow list, the backends
+// initialized for it and its state in the Store. All methods are safe for concurrent use. A task ends with Close,
+// or when the context given to NewTask ends.
+type Task struct {
+	tool      *Tool
+	id        string
+	cfg       TaskConfig
+	bindings  map[string]any
+	functions map[string]*action // by LLM-facing name
+	allow     *allowlist.List
+	secrets   *redact.Set
+	values    taskValues
+
+	gate   gate
+	ctx    context.Context // ends when the task closes; calls derive their cancellation from it
+	cancel context.CancelFunc
+	stop   func() bool // stops closing on the NewTask context
+
+	mu        sync.Mutex
+	closed    bool
+	instances map[string]*instance
+	calls     sync.WaitGroup
+	closeOnce sync.Once
+	closeErr  error
+
+	callSeq      atomic.Uint64
+	factSeq      atomic.Uint64
+	callCount    atomic.Int64
+	failures     atomic.Int64
+	lastActivity atomic.Int64 // unix nanoseconds
+	allowMu      sync.Mutex   // serialises allow-list persistence
+}
+
+// instance is a backend initialized for the task, or being initialized.
+type instance struct {
+	done chan struct{}
+	inst runtime.Instance
+	err  error
+}
+
+// NewTask starts a task (SPEC §3.3): it checks the capability's bindings — every key must be a declared
+// parameter, every require_binding parameter must be bound, every value must satisfy its schema; all problems are
+// returned together as a *ValidationError with paths such as bindings.repo — creates the allow list with the
+// bound entries sealed, and reports the tool.catalog.resolved fact.
+//
+// ctx bounds the task's life, not just this call: when it ends, the task closes itself as by Close (a deadline is
+// how a host gives a task an expiry). Pass context.WithoutCancel(ctx) for a task that lives until Close.
+func (t *Tool) NewTask(ctx context.Context, cfg TaskConfig) (*Task, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if problems := t.checkBindings(cfg.Capability.Bindings); len(problems) > 0 {
+		return nil, &ValidationError{Problems: problems}
+	}
+	task := &Task{
+		tool:      t,
+		id:        cfg.ID,
+		cfg:       cfg,
+		bindings:  cfg.Capability.Bindings,
+		allow:     allowlist.New(t.opts.limits.AllowListValues),
+		secrets:   t.secrets.Clone(),
+		instances: map[string]*instance{},
+	}
+	if task.id == "" {
+		task.id = newID("task_")
+	}
+	task.functions = map[string]*action{}
+	for _, f := range t.Functions(cfg.Capability) {
+		task.functions[f.Name] = t.actionByName[f.Action]
+	}
+	for name, v := range task.bindings {
+		task.allow.Seal(name, v)
+		if t.secretParams[name] {
+			task.secrets.Add(textOf(v))
+		}
+	}
+	task.values = newTaskValues(task)
+	task.ctx, task.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	task.touch()
+	if err := task.saveAllowList(ctx); err != nil {
+		task.cancel()
+		return nil, fmt.Errorf("tool: new task %s: %w", task.id, err)
+	}
+	task.stop = context.AfterFunc(ctx, func() {
+		tctx, cancel := context.WithTimeout(context.Background(), t.opts.limits.TeardownTimeout)
+		defer cancel()
+		_ = task.Close(tctx)
+	})
+	task.observe(ctx, "tool.catalog.resolved", "", map[string]any{"catalog": t.Catalog(cfg.Capability)})
+	return task, nil
+}
+
+// ID returns the task's ID.
+func (t *Task) ID() string { return t.id }
+
+// Tool returns the tool the task runs.
+func (t *Task) Tool() *Tool { return t.tool }
+
+// AllowList returns a snapshot of the allow list (SPEC §6): each parameter name with its values as canonical text,
+// sorted.
+func (t *Task) AllowList() map[string][]string { return t.allow.Snapshot() }
+
+// Touch records activity (SPEC §9.5).
+func (t *Task) Touch() { t.touch() }
+
+func (t *Task) touch() { t.lastActivity.Store(t.tool.opts.clock.Now().UnixNano()) }
+
+// Close ends the task: calls still running are cancelled and waited for (as long as ctx allows), every backend
+// initialized for the task is torn down exactly once, each within the teardown bound (Limits.TeardownTimeout),
+// and the task's state is removed from the Store. Close is idempotent; later calls return the first result.
+// Afterwards every method that does work returns ErrClosed.
+func (t *Task) Close(ctx context.Context) error {
+	t.closeOnce.Do(func() { t.closeErr = t.close(ctx) })
+	return t.closeErr
+}
+
+func (t *Task) close(ctx context.Context) error {
+	t.mu.Lock()
+	t.closed = true
+	t.mu.Unlock()
+	if t.stop != nil {
+		t.stop()
+	}
+	t.cancel()
+
+	done := make(chan struct{})
+	go func() { t.calls.Wait(); close(done) }()
+	var errs []error
+	select {
+	case <-done:
+	case <-ctx.Done():
+		errs = append(errs, fmt.Errorf("calls still running: %w", ctx.Err()))
+	}
+
+	t.mu.Lock()
+	instances := t.instances
+	t.instances = nil
+	t.mu.Unlock()
+	for kind, in := range instances {
+		select {
+		case <-in.done:
+		case <-ctx.Done():
+			continue
+		}
+		if in.inst == nil {
+			continue
+		}
+		if err := t.teardown(ctx, kind, in.inst); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := t.deleteState(ctx); err != nil {
+		errs = append(errs, err)
+	}
+	t.observe(ctx, "task.closed", "", nil)
+	if len(errs) == 0 {
+		return nil
+	}
+	return t.secrets.Error(fmt.Errorf("tool: close task %s: %w", t.id, errors.Join(errs...)))
+}
+
+func (t *Task) teardown(ctx context.Context, kind string, inst runtime.Instance) error {
+	tctx, cancel := context.WithTimeout(ctx, t.tool.opts.limits.TeardownTimeout)
+	defer cancel()
+	err := inst.Teardown(tctx)
+	if err != nil {
+		err = fmt.Errorf("teardown %s: %w", kind, err)
+		t.observe(ctx, "runtime.teardown_failed", "", map[string]any{"backend": kind, "error": t.secrets.String(err.Error())})
+	}
+	return err
+}
+
+// enter registers a call; it fails once the task is closed.
+func (t *Task) enter() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return ErrClosed
+	}
+	t.calls.Add(1)
+	return nil
+}
+
+// instance returns the backend instance for a, initializing it on first use: once per task and backend kind,
+// even under concurrent first calls. A failed Initialize is remembered (the task is over), except when the
+// calling context ended it, so the next call tries again.
+func (t *Task) instance(ctx context.Context, a *action, call *runtime.Call) (runtime.Instance, error) {
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return nil, ErrClosed
+	}
+	in, ok := t.instances[a.kind]
+	if ok {
+		t.mu.Unlock()
+		select {
+		case <-in.done:
+			if in.err != nil {
+				return nil, in.err
+			}
+			return in.inst, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	in = &instance{done: make(chan struct{})}
+	t.instances[a.kind] = in
+	t.mu.Unlock()
+
+	in.inst, in.err = a.backend.Initialize(ctx, t.initFor(a, call))
+	if in.err != nil {
+		if ctx.Err() != nil {
+			in.err = ctx.Err()
+			t.mu.Lock()
+			if t.instances != nil {
+				delete(t.instances, a.kind)
+			}
+			t.mu.Unlock()
+		} else {
+			in.err = runtime.Unrecoverable(fmt.Errorf("initialize %s: %w", a.kind, in.err))
+		}
+	}
+	close(in.done)
+	return in.inst, in.err
+}
+
+func (t *Task) initFor(a *action, call *runtime.Call) *runtime.Init {
+	o := t.tool.opts
+	in := &runtime.Init{
+		TaskID: t.id, Tool: t.tool.Name(), Action: a.prepared, Values: call.Values,
+		HTTPClient: t.tool.httpClient,
+		Limits: runtime.Limits{CallTimeout: o.limits.CallTimeout, ResponseBytes: o.limits.ResponseBytes,
+			TeardownTimeout: o.limits.TeardownTimeout},
+		State:   &backendState{task: t, key: t.stateKey("runtime/" + a.kind)},
+		Context: t.cfg.Context,
+		Runtime: t.values.runtime,
+		Now:     o.clock.Now,
+		Observe: func(ctx context.Context, name string, data map[string]any) { t.observe(ctx, name, "", data) },
+		Logger:  o.logger.With("tool", t.tool.Name(), "task", t.id, "backend", a.kind),
+	}
+	if t.cfg.Mount != nil && t.cfg.Mount.Files != nil {
+		in.Mount = t.cfg.Mount.Files
+	}
+	return in
+}
+
+// observe reports a fact to the host's observer, with secrets masked.
+func (t *Task) observe(ctx context.Context, name, callID string, data map[string]any) {
+	obs := t.tool.opts.observer
+	if obs == nil {
+		return
+	}
+	if data != nil {
+		data, _ = t.secrets.Value(data).(map[string]any)
+	}
+	obs.Observe(ctx, Fact{Name: name, Tool: t.tool.Name(), TaskID: t.id, CallID: callID,
+		Seq: t.factSeq.Add(1), Time: t.tool.opts.clock.Now(), Data: data})
+}
+
+// newID returns prefix followed by 16 random hex digits.
+func newID(prefix string) string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return prefix + hex.EncodeToString(b[:])
+}

@@ -1,0 +1,348 @@
+package tool_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	tool "github.com/commonagents-go/tool"
+)
+
+// factRecorder records the facts a task reports.
+type factRecorder struct {
+	mu    sync.Mutex
+	facts []tool.Fact
+}
+
+func (r *factRecorder) Observe(_ context.Context, f tool.Fact) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.facts = append(r.facts, f)
+}
+
+func (r *factRecorder) names() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, f := range r.facts {
+		out = append(out, f.Name)
+	}
+	return out
+}
+
+func (r *factRecorder) all() []tool.Fact {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]tool.Fact(nil), r.facts...)
+}
+
+func newTask(t *testing.T, tl *tool.Tool, cfg tool.TaskConfig) *tool.Task {
+	t.Helper()
+	task, err := tl.NewTask(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("NewTask: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := task.Close(context.Background()); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return task
+}
+
+func mustInvoke(t *testing.T, task *tool.Task, action string, args map[string]any) *tool.Result {
+	t.Helper()
+	res, err := task.Invoke(context.Background(), action, args)
+	if err != nil {
+		t.Fatalf("Invoke(%s): %v", action, err)
+	}
+	return res
+}
+
+const calcManifest = `kind: commonagents.info/v1beta2/tool
+namespace: tests
+name: calc
+description: Arithmetic.
+parameters:
+  properties:
+    owner:
+      type: string
+      require_binding: true
+actions:
+  - name: add
+    description: Adds two numbers.
+    parameters:
+      properties:
+        a: {type: integer}
+        b: {type: integer, default: 10}
+    execute:
+      cel:
+        expression: "int(input.a) + int(input.b)"
+  - name: whoami
+    description: Says who owns the task.
+    execute:
+      cel:
+        expression: "input.owner + '@' + context.team"
+  - name: fail
+    description: Fails at run time.
+    execute:
+      cel:
+        expression: "context.missing.key"
+`
+
+func TestInvokeCEL(t *testing.T) {
+	t.Parallel()
+	tl := mustLoadSrc(t, calcManifest)
+	task := newTask(t, tl, tool.TaskConfig{
+		Capability: tool.Capability{Bindings: map[string]any{"owner": "octo"}},
+		Context:    map[string]any{"team": "core"},
+	})
+
+	res := mustInvoke(t, task, "add", map[string]any{"a": 2})
+	if res.IsError || res.Output != int64(12) || string(res.OutputJSON) != "12" || res.OutputBytes != 2 {
+		t.Fatalf("add(a=2) = %+v (output %#v), want 12 with default b=10", res, res.Output)
+	}
+	if res.Action != "add" || res.Function != "calc_add" || res.CallID == "" || res.Telemetry.Backend != "cel" {
+		t.Errorf("result identity = %q %q %q %q", res.Action, res.Function, res.CallID, res.Telemetry.Backend)
+	}
+
+	// The bound owner wins over the LLM's value, which is noted in telemetry.
+	res = mustInvoke(t, task, "whoami", map[string]any{"owner": "mallory"})
+	if res.Output != "octo@core" {
+		t.Errorf("whoami = %v, want octo@core", res.Output)
+	}
+	if !reflect.DeepEqual(res.Telemetry.IgnoredArguments, []string{"owner"}) {
+		t.Errorf("IgnoredArguments = %v", res.Telemetry.IgnoredArguments)
+	}
+
+	res = mustInvoke(t, task, "fail", nil)
+	if !res.IsError || res.Error.Kind != tool.KindToolError {
+		t.Errorf("fail = %+v, want a recoverable tool_error", res)
+	}
+
+	fres, err := task.InvokeFunction(context.Background(), "calc_add", []byte(`{"a": 5, "b": 1}`))
+	if err != nil || fres.Output != int64(6) || fres.Function != "calc_add" {
+		t.Errorf("InvokeFunction = %+v, %v; want 6", fres, err)
+	}
+	if _, err := task.InvokeFunction(context.Background(), "calc_nope", nil); !errors.Is(err, tool.ErrUnknownAction) {
+		t.Errorf("unknown function: err = %v, want ErrUnknownAction", err)
+	}
+	if _, err := task.Invoke(context.Background(), "nope", nil); !errors.Is(err, tool.ErrUnknownAction) {
+		t.Errorf("unknown action: err = %v, want ErrUnknownAction", err)
+	}
+	fres, err = task.InvokeFunction(context.Background(), "calc_add", []byte(`[1,2]`))
+	if err != nil || !fres.IsError || fres.Error.Kind != tool.KindInvalidArguments {
+		t.Errorf("array arguments = %+v, %v; want invalid_arguments", fres, err)
+	}
+}
+
+func TestInvokeArgumentErrors(t *testing.T) {
+	t.Parallel()
+	src := manifestHeader("args") + `settings:
+  properties:
+    api_key: {type: string, format: password}
+parameters:
+  properties:
+    region: {type: string, enum: [eu, us]}
+actions:
+  - name: put
+    description: Stores a value.
+    parameters:
+      properties:
+        key: {type: string, minLength: 2}
+        value: {type: integer, maximum: 100}
+        note: {type: string, default: ""}
+    execute:
+      cel:
+        expression: "input"
+`
+	tl := mustLoadSrc(t, src, tool.WithSettings(map[string]any{"api_key": "sk-live-SECRET"}))
+	task := newTask(t, tl, tool.TaskConfig{})
+	tests := []struct {
+		name     string
+		args     map[string]any
+		kind     string
+		contains []string
+		missing  []string
+	}{
+		{name: "missing", args: map[string]any{"region": "eu"}, kind: tool.KindMissingFields,
+			contains: []string{`"key"`, `"value"`}, missing: []string{"key", "value"}},
+		{name: "unknown", args: map[string]any{"region": "eu", "key": "ab", "value": 1, "colour": "red"},
+			kind: tool.KindInvalidArguments, contains: []string{`unknown arguments "colour"`}},
+		{name: "setting", args: map[string]any{"region": "eu", "key": "ab", "value": 1, "api_key": "x"},
+			kind: tool.KindInvalidArguments, contains: []string{`"api_key" cannot be passed`}},
+		{name: "schema", args: map[string]any{"region": "mars", "key": "a", "value": 1000},
+			kind: tool.KindInvalidArguments, contains: []string{"key: ", "region: must be one of", "value: must be less than or equal to 100"}},
+		{name: "type", args: map[string]any{"region": "eu", "key": "ab", "value": "ten"},
+			kind: tool.KindInvalidArguments, contains: []string{"value: must be of type integer"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			res := mustInvoke(t, task, "put", tc.args)
+			if !res.IsError || res.Error.Kind != tc.kind {
+				t.Fatalf("result = %+v, want kind %s", res, tc.kind)
+			}
+			for _, want := range tc.contains {
+				if !strings.Contains(res.Error.Message, want) {
+					t.Errorf("message %q lacks %q", res.Error.Message, want)
+				}
+			}
+			if tc.missing != nil {
+				h := res.Error.Hint
+				if h == nil || !reflect.DeepEqual(h.MissingFields, tc.missing) || len(h.Schemas) != len(tc.missing) {
+					t.Fatalf("hint = %+v, want missing %v with schemas", h, tc.missing)
+				}
+				if !strings.Contains(string(h.Schemas["value"]), `"maximum":100`) {
+					t.Errorf("schema of value = %s", h.Schemas["value"])
+				}
+			}
+			var out map[string]any
+			if err := json.Unmarshal(res.OutputJSON, &out); err != nil || out["error"] == nil {
+				t.Errorf("OutputJSON = %s, want the error as an object", res.OutputJSON)
+			}
+			if strings.Contains(string(res.OutputJSON), "sk-live-SECRET") {
+				t.Errorf("secret in output: %s", res.OutputJSON)
+			}
+		})
+	}
+	res := mustInvoke(t, task, "put", map[string]any{"region": "us", "key": "ab", "value": json.Number("7")})
+	want := map[string]any{"region": "us", "key": "ab", "value": int64(7), "note": ""}
+	if res.IsError || !reflect.DeepEqual(res.Output, want) {
+		t.Errorf("valid call = %+v, want output %v", res.Output, want)
+	}
+}
+
+func TestNewTaskBindings(t *testing.T) {
+	t.Parallel()
+	src := manifestHeader("bind") + `parameters:
+  properties:
+    owner: {type: string, require_binding: true}
+    repo: {type: string, require_binding: true}
+actions:
+  - name: act
+    description: Acts.
+    parameters:
+      properties:
+        limit: {type: integer, maximum: 5, default: 1}
+    execute:
+      cel:
+        expression: "'ok'"
+events:
+  - name: opened
+    description: Something opened.
+    message: "opened"
+    parameters:
+      properties:
+        label: {type: string, require_binding: true}
+    receive:
+      webhook:
+        filter: "event.payload.label == parameters.label"
+`
+	tl := mustLoadSrc(t, src)
+	_, err := tl.NewTask(context.Background(), tool.TaskConfig{Capability: tool.Capability{
+		Bindings: map[string]any{"owner": 42, "limit": 9, "colour": "red"}}})
+	var ve *tool.ValidationError
+	if !errors.As(err, &ve) {
+		t.Fatalf("NewTask error = %v, want *ValidationError", err)
+	}
+	var got []string
+	for _, p := range ve.Problems {
+		got = append(got, p.Type+" "+p.Path)
+	}
+	want := []string{"invalid bindings.colour", "invalid bindings.limit", "required bindings.label",
+		"invalid bindings.owner", "required bindings.repo"}
+	sort.Strings(got)
+	sort.Strings(want)
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("problems = %v\nwant %v\n%v", got, want, err)
+	}
+
+	rec := &factRecorder{}
+	tl = mustLoadSrc(t, src, tool.WithObserver(rec))
+	task := newTask(t, tl, tool.TaskConfig{Capability: tool.Capability{
+		Bindings: map[string]any{"owner": "octo", "repo": "hello", "label": "bug"}}})
+	if got := task.AllowList(); !reflect.DeepEqual(got, map[string][]string{
+		"owner": {"octo"}, "repo": {"hello"}, "label": {"bug"}}) {
+		t.Errorf("AllowList = %v", got)
+	}
+	mustInvoke(t, task, "act", map[string]any{"limit": 3})
+	if got := task.AllowList()["limit"]; !reflect.DeepEqual(got, []string{"3"}) {
+		t.Errorf("allow list limit = %v, want [3]", got)
+	}
+	if names := rec.names(); len(names) == 0 || names[0] != "tool.catalog.resolved" {
+		t.Errorf("facts = %v, want tool.catalog.resolved first", names)
+	}
+}
+
+func TestResolveBinding(t *testing.T) {
+	t.Parallel()
+	env := tool.BindingEnv{Context: map[string]any{"repo": map[string]any{"owner": "octo", "id": 42}},
+		Runtime: tool.RuntimeInfo{Version: "1.2"}}
+	tests := []struct {
+		src  string
+		want any
+	}{
+		{"octocat", "octocat"},
+		{"my-repo", "my-repo"},
+		{"context.repo.owner", "octo"},
+		{"c.repo.owner + '/x'", "octo/x"},
+		{"{context.repo.owner}/{runtime.version}", "octo/1.2"},
+		{"{context.repo.id}", 42},
+		{"1 + 2", int64(3)},
+	}
+	for _, tc := range tests {
+		got, err := tool.ResolveBinding(context.Background(), tc.src, env)
+		if err != nil || !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("ResolveBinding(%q) = %#v, %v; want %#v", tc.src, got, err, tc.want)
+		}
+	}
+	if _, err := tool.ResolveBinding(context.Background(), "context.nope.deeper", env); err == nil {
+		t.Errorf("a failing CEL binding must be an error")
+	}
+	got, err := tool.ResolveBindings(context.Background(), map[string]string{"owner": "context.repo.owner", "n": "7"}, env)
+	if err != nil || !reflect.DeepEqual(got, map[string]any{"owner": "octo", "n": int64(7)}) {
+		t.Errorf("ResolveBindings = %v, %v", got, err)
+	}
+}
+
+func TestClosedTask(t *testing.T) {
+	t.Parallel()
+	tl := mustLoadSrc(t, calcManifest)
+	task, err := tl.NewTask(context.Background(), tool.TaskConfig{Capability: tool.Capability{
+		Bindings: map[string]any{"owner": "octo"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := task.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := task.Close(context.Background()); err != nil {
+		t.Errorf("second Close = %v, want nil", err)
+	}
+	if _, err := task.Invoke(context.Background(), "add", map[string]any{"a": 1}); !errors.Is(err, tool.ErrClosed) {
+		t.Errorf("Invoke after Close = %v, want ErrClosed", err)
+	}
+	if _, err := task.Start(context.Background(), "add", nil); !errors.Is(err, tool.ErrClosed) {
+		t.Errorf("Start after Close = %v, want ErrClosed", err)
+	}
+}
+
+func TestTaskEndsWithItsContext(t *testing.T) {
+	tl := mustLoadSrc(t, calcManifest)
+	ctx, cancel := context.WithCancel(context.Background())
+	task, err := tl.NewTask(ctx, tool.TaskConfig{Capability: tool.Capability{Bindings: map[string]any{"owner": "o"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustInvoke(t, task, "add", map[string]any{"a": 1})
+	cancel()
+	waitFor(t, func() bool {
+		_, err := task.Invoke(context.Background(), "add", map[string]any{"a": 1})
+		return errors.Is(err, tool.ErrClosed)
+	})
+}
