@@ -113,7 +113,7 @@ func (t *Task) missingError(a *action, missing []string) *ToolError {
 func (t *Task) validateArgs(a *action, resolved map[string]any) *ToolError {
 	var violations []string
 	for _, s := range []*schema.Schema{t.tool.rootParams, a.own} {
-		if s == nil {
+		if s == nil || s.Satisfied(resolved) {
 			continue
 		}
 		obj := make(map[string]any, len(resolved))

@@ -53,12 +53,14 @@ func (c *call) finish(rr *runtime.Result, te *ToolError) *Result {
 		t.failures.Store(0)
 	}
 	c.setOutput(output)
-	name, data := "tool.result", map[string]any{"action": c.a.def.Name, "output_bytes": r.OutputBytes,
-		"duration_ms": r.Telemetry.Duration.Milliseconds()}
-	if te != nil {
-		name, data["error"] = "tool.failed", te
+	if t.observing() {
+		name, data := "tool.result", map[string]any{"action": c.a.def.Name, "output_bytes": r.OutputBytes,
+			"duration_ms": r.Telemetry.Duration.Milliseconds()}
+		if te != nil {
+			name, data["error"] = "tool.failed", te
+		}
+		t.observe(c.ctx, name, c.id, data)
 	}
-	t.observe(c.ctx, name, c.id, data)
 	return r
 }
 

@@ -47,12 +47,32 @@ func (echoBackend) Prepare(_ context.Context, b *runtime.Block) (runtime.Action,
 	return a, errs.Err()
 }
 
+// Initialize runs once per task, on the first call; an echo needs no connection, so the instance is empty.
 func (echoBackend) Initialize(context.Context, *runtime.Init) (runtime.Instance, error) {
-	return nil, runtime.ErrNotImplemented
+	return echoInstance{}, nil
 }
+
+// echoInstance is the echo backend initialized for one task.
+type echoInstance struct{}
+
+// Invoke renders the message with the call's values: {parameters.*}, {settings.*} and the other roots come
+// from call.Values, so the backend never sees how they were resolved.
+func (echoInstance) Invoke(_ context.Context, a runtime.Action, call *runtime.Call) (*runtime.Result, error) {
+	msg, err := a.(*echoAction).message.RenderString(call.Values)
+	if err != nil {
+		return nil, err
+	}
+	if msg == "" {
+		return runtime.Fail(runtime.Errorf(runtime.KindInvalidArguments, "nothing to echo")), nil
+	}
+	return &runtime.Result{Output: msg}, nil
+}
+
+func (echoInstance) Teardown(context.Context) error { return nil }
 
 var (
 	_ runtime.Runtime   = echoBackend{}
+	_ runtime.Instance  = echoInstance{}
 	_ runtime.Describer = (*echoAction)(nil)
 )
 
@@ -167,8 +187,71 @@ actions:
 	}
 	_, known := runtime.Default().Lookup("echo")
 	fmt.Println("echo in the default registry:", known)
+
+	task, err := t.NewTask(context.Background(), tool.TaskConfig{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer task.Close(context.Background())
+	res, err := task.InvokeFunction(context.Background(), "greeter", []byte(`{"name": "Ada"}`))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("greeter says:", string(res.OutputJSON))
 	// Output:
 	// greeter {"type":"object","properties":{"name":{"type":"string"}},"required":["name"],"additionalProperties":false}
 	// greeter owner: local read-only: true
 	// echo in the default registry: false
+	// greeter says: "hi Ada"
+}
+
+// ExampleTask_Invoke runs a cel action: the bound parameter is hidden from the LLM and always wins, the default
+// fills what the LLM left out, and a missing argument is a result the LLM can correct, not a Go error.
+func ExampleTask_Invoke() {
+	manifest := []byte(`
+kind: commonagents.info/v1beta2/tool
+namespace: docs
+name: pricing
+description: Prices orders.
+parameters:
+  properties:
+    currency: { type: string, require_binding: true }
+actions:
+  - name: quote
+    description: Prices a quantity of items.
+    parameters:
+      properties:
+        quantity: { type: integer, minimum: 1 }
+        unit_price: { type: number, default: 2.5 }
+    execute:
+      cel:
+        expression: "{'total': double(input.quantity) * input.unit_price, 'currency': input.currency}"
+`)
+	ctx := context.Background()
+	t, err := tool.Load(ctx, manifest)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	task, err := t.NewTask(ctx, tool.TaskConfig{Capability: tool.Capability{Bindings: map[string]any{"currency": "EUR"}}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer task.Close(ctx)
+
+	res, err := task.Invoke(ctx, "quote", map[string]any{"quantity": 4})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(string(res.OutputJSON))
+
+	res, _ = task.Invoke(ctx, "quote", map[string]any{})
+	fmt.Println(res.Error.Kind, res.Error.Hint.MissingFields)
+	// Output:
+	// {"currency":"EUR","total":10}
+	// missing_fields [quantity]
 }

@@ -52,6 +52,9 @@ func newRecorder(t *testing.T, reply http.HandlerFunc) *recorder {
 	return r
 }
 
+// URL returns the request's path and query as sent.
+func (r recorded) URL() string { return r.RequestURI }
+
 func (r *recorder) requests() []recorded {
 	r.mu.Lock()
 	defer r.mu.Unlock()

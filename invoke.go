@@ -88,7 +88,9 @@ func (t *Task) invoke(ctx context.Context, a *action, function string, args map[
 	// before the response (SPEC §6).
 	t.grow(ctx, c.id, resolved)
 	t.touch()
-	t.observe(ctx, "tool.started", c.id, map[string]any{"action": a.def.Name, "arguments": t.redactArgs(resolved)})
+	if t.observing() {
+		t.observe(ctx, "tool.started", c.id, map[string]any{"action": a.def.Name, "arguments": t.redactArgs(resolved)})
+	}
 
 	callCtx, cancel := context.WithCancel(ctx)
 	defer cancel()

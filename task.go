@@ -307,6 +307,9 @@ func (t *Task) initFor(a *action, call *runtime.Call) *runtime.Init {
 	return in
 }
 
+// observing reports whether anyone receives facts, so hot paths build fact data only when it is wanted.
+func (t *Task) observing() bool { return t.tool.opts.observer != nil }
+
 // observe reports a fact to the host's observer, with secrets masked.
 func (t *Task) observe(ctx context.Context, name, callID string, data map[string]any) {
 	obs := t.tool.opts.observer

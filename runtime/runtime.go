@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/commonagents-go/tool/celenv"
 	"github.com/commonagents-go/tool/field"
 	"github.com/commonagents-go/tool/internal/decode"
 	"github.com/commonagents-go/tool/internal/registry"
@@ -120,6 +121,13 @@ type Init struct {
 	// State is this backend's slot in the task state (SPEC §13), for what must survive a host restart, such as
 	// the values of a session to destroy.
 	State State
+	// Context is the task context (CEL `context`), Runtime what `runtime` holds (version, api_root,
+	// dashboard_url), Mount the storage behind mount.read/mount.write (nil when the host configured none) and Now
+	// the task's clock. Backends that evaluate CEL use them; read-only.
+	Context map[string]any
+	Runtime map[string]any
+	Mount   celenv.Mount
+	Now     func() time.Time
 	// Observe reports a lifecycle fact such as "session.created"; data must not hold secrets. Never nil.
 	Observe func(ctx context.Context, name string, data map[string]any)
 	// Logger is the host's logger. Never nil.

@@ -1,13 +1,18 @@
-// Command quickstart loads a tool manifest, validates it, and prints the functions an LLM would see and the
-// host's catalog of actions. It needs no flags and no network.
+// Command quickstart walks through the library's main path: load a tool manifest, show its actions to an LLM as
+// functions, start a task and invoke actions — a cel action and two stateless_http actions against a fake GitHub
+// API served in-process — then close the task. It needs no flags and no network.
 package main
 
 import (
 	"context"
 	_ "embed"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log"
+	"net/http"
+	"net/http/httptest"
 	"os"
 
 	"github.com/commonagents-go/tool"
@@ -18,10 +23,15 @@ var manifest []byte
 
 func main() {
 	ctx := context.Background()
+	github := httptest.NewServer(fakeGitHub())
+	defer github.Close()
+
+	// Load validates everything once; settings come from the operator, never from the LLM.
 	t, err := tool.Load(ctx, manifest, tool.WithSettings(map[string]any{
 		"github.token": "ghp-example-not-a-real-token",
 		"github.owner": "octo-org",
 		"github.repo":  "hello-world",
+		"github.api":   github.URL, // the fake GitHub below instead of https://api.github.com
 	}))
 	if err != nil {
 		var verr *tool.ValidationError
@@ -35,21 +45,77 @@ func main() {
 	fmt.Printf("loaded %s/%s\n\n", t.Namespace(), t.Name())
 
 	// What the LLM sees: one function per action, bound parameters hidden.
-	functions := t.Functions(tool.Capability{Key: "repo-files", Bindings: map[string]any{"branch": "main"}})
+	capability := tool.Capability{Key: "repo-files", Bindings: map[string]any{"branch": "main"}}
 	fmt.Println("functions for the LLM:")
-	for _, f := range functions {
+	for _, f := range t.Functions(capability) {
 		fmt.Printf("  %s — %s\n    parameters: %s\n", f.Name, f.Description, f.Parameters)
 	}
 
 	// What the host sees: flags for scheduling and policy.
-	fmt.Println("\ncatalog (the capability includes only read_file):")
+	fmt.Println("\ncatalog (a capability that includes only read_file):")
 	for _, e := range t.Catalog(tool.Capability{Key: "repo-files", Include: []string{"read_file"}}) {
-		fmt.Printf("  %-22s policy=%-7s owner=%s read_only=%t destructive=%t idempotent=%t capabilities=%v\n",
-			e.ToolName, e.Policy, e.RuntimeOwner, e.IsReadOnly, e.IsDestructive, e.IsIdempotent, e.Capabilities)
+		fmt.Printf("  %-22s policy=%-7s owner=%-5s read_only=%t destructive=%t\n",
+			e.ToolName, e.Policy, e.RuntimeOwner, e.IsReadOnly, e.IsDestructive)
 	}
 
-	// A broken manifest reports every problem at once, with field paths and lines.
-	_, err = tool.Load(ctx, []byte(broken))
+	invoke(ctx, t, capability)
+	broken(ctx)
+}
+
+// invoke runs a task: the calls an LLM would make, by function name with JSON arguments.
+func invoke(ctx context.Context, t *tool.Tool, capability tool.Capability) {
+	task, err := t.NewTask(ctx, tool.TaskConfig{
+		Capability: capability,
+		Context:    map[string]any{"repository": "octo-org/hello-world"},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer task.Close(ctx) // tears down whatever the task's backends started
+
+	fmt.Println("\ncalls:")
+	for _, call := range []struct{ function, args string }{
+		{"repo_files_file_link", `{"path": "docs/guide.md"}`},
+		{"repo_files_read_file", `{"path": "docs/guide.md"}`},
+		{"repo_files_write_file", `{"path": "notes/todo.md", "content": "ship it", "branch": "evil"}`},
+		{"repo_files_read_file", `{"path": "../../secrets"}`},
+		{"repo_files_write_file", `{"path": "notes/todo.md"}`},
+	} {
+		res, err := task.InvokeFunction(ctx, call.function, []byte(call.args))
+		if err != nil { // unrecoverable: the host would end the task
+			log.Fatal(err)
+		}
+		fmt.Printf("  %s %s\n    → %s", call.function, call.args, res.OutputJSON)
+		if status, ok := res.ServerData["status"]; ok {
+			fmt.Printf("  (HTTP %v, for the host only)", status)
+		}
+		if ignored := res.Telemetry.IgnoredArguments; len(ignored) > 0 {
+			fmt.Printf("  (ignored bound %v)", ignored)
+		}
+		fmt.Println()
+	}
+	fmt.Println("\nallow list after the calls:", task.AllowList())
+}
+
+// fakeGitHub answers the two contents calls the manifest makes.
+func fakeGitHub() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /repos/octo-org/hello-world/contents/{path...}", func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "# Guide\nRead me first.\n")
+	})
+	mux.HandleFunc("PUT /repos/octo-org/hello-world/contents/{path...}", func(w http.ResponseWriter, r *http.Request) {
+		var body map[string]any
+		_ = json.NewDecoder(r.Body).Decode(&body)
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(map[string]any{"commit": map[string]any{
+			"message": body["message"], "branch": body["branch"], "sha": "3f2a9c1"}})
+	})
+	return mux
+}
+
+// broken shows that a broken manifest reports every problem at once, with field paths and lines.
+func broken(ctx context.Context) {
+	_, err := tool.Load(ctx, []byte(brokenManifest))
 	var verr *tool.ValidationError
 	if errors.As(err, &verr) {
 		fmt.Printf("\na broken manifest has %d problems:\n", len(verr.Problems))
@@ -59,7 +125,7 @@ func main() {
 	}
 }
 
-const broken = `kind: commonagents.info/v1beta2/tool
+const brokenManifest = `kind: commonagents.info/v1beta2/tool
 namespace: demo
 name: broken
 description: A manifest with mistakes.

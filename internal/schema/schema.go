@@ -28,6 +28,7 @@ type Schema struct {
 	doc        map[string]any // effective document; nil for a boolean schema
 	compiled   *gojsonschema.Schema
 	properties []Property // sorted by name
+	fast       *typeCheck // nil unless the schema only constrains property types
 }
 
 // Property describes one top-level property of a schema.
@@ -81,6 +82,7 @@ func Compile(doc any, base *field.Path, opts Options) (*Schema, field.List) {
 		return nil, field.List{field.Invalid(base, "is not a valid JSON Schema: %v", err)}
 	}
 	s.compiled = compiled
+	s.fast = newTypeCheck(root)
 	return s, nil
 }
 

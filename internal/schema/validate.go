@@ -31,10 +31,20 @@ func (v Violation) String() string {
 	return v.Path + ": " + v.Detail
 }
 
+// Satisfied reports whether obj certainly satisfies the schema when its properties that the schema does not
+// declare are ignored. It answers from a fast type check and returns false whenever it cannot tell; callers
+// then validate the properly restricted object with Validate.
+func (s *Schema) Satisfied(obj map[string]any) bool {
+	return s.fast != nil && s.fast.valid(obj)
+}
+
 // Validate checks v, a decoded JSON value, and returns every violation sorted by path (nil when v is valid).
 // Numbers may be json.Number or any Go integer or float type; maps and slices of other Go types are converted
 // through encoding/json. Validate is safe for concurrent use.
 func (s *Schema) Validate(v any) []Violation {
+	if s.fast != nil && s.fast.valid(v) {
+		return nil
+	}
 	return validate(s.compiled, v)
 }
 
