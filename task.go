@@ -270,7 +270,7 @@ func (t *Task) instance(ctx context.Context, a *action, call *runtime.Call) (run
 	t.instances[a.kind] = in
 	t.mu.Unlock()
 
-	in.inst, in.err = a.backend.Initialize(ctx, t.initFor(a, call))
+	in.inst, in.err = a.backend.Initialize(ctx, t.initFor(ctx, a, call))
 	if in.err != nil {
 		if ctx.Err() != nil {
 			in.err = ctx.Err()
@@ -287,10 +287,12 @@ func (t *Task) instance(ctx context.Context, a *action, call *runtime.Call) (run
 	return in.inst, in.err
 }
 
-func (t *Task) initFor(a *action, call *runtime.Call) *runtime.Init {
+func (t *Task) initFor(ctx context.Context, a *action, call *runtime.Call) *runtime.Init {
 	o := t.tool.opts
 	in := &runtime.Init{
-		TaskID: t.id, Tool: t.tool.Name(), Action: a.prepared, Values: call.Values,
+		TaskID: t.id, Tool: t.tool.Name(), Action: a.prepared,
+		// Not bound to the triggering call's context: a session's destroy renders with these values at Close.
+		Values:     &callValues{ctx: context.WithoutCancel(ctx), task: t, action: a.def.Name, args: call.Args},
 		HTTPClient: t.tool.httpClient,
 		Limits: runtime.Limits{CallTimeout: o.limits.CallTimeout, ResponseBytes: o.limits.ResponseBytes,
 			TeardownTimeout: o.limits.TeardownTimeout},

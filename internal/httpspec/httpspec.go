@@ -1,8 +1,16 @@
-// Package httpspec validates and compiles the HTTP request blocks that several backends share: stateless_http,
-// stateful_session's create/execute/destroy, and the subscription and poll receivers.
+// Package httpspec validates, compiles and executes the HTTP request blocks that several backends share:
+// stateless_http, stateful_session's create/execute/destroy, and the subscription and poll receivers.
+//
+// Compile runs at load. At call time Build renders a Compiled into an *http.Request (SPEC §4.3, §4.4), Do sends it
+// and reads a bounded response, classifying every failure as recoverable (*runtime.Error), cancelled (wraps
+// context.Canceled) or unrecoverable (wraps runtime.ErrUnrecoverable), and Output applies a response_path.
+// Exchange does all three and returns a runtime.Result. SameHostRedirects and NoRedirects set the redirect policy
+// of SPEC §4.4 on a client.
 package httpspec
 
 import (
+	"net/textproto"
+	"sort"
 	"strings"
 	"time"
 
@@ -69,13 +77,19 @@ func Compile(c runtime.Checker, p *field.Path, r Request, d Defaults, roots ...s
 		out.URL = u
 	}
 
-	for name, h := range mergeHeaders(d.Headers, r.Headers) {
+	headers := mergeHeaders(d.Headers, r.Headers)
+	dups := duplicateHeaders(headers)
+	for name, h := range headers {
 		v, hp := h, p.Child("headers").Key(name)
 		if _, own := r.Headers[name]; !own {
 			hp = d.Path.Child("headers").Key(name)
 		}
 		if !validHeaderName(name) {
 			errs.Add(field.Invalid(hp, "%q is not a valid HTTP header name", name))
+			continue
+		}
+		if other, ok := dups[name]; ok {
+			errs.Add(field.Duplicate(hp, "header %q is also given as %q (header names ignore case); keep one", name, other))
 			continue
 		}
 		t, e := c.Template(hp, v, roots...)
@@ -129,6 +143,30 @@ func mergeHeaders(shared, own map[string]string) map[string]string {
 		out[k] = v
 	}
 	return out
+}
+
+// duplicateHeaders maps each header name that another name in headers equals but for case to the first such
+// name in sorted order (which is kept), so that which value wins never depends on map order.
+func duplicateHeaders(headers map[string]string) map[string]string {
+	var dups map[string]string
+	names := make([]string, 0, len(headers))
+	for name := range headers {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	first := make(map[string]string, len(names))
+	for _, name := range names {
+		key := textproto.CanonicalMIMEHeaderKey(name)
+		if kept, ok := first[key]; ok {
+			if dups == nil {
+				dups = map[string]string{}
+			}
+			dups[name] = kept
+			continue
+		}
+		first[key] = name
+	}
+	return dups
 }
 
 func validMethod(m string) bool {

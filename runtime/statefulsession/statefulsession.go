@@ -1,6 +1,25 @@
 // Package statefulsession is the stateful_session action backend (SPEC §7.4): a remote session created once per
 // task, used by every call through {session.*}, and destroyed when the task ends. Importing the root package
 // registers it.
+//
+// Actions that take create, extract and destroy from the top-level block share one session per task; an action
+// that gives any of them itself has its own (Action.Session tells which). Initialize creates the session of the
+// action that triggered it; other sessions are created on their first call, once however many calls arrive
+// together. Teardown destroys them all.
+//
+// # Task state
+//
+// The backend keeps the sessions it still has to destroy in its task state slot (runtime.Init.State), saved after
+// every create and every destroy, as JSON:
+//
+//	{"version": 1,
+//	 "sessions": [{"key": "stateful_session", "created_at": "2026-11-02T10:00:00Z", "values": {"id": "s-1"}}]}
+//
+// key is the Action.Session of the actions using the session; values are what extract took from the create
+// response (they may be tokens, so the store must protect them like secrets); created_at is RFC 3339 UTC. A
+// session whose destroy failed stays listed. Records written by an earlier process (a host restart) are kept:
+// Teardown destroys those whose key an action of the task used, and DestroyRecorded destroys them without
+// creating anything.
 package statefulsession
 
 import (
@@ -46,11 +65,20 @@ type Action struct {
 	ResponsePath jp.Expr
 	Destroy      *httpspec.Compiled // nil when the session needs no explicit destroy
 	Timeout      time.Duration
+	// Session identifies the remote session the action uses, within a task: the field path of the block that
+	// defines it. Actions taking create, extract and destroy all from the top-level block share its session
+	// ("stateful_session"); an action giving any of them itself has a session of its own, keyed by its block
+	// path (e.g. "actions[2].execute.stateful_session").
+	Session string
 }
 
 // Traits derives catalog flags from the execute method.
 func (a *Action) Traits() runtime.Traits {
-	t := statelesshttp.HTTPTraits(a.Execute.Method)
+	method := ""
+	if a.Execute != nil {
+		method = a.Execute.Method
+	}
+	t := statelesshttp.HTTPTraits(method)
 	t.ConcurrencySafe = false // calls share one remote session
 	return t
 }
@@ -84,7 +112,10 @@ func (Backend) Prepare(_ context.Context, b *runtime.Block) (runtime.Action, err
 		}
 		return part{}
 	}
-	a := &Action{Extract: map[string]jp.Expr{}}
+	a := &Action{Extract: map[string]jp.Expr{}, Session: b.SharedPath.String()}
+	if own.Create != nil || own.Extract != nil || own.Destroy != nil || b.SharedPath == nil {
+		a.Session = b.Path.String()
+	}
 
 	create := pick("create", own.Create, shared.Create)
 	if create.req == nil {
@@ -171,11 +202,6 @@ func sessionKeys(p *field.Path, c *httpspec.Compiled, extract map[string]string)
 		}
 	}
 	return errs
-}
-
-// Initialize is not built yet: execution arrives with the Tasks/Invoke work.
-func (Backend) Initialize(context.Context, *runtime.Init) (runtime.Instance, error) {
-	return nil, runtime.ErrNotImplemented
 }
 
 var (

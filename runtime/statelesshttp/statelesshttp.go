@@ -4,6 +4,9 @@ package statelesshttp
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"net/http"
 	"time"
 
 	"github.com/commonagents-go/tool/internal/httpspec"
@@ -40,7 +43,12 @@ type Action struct {
 }
 
 // Traits derives catalog flags from the HTTP method.
-func (a *Action) Traits() runtime.Traits { return HTTPTraits(a.Request.Method) }
+func (a *Action) Traits() runtime.Traits {
+	if a.Request == nil {
+		return HTTPTraits("")
+	}
+	return HTTPTraits(a.Request.Method)
+}
 
 // HTTPTraits are the catalog flags of an HTTP call with method: GET and HEAD read, others may write.
 func HTTPTraits(method string) runtime.Traits {
@@ -94,14 +102,54 @@ func (Backend) Prepare(_ context.Context, b *runtime.Block) (runtime.Action, err
 	return a, errs.Err()
 }
 
-// Initialize is not built yet: execution arrives with the Tasks/Invoke work.
-func (Backend) Initialize(context.Context, *runtime.Init) (runtime.Instance, error) {
-	return nil, runtime.ErrNotImplemented
+// DefaultTimeout bounds a call when neither the action nor the host's Limits set a timeout (SPEC §14).
+const DefaultTimeout = 30 * time.Second
+
+// Initialize returns an instance that sends every call with in.HTTPClient under in.Limits. It does no I/O.
+func (Backend) Initialize(_ context.Context, in *runtime.Init) (runtime.Instance, error) {
+	if in.HTTPClient == nil {
+		return nil, runtime.Unrecoverable(errors.New("stateless_http: no HTTP client"))
+	}
+	return &instance{client: in.HTTPClient, limits: in.Limits}, nil
+}
+
+// instance is stateless: it holds only the task's client and limits, so it is safe for concurrent use.
+type instance struct {
+	client *http.Client
+	limits runtime.Limits
+}
+
+// Invoke sends one request, bounded by the action's timeout (else Limits.CallTimeout, else DefaultTimeout) and
+// by ctx. Errors are classified as httpspec.Compiled.Exchange classifies them; a deadline is a recoverable
+// timeout, a cancellation of ctx an error wrapping context.Canceled.
+func (i *instance) Invoke(ctx context.Context, a runtime.Action, call *runtime.Call) (*runtime.Result, error) {
+	act, ok := a.(*Action)
+	if !ok {
+		return nil, runtime.Unrecoverable(fmt.Errorf("stateless_http: action of type %T", a))
+	}
+	ctx, cancel := context.WithTimeout(ctx, CallTimeout(act.Timeout, i.limits))
+	defer cancel()
+	return act.Request.Exchange(ctx, i.client, call.Values, i.limits.ResponseBytes, act.ResponsePath)
+}
+
+// Teardown does nothing: the instance holds no resources.
+func (*instance) Teardown(context.Context) error { return nil }
+
+// CallTimeout is the bound of one HTTP call: own when set, else the host's CallTimeout, else DefaultTimeout.
+func CallTimeout(own time.Duration, l runtime.Limits) time.Duration {
+	switch {
+	case own > 0:
+		return own
+	case l.CallTimeout > 0:
+		return l.CallTimeout
+	}
+	return DefaultTimeout
 }
 
 var (
 	_ runtime.Runtime   = Backend{}
 	_ runtime.Describer = (*Action)(nil)
+	_ runtime.Instance  = (*instance)(nil)
 )
 
 // ValidateShared checks the top-level stateless_http block once, whether or not an action uses it.

@@ -1,0 +1,291 @@
+package httpspec
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/commonagents-go/tool/runtime"
+)
+
+// DefaultResponseLimit is the response body limit Do applies when given none (SPEC §14).
+const DefaultResponseLimit = 10 << 20
+
+// ErrorBodyLimit bounds how much of the body of an error status (≥ 400) Do reads, in bytes.
+const ErrorBodyLimit = 64 << 10
+
+// ExcerptLimit bounds the body excerpt an HTTP error status puts into its message, in bytes.
+const ExcerptLimit = 512
+
+// Response is a response read by Do.
+type Response struct {
+	// Status is the HTTP status code.
+	Status int
+	// Header is the response's header.
+	Header http.Header
+	// Body is the decoded body: the JSON value when the body is one JSON document, else the body as text (invalid
+	// UTF-8 replaced); nil when the body is empty. JSON integers that fit int64 are int64, larger integers
+	// json.Number (every digit kept), other numbers float64: the types ojg's filters compare.
+	Body any
+	// Raw is the body as received.
+	Raw []byte
+	// Size is the number of body bytes read.
+	Size int64
+}
+
+// Do sends req with client and reads the response body, at most limit bytes (DefaultResponseLimit when limit
+// ≤ 0). The body is always drained and closed.
+//
+// Errors are classified for SPEC §7.1:
+//   - status ≥ 400: the Response, whose body holds at most ErrorBodyLimit bytes (never result_too_large), and a
+//     recoverable *runtime.Error with Status set and a message carrying the status and a body excerpt of at
+//     most ExcerptLimit bytes; kind rate_limited for 429 (RetryAfter from
+//     Retry-After, given in seconds or as an HTTP date; also read on 503), unavailable for 5xx, invalid_request
+//     for other 4xx;
+//   - a body over limit: recoverable result_too_large;
+//   - ctx's deadline passed, or a timeout of the client or transport: recoverable timeout;
+//   - ctx cancelled: an error wrapping context.Canceled, neither *runtime.Error nor unrecoverable, so the caller
+//     can report a cancelled call;
+//   - a redirect refused by SameHostRedirects or NoRedirects: recoverable denied;
+//   - DNS failure, a refused or failed connection, a TLS failure: wraps runtime.ErrUnrecoverable;
+//   - a connection broken after it was made: recoverable unavailable.
+//
+// Messages name the method and host, never the URL's path or query (they can carry secrets).
+func Do(ctx context.Context, client *http.Client, req *http.Request, limit int64) (*Response, error) {
+	if limit <= 0 {
+		limit = DefaultResponseLimit
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, transportError(ctx, req, err)
+	}
+	defer closeBody(resp.Body)
+	out := &Response{Status: resp.StatusCode, Header: resp.Header}
+	if resp.StatusCode >= 400 {
+		// An error body is only ever shown in part: read a bounded prefix and never fail on its size.
+		out.Raw, _ = read(resp, min(limit, ErrorBodyLimit))
+		out.Size = int64(len(out.Raw))
+		out.Body = decodeBody(out.Raw)
+		return out, statusError(resp, out.Raw)
+	}
+	if resp.ContentLength > limit {
+		return out, tooLarge(limit)
+	}
+	raw, err := read(resp, limit+1)
+	out.Size = int64(len(raw))
+	if err != nil {
+		if ctx.Err() != nil {
+			return out, contextError(ctx, where(req))
+		}
+		return out, runtime.Errorf(runtime.KindUnavailable, "%s: reading the response failed", where(req))
+	}
+	if out.Size > limit {
+		return out, tooLarge(limit)
+	}
+	out.Raw = raw
+	out.Body = decodeBody(raw)
+	return out, nil
+}
+
+// read reads at most n bytes of resp's body.
+func read(resp *http.Response, n int64) ([]byte, error) {
+	var buf bytes.Buffer
+	if resp.ContentLength > 0 {
+		buf.Grow(int(min(resp.ContentLength, n)) + bytes.MinRead)
+	}
+	_, err := buf.ReadFrom(io.LimitReader(resp.Body, n))
+	return buf.Bytes(), err
+}
+
+func tooLarge(limit int64) *runtime.Error {
+	return runtime.Errorf(runtime.KindResultTooLarge, "the response body is larger than the limit of %d bytes", limit)
+}
+
+// closeBody drains a little so the connection can be reused, then closes.
+func closeBody(body io.ReadCloser) {
+	_, _ = io.Copy(io.Discard, io.LimitReader(body, 4<<10))
+	_ = body.Close()
+}
+
+// where names a request in messages: method and host, never path or query.
+func where(req *http.Request) string { return req.Method + " " + req.URL.Host }
+
+// contextError reports a request that ctx ended: a deadline is a recoverable timeout, a cancellation wraps
+// context.Canceled.
+func contextError(ctx context.Context, what string) error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return runtime.Errorf(runtime.KindTimeout, "%s: no response before the call's deadline", what)
+	}
+	return fmt.Errorf("%s: %w", what, ctx.Err())
+}
+
+func transportError(ctx context.Context, req *http.Request, err error) error {
+	if ctx.Err() != nil {
+		return contextError(ctx, where(req))
+	}
+	var denied *runtime.Error // from CheckRedirect
+	if errors.As(err, &denied) {
+		return denied
+	}
+	// url.Error's text quotes the whole URL: keep only what it wraps.
+	var uerr *url.Error
+	if errors.As(err, &uerr) {
+		err = uerr.Err
+	}
+	if unreachable(err) {
+		return runtime.Unrecoverable(fmt.Errorf("%s: endpoint unreachable: %w", where(req), err))
+	}
+	var timeout interface{ Timeout() bool }
+	if errors.As(err, &timeout) && timeout.Timeout() {
+		return runtime.Errorf(runtime.KindTimeout, "%s: the request timed out", where(req))
+	}
+	return runtime.Errorf(runtime.KindUnavailable, "%s: the connection failed", where(req))
+}
+
+// unreachable reports DNS, dial and TLS failures: the endpoint cannot be used at all (SPEC §7.1).
+func unreachable(err error) bool {
+	var (
+		dns   *net.DNSError
+		op    *net.OpError
+		cert  *tls.CertificateVerificationError
+		rec   tls.RecordHeaderError
+		alert tls.AlertError
+		auth  x509.UnknownAuthorityError
+		host  x509.HostnameError
+		inv   x509.CertificateInvalidError
+	)
+	return errors.As(err, &dns) || errors.As(err, &op) && op.Op == "dial" || errors.As(err, &cert) ||
+		errors.As(err, &rec) || errors.As(err, &alert) || errors.As(err, &auth) || errors.As(err, &host) ||
+		errors.As(err, &inv)
+}
+
+func statusError(resp *http.Response, raw []byte) *runtime.Error {
+	var e *runtime.Error
+	msg := "HTTP " + strconv.Itoa(resp.StatusCode) + " " + http.StatusText(resp.StatusCode)
+	if x := Excerpt(raw, ExcerptLimit); x != "" {
+		msg += ": " + x
+	}
+	switch {
+	case resp.StatusCode == http.StatusTooManyRequests:
+		e = runtime.Errorf(runtime.KindRateLimited, "%s", msg)
+	case resp.StatusCode >= 500:
+		e = runtime.Errorf(runtime.KindUnavailable, "%s", msg)
+	default:
+		e = runtime.Errorf(runtime.KindInvalidRequest, "%s", msg)
+	}
+	e.Status = resp.StatusCode
+	if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
+		e.RetryAfter = RetryAfter(resp.Header.Get("Retry-After"), time.Now())
+	}
+	return e
+}
+
+// RetryAfter parses a Retry-After header value, delay-seconds or an HTTP date, into a delay from now. It is 0
+// when v is empty, malformed or in the past.
+func RetryAfter(v string, now time.Time) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	if s, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if s <= 0 || s > int64(365*24*time.Hour/time.Second) {
+			return 0
+		}
+		return time.Duration(s) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return t.Sub(now)
+	}
+	return 0
+}
+
+// Excerpt returns at most max bytes of raw as trimmed, valid UTF-8 text, cut at a rune boundary and ending in
+// "…" when cut.
+func Excerpt(raw []byte, max int) string {
+	cut := len(raw) > max
+	if cut {
+		raw = raw[:max]
+		for i := len(raw) - 1; i >= 0 && i >= len(raw)-utf8.UTFMax; i-- {
+			if utf8.RuneStart(raw[i]) {
+				if !utf8.FullRune(raw[i:]) {
+					raw = raw[:i]
+				}
+				break
+			}
+		}
+	}
+	s := strings.TrimSpace(strings.ToValidUTF8(string(raw), "\uFFFD"))
+	if cut {
+		s += "…"
+	}
+	return s
+}
+
+// decodeBody decodes raw as one JSON document, or returns it as text.
+func decodeBody(raw []byte) any {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if dec.Decode(&v) != nil || len(bytes.TrimSpace(raw[dec.InputOffset():])) != 0 {
+		if utf8.Valid(raw) {
+			return string(raw)
+		}
+		return strings.ToValidUTF8(string(raw), "\uFFFD")
+	}
+	return numbers(v)
+}
+
+// numbers turns json.Number leaves into int64 or float64 in place, keeping json.Number only for integers beyond
+// int64, so that ojg filters such as [?(@.price > 10)] compare them (ojg does not read json.Number).
+func numbers(v any) any {
+	switch v := v.(type) {
+	case json.Number:
+		if i, err := strconv.ParseInt(string(v), 10, 64); err == nil {
+			return i
+		}
+		if isInteger(string(v)) {
+			return v
+		}
+		if f, err := strconv.ParseFloat(string(v), 64); err == nil {
+			return f
+		}
+		return v
+	case map[string]any:
+		for k, e := range v {
+			v[k] = numbers(e)
+		}
+	case []any:
+		for i, e := range v {
+			v[i] = numbers(e)
+		}
+	}
+	return v
+}
+
+func isInteger(s string) bool {
+	s = strings.TrimPrefix(s, "-")
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
