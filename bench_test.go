@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/commonagents-go/tool"
 	"github.com/commonagents-go/tool/celenv"
@@ -115,10 +116,14 @@ func BenchmarkInvokeHTTP(b *testing.B) {
 			}
 		}
 	})
-	b.Run("baseline-net-http", func(b *testing.B) {
+	raw := func(b *testing.B, withTimeout bool) {
 		b.ReportAllocs()
 		url := srv.URL + "/repos/files/docs/readme.md?ref=main&q=x"
 		for b.Loop() {
+			ctx, cancel := ctx, context.CancelFunc(func() {})
+			if withTimeout { // as every call of the library has
+				ctx, cancel = context.WithTimeout(ctx, 30*time.Second)
+			}
 			req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
 			req.Header.Set("Authorization", "Bearer sk-SECRET-123")
 			req.Header.Set("X-Client", "tests")
@@ -132,11 +137,14 @@ func BenchmarkInvokeHTTP(b *testing.B) {
 			dec.UseNumber()
 			err = dec.Decode(&body)
 			resp.Body.Close()
+			cancel()
 			if err != nil || body["content"] != "hello" {
 				b.Fatal(body, err)
 			}
 		}
-	})
+	}
+	b.Run("baseline-net-http", func(b *testing.B) { raw(b, false) })
+	b.Run("baseline-net-http-timeout", func(b *testing.B) { raw(b, true) })
 }
 
 // BenchmarkInvokeCEL measures a cel action Invoke with two arguments, one defaulted (goal ≤ 5 µs/op); the

@@ -97,7 +97,14 @@ func (in *instance) Invoke(ctx context.Context, a runtime.Action, call *runtime.
 		"runtime": in.runtime,
 		"now":     in.now().UTC().Format(time.RFC3339),
 	}
-	out, err := act.Program.EvalWith(ctx, vars, in.mount)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	evalCtx := ctx
+	if in.mount == nil { // with a mount, ctx also bounds its reads and writes
+		evalCtx = evalContext(ctx)
+	}
+	out, err := act.Program.EvalWith(evalCtx, vars, in.mount)
 	switch {
 	case err == nil:
 		return &runtime.Result{Output: out}, nil
@@ -107,6 +114,17 @@ func (in *instance) Invoke(ctx context.Context, a runtime.Action, call *runtime.
 		return nil, runtime.Unrecoverable(err)
 	}
 	return runtime.Fail(runtime.Errorf(runtime.KindToolError, "%v", err)), nil
+}
+
+// evalContext returns the context the evaluation watches. The cost limit already bounds a cel action, and
+// cel-go's interruptible evaluation costs more than the expression itself for a typical action, so only a
+// deadline (the host's per-action timeout) makes the evaluation watch ctx; a plain cancellation is seen before
+// the evaluation starts and after it ends.
+func evalContext(ctx context.Context) context.Context {
+	if _, ok := ctx.Deadline(); ok {
+		return ctx
+	}
+	return context.WithoutCancel(ctx)
 }
 
 // Teardown does nothing: a cel action holds no resources.
