@@ -263,22 +263,34 @@ func (u *URL) AuthorityRefs() []Ref { return cloneRefs(u.authRefs) }
 // value would change the URL's structure, and an error wrapping ErrPrefix when the trusted prefix is not an
 // absolute http(s) URL. No error carries a value.
 func (u *URL) Render(r Resolver) (string, error) {
+	out, _, err := u.render(r)
+	return out, err
+}
+
+// RenderParsed is Render that also returns the rendering as parsed by net/url, which Render does anyway to check
+// it, so callers building an http.Request need not parse it a second time. The *url.URL is the caller's.
+func (u *URL) RenderParsed(r Resolver) (*url.URL, error) {
+	_, parsed, err := u.render(r)
+	return parsed, err
+}
+
+func (u *URL) render(r Resolver) (string, *url.URL, error) {
 	var b strings.Builder
 	b.Grow(u.size)
 	scheme, host, err := u.renderAuthority(&b, r)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	if err := u.renderPath(&b, r); err != nil {
-		return "", err
+		return "", nil, err
 	}
 	if err := u.renderQuery(&b, r); err != nil {
-		return "", err
+		return "", nil, err
 	}
 	if u.hasFragment {
 		b.WriteByte('#')
 		if err := u.renderEscaped(&b, r, u.fragment); err != nil {
-			return "", err
+			return "", nil, err
 		}
 	}
 	out := b.String()
@@ -286,12 +298,12 @@ func (u *URL) Render(r Resolver) (string, error) {
 	// net/http will read it. Its error is not wrapped: net/url errors quote the URL, values included.
 	parsed, err := url.Parse(out)
 	if err != nil {
-		return "", errors.New("rendered url does not parse")
+		return "", nil, errors.New("rendered url does not parse")
 	}
 	if !strings.EqualFold(parsed.Scheme, scheme) || parsed.Host != host || parsed.Host == "" || parsed.Opaque != "" {
-		return "", &UnsafeValueError{Reason: "rendered url does not keep the template's scheme and host"}
+		return "", nil, &UnsafeValueError{Reason: "rendered url does not keep the template's scheme and host"}
 	}
-	return out, nil
+	return out, parsed, nil
 }
 
 // renderAuthority writes scheme://host[:port] (or the trusted prefix) and returns the scheme and host the rest

@@ -428,3 +428,25 @@ func TestConcurrentRender(t *testing.T) {
 		}
 	}
 }
+
+func TestRenderParsedMatchesRender(t *testing.T) {
+	t.Parallel()
+	u, err := ParseURL("https://api.example.com/repos/{parameters.path}?q={parameters.q}#{parameters.f}", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vals := ResolverFunc(func(ref Ref) (any, error) {
+		return map[string]any{"path": "a b/c?d", "q": "x&y=1", "f": "top"}[ref.Steps[0].Name], nil
+	})
+	text, err := u.Render(vals)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parsed, err := u.RenderParsed(vals)
+	if err != nil || parsed.String() != text || parsed.Host != "api.example.com" {
+		t.Errorf("RenderParsed = %v, %v; Render = %s", parsed, err, text)
+	}
+	if _, err := u.RenderParsed(ResolverFunc(func(Ref) (any, error) { return "..", nil })); err == nil {
+		t.Errorf("RenderParsed accepted a '..' segment")
+	}
+}

@@ -29,7 +29,7 @@ import (
 // prefix that is not an absolute http(s) URL included, wraps runtime.ErrUnrecoverable. No error carries a
 // rendered value.
 func (c *Compiled) Build(ctx context.Context, values interp.Resolver) (*http.Request, error) {
-	u, err := c.URL.Render(values)
+	u, err := c.URL.RenderParsed(values)
 	if err != nil {
 		return nil, renderError(ctx, "url", err)
 	}
@@ -45,11 +45,13 @@ func (c *Compiled) Build(ctx context.Context, values interp.Resolver) (*http.Req
 		}
 		body = bytes.NewReader(encoded)
 	}
-	req, err := http.NewRequestWithContext(ctx, c.Method, u, body)
+	// The URL is set after NewRequestWithContext so that it is not parsed a second time.
+	req, err := http.NewRequestWithContext(ctx, c.Method, "", body)
 	if err != nil {
-		// The URL already parsed in Render, so this is a bad method; the error quotes neither value nor URL.
-		return nil, runtime.Unrecoverable(errors.New("building request: invalid method or url"))
+		// The error quotes neither value nor URL.
+		return nil, runtime.Unrecoverable(errors.New("building request: invalid method"))
 	}
+	req.URL, req.Host = u, u.Host
 	typed := false
 	for name, t := range c.Headers {
 		v, err := t.RenderString(values)
