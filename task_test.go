@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	tool "github.com/commonagents-go/tool"
 )
@@ -345,4 +346,25 @@ func TestTaskEndsWithItsContext(t *testing.T) {
 		_, err := task.Invoke(context.Background(), "add", map[string]any{"a": 1})
 		return errors.Is(err, tool.ErrClosed)
 	})
+}
+
+// fixedClock is a Clock stopped at one instant.
+type fixedClock struct{ t time.Time }
+
+func (c fixedClock) Now() time.Time                      { return c.t }
+func (c fixedClock) NewTimer(d time.Duration) tool.Timer { return tool.SystemClock{}.NewTimer(d) }
+
+func TestCELSeesTheTaskClockAndContext(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 5, 20, 3, 45, 0, 999, time.FixedZone("x", 3600))
+	tl, err := tool.LoadFile(context.Background(), "testdata/ok/cel.yaml", tool.WithClock(fixedClock{at}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	task := newTask(t, tl, tool.TaskConfig{Context: map[string]any{"agent": map[string]any{"namespace": "ops"}}})
+	res := mustInvoke(t, task, "format_date", nil)
+	want := map[string]any{"date": "2026-05-20T02:45:00Z", "namespace": "ops"}
+	if !reflect.DeepEqual(res.Output, want) {
+		t.Errorf("format_date = %v (%v), want %v", res.Output, res.Error, want)
+	}
 }

@@ -6,6 +6,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/commonagents-go/tool/celenv"
@@ -60,15 +62,15 @@ func (Backend) Prepare(_ context.Context, b *runtime.Block) (runtime.Action, err
 
 // Initialize captures what the expressions of the task see: context, runtime, the clock and the mount.
 func (Backend) Initialize(_ context.Context, in *runtime.Init) (runtime.Instance, error) {
-	inst := &instance{context: in.Context, runtime: in.Runtime, mount: in.Mount, now: in.Now}
+	inst := &instance{context: in.Context, runtime: in.Runtime, mount: in.Mount, clock: &nowText{now: in.Now}}
 	if inst.context == nil {
 		inst.context = map[string]any{}
 	}
 	if inst.runtime == nil {
 		inst.runtime = map[string]any{}
 	}
-	if inst.now == nil {
-		inst.now = time.Now
+	if inst.clock.now == nil {
+		inst.clock.now = time.Now
 	}
 	return inst, nil
 }
@@ -76,7 +78,30 @@ func (Backend) Initialize(_ context.Context, in *runtime.Init) (runtime.Instance
 type instance struct {
 	context, runtime map[string]any
 	mount            celenv.Mount
-	now              func() time.Time
+	clock            *nowText
+}
+
+var varsPool = sync.Pool{New: func() any { return make(map[string]any, 4) }}
+
+// nowText formats `now` (RFC 3339, second precision) once per second rather than once per call.
+type nowText struct {
+	now  func() time.Time
+	last atomic.Pointer[stamp]
+}
+
+type stamp struct {
+	unix int64
+	text string
+}
+
+func (n *nowText) text() string {
+	t := n.now().UTC()
+	if s := n.last.Load(); s != nil && s.unix == t.Unix() {
+		return s.text
+	}
+	s := &stamp{unix: t.Unix(), text: t.Format(time.RFC3339)}
+	n.last.Store(s)
+	return s.text
 }
 
 // Invoke evaluates the expression with `input` = the call's resolved arguments (SPEC §7.2). An evaluation error
@@ -91,15 +116,13 @@ func (in *instance) Invoke(ctx context.Context, a runtime.Action, call *runtime.
 	if input == nil {
 		input = map[string]any{}
 	}
-	vars := map[string]any{
-		"context": in.context,
-		"input":   input,
-		"runtime": in.runtime,
-		"now":     in.now().UTC().Format(time.RFC3339),
-	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	// The variables map never escapes the evaluation (results are fresh JSON values), so it is reused.
+	vars := varsPool.Get().(map[string]any)
+	defer varsPool.Put(vars)
+	vars["context"], vars["input"], vars["runtime"], vars["now"] = in.context, input, in.runtime, in.clock.text()
 	evalCtx := ctx
 	if in.mount == nil { // with a mount, ctx also bounds its reads and writes
 		evalCtx = evalContext(ctx)
