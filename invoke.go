@@ -84,6 +84,7 @@ func (t *Task) invoke(ctx context.Context, a *action, function string, args map[
 	if te != nil {
 		return c.finish(nil, te), nil
 	}
+	t.addSecretArgs(resolved)
 	// The allow list grows before the backend runs, so an event the call causes routes even if it arrives
 	// before the response (SPEC §6).
 	t.grow(ctx, c.id, resolved)
@@ -111,12 +112,15 @@ func (t *Task) invoke(ctx context.Context, a *action, function string, args map[
 		Values: &callValues{ctx: callCtx, task: t, action: a.def.Name, args: resolved}}
 	inst, err := t.instance(callCtx, a, call)
 	if err != nil {
+		if errors.Is(err, ErrClosed) {
+			return nil, ErrClosed
+		}
 		if callCtx.Err() != nil && !errors.Is(err, ErrUnrecoverable) {
 			return c.interrupted(ctx, err)
 		}
 		return nil, c.fail(runtime.Unrecoverable(err))
 	}
-	rr, err := inst.Invoke(callCtx, a.prepared, call)
+	rr, err := invokeBackend(callCtx, inst, a, call)
 	if err != nil {
 		if re, ok := errors.AsType[*runtime.Error](err); ok && !errors.Is(err, ErrUnrecoverable) {
 			rr, err = runtime.Fail(re), nil
@@ -132,6 +136,27 @@ func (t *Task) invoke(ctx context.Context, a *action, function string, args map[
 		return nil, c.fail(runtime.Unrecoverable(fmt.Errorf("backend %s returned no result", a.kind)))
 	}
 	return c.finish(rr, toolError(rr.Error)), nil
+}
+
+// invokeBackend calls the backend; a panic becomes an unrecoverable error without its value, which could hold a
+// secret (SPEC §12.2).
+func invokeBackend(ctx context.Context, inst runtime.Instance, a *action, call *runtime.Call) (rr *runtime.Result, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			rr, err = nil, runtime.Unrecoverable(fmt.Errorf("backend %s panicked", a.kind))
+		}
+	}()
+	return inst.Invoke(ctx, a.prepared, call)
+}
+
+// addSecretArgs adds the values of secret parameters (format: password, writeOnly) to the task's secrets, so a
+// server that echoes one cannot leak it through a result, error or fact.
+func (t *Task) addSecretArgs(resolved map[string]any) {
+	for name := range t.tool.secretParams {
+		if v, ok := resolved[name]; ok && v != nil {
+			t.secrets.Add(textOf(v))
+		}
+	}
 }
 
 // interrupted ends a call stopped by its context: the caller's cancellation is returned as ctx's error, the

@@ -65,7 +65,23 @@ func (l *loader) actions(root map[string]any, docs []any) []*action {
 		a.prepareLLM(l.rootParams)
 		out = append(out, a)
 	}
+	l.functionNames()
 	return out
+}
+
+// functionNames reports actions whose LLM-facing names would be the same (SPEC §3.5 maps every character outside
+// [A-Za-z0-9_] to "_", so get-item and get_item collide): the LLM could not tell them apart.
+func (l *loader) functionNames() {
+	seen := map[string]string{}
+	for i, a := range l.m.Actions {
+		name := sanitize(a.Name)
+		if first, dup := seen[name]; dup && first != a.Name {
+			l.errs.Add(field.Duplicate(field.NewPath("actions").Index(i).Child("name"),
+				"action %q and action %q both become the function name suffix %q", first, a.Name, name))
+			continue
+		}
+		seen[name] = a.Name
+	}
 }
 
 // mergeParams merges root and action properties; a name defined differently at both levels is a problem.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
+	"time"
 )
 
 // Task state lives in the Store under "tasks/<namespace>/<tool>/<task>/" (SPEC §10, §13):
@@ -27,14 +29,25 @@ func (t *Task) saveAllowList(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := t.tool.opts.store.Put(context.WithoutCancel(ctx), t.stateKey("allowlist"), b); err != nil {
+	// Bounded by the caller's deadline (else the call timeout), but not by its cancellation: a call cancelled
+	// right after the values were added must still record them.
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = time.Now().Add(t.tool.opts.limits.CallTimeout)
+	}
+	ctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
+	defer cancel()
+	if err := t.tool.opts.store.Put(ctx, t.stateKey("allowlist"), b); err != nil {
 		return fmt.Errorf("store allow list: %w", err)
 	}
 	return nil
 }
 
-// deleteState removes everything the task keeps in the Store.
-func (t *Task) deleteState(ctx context.Context) error {
+// deleteState removes what the task keeps in the Store, except the state of the backends in keep, whose teardown
+// did not complete (a session still to destroy must stay recorded, SPEC §7.4).
+func (t *Task) deleteState(ctx context.Context, keep map[string]bool) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), t.tool.opts.limits.TeardownTimeout)
+	defer cancel()
 	store := t.tool.opts.store
 	keys, err := store.List(ctx, t.statePrefix())
 	if err != nil {
@@ -42,6 +55,9 @@ func (t *Task) deleteState(ctx context.Context) error {
 	}
 	var errs []error
 	for _, k := range keys {
+		if kind, ok := strings.CutPrefix(k, t.stateKey("runtime/")); ok && keep[kind] {
+			continue
+		}
 		if err := store.Delete(ctx, k); err != nil {
 			errs = append(errs, fmt.Errorf("delete task state %s: %w", k, err))
 		}

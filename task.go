@@ -144,12 +144,14 @@ func (t *Tool) NewTask(ctx context.Context, cfg TaskConfig) (*Task, error) {
 		task.cancel()
 		return nil, fmt.Errorf("tool: new task %s: %w", task.id, err)
 	}
+	task.observe(ctx, "tool.catalog.resolved", "", map[string]any{"catalog": t.Catalog(cfg.Capability)})
+	task.mu.Lock()
 	task.stop = context.AfterFunc(ctx, func() {
 		tctx, cancel := context.WithTimeout(context.Background(), t.opts.limits.TeardownTimeout)
 		defer cancel()
 		_ = task.Close(tctx)
 	})
-	task.observe(ctx, "tool.catalog.resolved", "", map[string]any{"catalog": t.Catalog(cfg.Capability)})
+	task.mu.Unlock()
 	return task, nil
 }
 
@@ -180,18 +182,15 @@ func (t *Task) Close(ctx context.Context) error {
 func (t *Task) close(ctx context.Context) error {
 	t.mu.Lock()
 	t.closed = true
+	stop := t.stop
+	t.cancel() // under mu: a call that sees closed also sees its context cancelled
 	t.mu.Unlock()
-	if t.stop != nil {
-		t.stop()
+	if stop != nil {
+		stop()
 	}
-	t.cancel()
 
-	done := make(chan struct{})
-	go func() { t.calls.Wait(); close(done) }()
 	var errs []error
-	select {
-	case <-done:
-	case <-ctx.Done():
+	if !waitGroupWithin(ctx, &t.calls) {
 		errs = append(errs, fmt.Errorf("calls still running: %w", ctx.Err()))
 	}
 
@@ -199,20 +198,32 @@ func (t *Task) close(ctx context.Context) error {
 	instances := t.instances
 	t.instances = nil
 	t.mu.Unlock()
+	keep := map[string]bool{} // backends whose state must outlive the task: their teardown did not complete
 	for kind, in := range instances {
+		// Initialize runs on the task's context, which is cancelled by now, so it ends soon; every successful
+		// Initialize is torn down, within the teardown bound, even when ctx has already ended (SPEC §7.4).
 		select {
 		case <-in.done:
-		case <-ctx.Done():
+		case <-time.After(t.tool.opts.limits.TeardownTimeout):
+			keep[kind] = true
+			errs = append(errs, fmt.Errorf("initialize %s did not end within the teardown bound", kind))
+			go func() { // tear down whatever it produces once it does end
+				<-in.done
+				if in.inst != nil {
+					_ = t.teardown(context.Background(), kind, in.inst)
+				}
+			}()
 			continue
 		}
 		if in.inst == nil {
 			continue
 		}
 		if err := t.teardown(ctx, kind, in.inst); err != nil {
+			keep[kind] = true
 			errs = append(errs, err)
 		}
 	}
-	if err := t.deleteState(ctx); err != nil {
+	if err := t.deleteState(ctx, keep); err != nil {
 		errs = append(errs, err)
 	}
 	t.observe(ctx, "task.closed", "", nil)
@@ -222,10 +233,34 @@ func (t *Task) close(ctx context.Context) error {
 	return t.secrets.Error(fmt.Errorf("tool: close task %s: %w", t.id, errors.Join(errs...)))
 }
 
-func (t *Task) teardown(ctx context.Context, kind string, inst runtime.Instance) error {
-	tctx, cancel := context.WithTimeout(ctx, t.tool.opts.limits.TeardownTimeout)
+// waitGroupWithin waits for wg until ctx ends; it reports whether wg finished.
+func waitGroupWithin(ctx context.Context, wg *sync.WaitGroup) bool {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return true
+	case <-ctx.Done():
+		select {
+		case <-done:
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+// teardown runs one Teardown with its own bound: the host's ctx may already have ended (a shutdown), and a
+// session left undestroyed would outlive the task.
+func (t *Task) teardown(ctx context.Context, kind string, inst runtime.Instance) (err error) {
+	tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), t.tool.opts.limits.TeardownTimeout)
 	defer cancel()
-	err := inst.Teardown(tctx)
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("teardown %s panicked", kind)
+		}
+	}()
+	err = inst.Teardown(tctx)
 	if err != nil {
 		err = fmt.Errorf("teardown %s: %w", kind, err)
 		t.observe(ctx, "runtime.teardown_failed", "", map[string]any{"backend": kind, "error": t.secrets.String(err.Error())})
@@ -258,10 +293,10 @@ func (t *Task) instance(ctx context.Context, a *action, call *runtime.Call) (run
 		t.mu.Unlock()
 		select {
 		case <-in.done:
-			if in.err != nil {
-				return nil, in.err
+			if in.err != nil && t.ctx.Err() != nil {
+				return nil, ErrClosed
 			}
-			return in.inst, nil
+			return in.inst, in.err
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
@@ -270,21 +305,31 @@ func (t *Task) instance(ctx context.Context, a *action, call *runtime.Call) (run
 	t.instances[a.kind] = in
 	t.mu.Unlock()
 
+	// Initialize serves every call of the task, so the first caller's cancellation or deadline must not decide
+	// it: it runs on the task's context, bounded by the call timeout.
+	ictx, cancel := context.WithTimeout(t.ctx, t.tool.opts.limits.CallTimeout)
+	defer cancel()
+	t.initialize(ictx, a, call, in)
+	if in.err != nil && t.ctx.Err() != nil {
+		return nil, ErrClosed
+	}
+	return in.inst, in.err
+}
+
+// initialize runs the backend's Initialize into in; a panic becomes an unrecoverable error (its value is not
+// kept: it could hold a secret) and in.done is closed whatever happens.
+func (t *Task) initialize(ctx context.Context, a *action, call *runtime.Call, in *instance) {
+	defer close(in.done)
+	defer func() {
+		if r := recover(); r != nil {
+			in.inst, in.err = nil, runtime.Unrecoverable(fmt.Errorf("initialize %s panicked", a.kind))
+		}
+	}()
 	in.inst, in.err = a.backend.Initialize(ctx, t.initFor(ctx, a, call))
 	if in.err != nil {
-		if ctx.Err() != nil {
-			in.err = ctx.Err()
-			t.mu.Lock()
-			if t.instances != nil {
-				delete(t.instances, a.kind)
-			}
-			t.mu.Unlock()
-		} else {
-			in.err = runtime.Unrecoverable(fmt.Errorf("initialize %s: %w", a.kind, in.err))
-		}
+		in.inst = nil
+		in.err = runtime.Unrecoverable(fmt.Errorf("initialize %s: %w", a.kind, in.err))
 	}
-	close(in.done)
-	return in.inst, in.err
 }
 
 func (t *Task) initFor(ctx context.Context, a *action, call *runtime.Call) *runtime.Init {

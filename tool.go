@@ -46,9 +46,14 @@ func (t *Tool) index() {
 	t.secrets = &redact.Set{}
 	if t.settingsSchema != nil {
 		for _, p := range t.settingsSchema.Properties() {
-			if v, ok := t.settings[p.Name]; ok && p.Secret {
+			v, ok := t.settings[p.Name]
+			if !ok {
+				continue
+			}
+			if p.Secret {
 				t.secrets.Add(textOf(v))
 			}
+			addNestedSecrets(t.secrets, p.Schema, v)
 		}
 	}
 	t.httpClient = httpspec.SameHostRedirects(t.opts.httpClient)
@@ -89,3 +94,21 @@ func (t *Tool) Namespace() string { return t.manifest.Namespace }
 
 // Name returns the manifest's name.
 func (t *Tool) Name() string { return t.manifest.Name }
+
+// addNestedSecrets adds the values of the secret properties nested inside an object setting: a `format: password`
+// below `properties` at any depth.
+func addNestedSecrets(set *redact.Set, schema map[string]any, value any) {
+	props, _ := schema["properties"].(map[string]any)
+	obj, _ := value.(map[string]any)
+	for name, ps := range props {
+		sub, _ := ps.(map[string]any)
+		v, ok := obj[name]
+		if sub == nil || !ok {
+			continue
+		}
+		if sub["format"] == "password" || sub["writeOnly"] == true {
+			set.Add(textOf(v))
+		}
+		addNestedSecrets(set, sub, v)
+	}
+}

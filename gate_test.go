@@ -1,0 +1,94 @@
+package tool
+
+import (
+	"context"
+	"math/rand"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func TestRegressionGateWriterPreferenceAndCancel(t *testing.T) {
+	var g gate
+	if err := g.acquire(context.Background(), true); err != nil {
+		t.Fatal(err)
+	}
+	wctx, wcancel := context.WithCancel(context.Background())
+	werr := make(chan error, 1)
+	go func() { werr <- g.acquire(wctx, false) }()
+	time.Sleep(20 * time.Millisecond)
+	rgot := make(chan error, 1)
+	go func() { rgot <- g.acquire(context.Background(), true) }()
+	select {
+	case <-rgot:
+		t.Fatal("a reader overtook a queued writer")
+	case <-time.After(30 * time.Millisecond):
+	}
+	wcancel()
+	if err := <-werr; err == nil {
+		t.Fatal("cancelled writer acquired")
+	}
+	select {
+	case err := <-rgot:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(time.Second):
+		t.Fatal("reader not woken after the queued writer gave up (lost wakeup)")
+	}
+	g.release(true)
+	g.release(true)
+	if g.readers != 0 || g.writer || g.waiting != 0 {
+		t.Fatalf("state readers=%d writer=%v waiting=%d", g.readers, g.writer, g.waiting)
+	}
+}
+
+func TestRegressionGateStress(t *testing.T) {
+	var g gate
+	var readers, writers atomic.Int32
+	var wg sync.WaitGroup
+	for i := 0; i < 64; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			r := rand.New(rand.NewSource(int64(i)))
+			for j := 0; j < 300; j++ {
+				shared := r.Intn(3) != 0
+				ctx, cancel := context.WithTimeout(context.Background(), time.Duration(r.Intn(300))*time.Microsecond)
+				if err := g.acquire(ctx, shared); err != nil {
+					cancel()
+					continue
+				}
+				if shared {
+					readers.Add(1)
+					if writers.Load() != 0 {
+						t.Error("reader with writer")
+					}
+				} else {
+					if writers.Add(1) != 1 || readers.Load() != 0 {
+						t.Error("writer not alone")
+					}
+				}
+				time.Sleep(time.Duration(r.Intn(50)) * time.Microsecond)
+				if shared {
+					readers.Add(-1)
+				} else {
+					writers.Add(-1)
+				}
+				g.release(shared)
+				cancel()
+			}
+		}(i)
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(60 * time.Second):
+		t.Fatal("deadlock")
+	}
+	if g.readers != 0 || g.writer || g.waiting != 0 || g.changed != nil {
+		t.Fatalf("final state readers=%d writer=%v waiting=%d", g.readers, g.writer, g.waiting)
+	}
+}
