@@ -76,8 +76,9 @@ func (t *Task) invoke(ctx context.Context, a *action, function string, args map[
 		return nil, c.fail(runtime.Unrecoverable(fmt.Errorf("the task reached its limit of %d calls", max)))
 	}
 	if max := t.tool.opts.limits.MaxConsecutiveErrors; max > 0 && t.failures.Load() >= int64(max) {
+		t.failures.Add(-1) // the refusal itself is not one more failure
 		return c.finish(nil, &ToolError{Kind: KindDenied, Message: fmt.Sprintf(
-			"the last %d calls failed; the task allows no more calls until the host resets it", max)}), nil
+			"the last %d calls failed; the task allows no more calls", max)}), nil
 	}
 	resolved, ignored, te := t.resolveArgs(a, args)
 	c.result.Telemetry.IgnoredArguments = ignored

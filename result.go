@@ -29,7 +29,7 @@ type Result struct {
 	// CallID identifies the call (see WithCallID); Action is the manifest name, Function the LLM-facing name.
 	CallID, Action, Function string
 	// Output is the JSON value for the LLM: nil, bool, string, float64, json.Number, int64, []any or
-	// map[string]any. It is nil when Omitted.
+	// map[string]any. When Omitted it is {"omitted": OmittedReason}.
 	Output any
 	// OutputJSON is Output encoded once as compact JSON; OutputBytes is its size before any omission.
 	OutputJSON  json.RawMessage
