@@ -105,9 +105,9 @@ func appendText(dst []byte, v any) []byte {
 	case json.Number:
 		return appendNumber(dst, string(v))
 	case float64:
-		return appendFloat(dst, v, 64)
+		return AppendFloat(dst, v, 64)
 	case float32:
-		return appendFloat(dst, float64(v), 32)
+		return AppendFloat(dst, float64(v), 32)
 	case int:
 		return strconv.AppendInt(dst, int64(v), 10)
 	case int8:
@@ -147,7 +147,7 @@ func appendNumber(dst []byte, s string) []byte {
 	if err != nil || math.IsInf(f, 0) {
 		return append(dst, s...)
 	}
-	return appendFloat(dst, f, 64)
+	return AppendFloat(dst, f, 64)
 }
 
 // isIntLiteral reports whether s is a JSON integer: -?(0|[1-9][0-9]*).
@@ -164,9 +164,10 @@ func isIntLiteral(s string) bool {
 	return true
 }
 
-// appendFloat formats f as encoding/json does: shortest representation, exponent form only below 1e-6 or from
-// 1e21 on, with the exponent's leading zero dropped. NaN and infinities, which JSON lacks, use strconv's spelling.
-func appendFloat(dst []byte, f float64, bits int) []byte {
+// AppendFloat appends f formatted as encoding/json formats it: shortest representation, exponent form only below
+// 1e-6 or from 1e21 on, with the exponent's leading zero dropped. NaN and infinities, which JSON lacks, use
+// strconv's spelling; callers writing JSON must refuse them first. bits is 32 or 64.
+func AppendFloat(dst []byte, f float64, bits int) []byte {
 	if math.IsNaN(f) || math.IsInf(f, 0) {
 		return strconv.AppendFloat(dst, f, 'g', -1, bits)
 	}

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/commonagents-go/tool/interp"
 )
 
 // appendJSON appends v as JSON, as encoding/json with SetEscapeHTML(false) writes it (object keys sorted, invalid
@@ -130,26 +132,12 @@ func appendString(dst []byte, s string) []byte {
 	return append(dst, '"')
 }
 
-// appendFloat writes f as encoding/json does: shortest form, exponent only below 1e-6 or from 1e21 on, with a
-// two-digit negative exponent's leading zero dropped.
+// appendFloat writes f as encoding/json does (interp.AppendFloat), refusing what JSON cannot hold.
 func appendFloat(dst []byte, f float64, bits int) ([]byte, error) {
 	if math.IsNaN(f) || math.IsInf(f, 0) {
 		return nil, errors.New("a body number is NaN or infinite")
 	}
-	format := byte('f')
-	if abs := math.Abs(f); abs != 0 {
-		if bits == 64 && (abs < 1e-6 || abs >= 1e21) || bits == 32 && (float32(abs) < 1e-6 || float32(abs) >= 1e21) {
-			format = 'e'
-		}
-	}
-	dst = strconv.AppendFloat(dst, f, format, -1, bits)
-	if format == 'e' {
-		if n := len(dst); n >= 4 && dst[n-4] == 'e' && dst[n-3] == '-' && dst[n-2] == '0' {
-			dst[n-2] = dst[n-1]
-			dst = dst[:n-1]
-		}
-	}
-	return dst, nil
+	return interp.AppendFloat(dst, f, bits), nil
 }
 
 // validNumber reports whether s is a JSON number literal.
