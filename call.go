@@ -16,6 +16,7 @@ type call struct {
 	a      *action
 	id     string
 	ctx    context.Context
+	run    context.Context // the backend's context, once made: its cause tells an interrupt from a timeout
 	result *Result
 }
 

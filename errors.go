@@ -20,6 +20,16 @@ var (
 	ErrUnknownAction = errors.New("tool: unknown action")
 	// ErrNotFound is returned by Store.Get for an absent key.
 	ErrNotFound = errors.New("tool: not found")
+	// ErrUnknownEvent is returned when an Inbound names an event the tool does not have.
+	ErrUnknownEvent = errors.New("tool: unknown event")
+	// ErrPayloadTooLarge is returned for an inbound body over Limits.InboundBytes; the Router answers 413.
+	ErrPayloadTooLarge = errors.New("tool: payload too large")
+	// ErrNotAccepted is returned when a Sink refused an activation; the Router answers 503 so the sender
+	// retries, and the refused activation's delivery id is not recorded, so the retry activates it.
+	ErrNotAccepted = errors.New("tool: activation not accepted by the sink")
+	// ErrInterrupted is returned by a call that Task.Interrupt cancelled (actions whose interrupt_behavior is
+	// cancel).
+	ErrInterrupted = errors.New("tool: task interrupted")
 )
 
 // Problem is one thing wrong with a manifest (or with the settings given to Load), at a field path.

@@ -104,6 +104,14 @@ func (t *Task) invoke(ctx context.Context, a *action, function string, args map[
 		defer cancelT()
 	}
 
+	if a.cancelOnInterrupt {
+		var cancelCause context.CancelCauseFunc
+		callCtx, cancelCause = context.WithCancelCause(callCtx)
+		defer cancelCause(nil)
+		defer t.interruptible(cancelCause)()
+	}
+	c.run = callCtx
+
 	if err := t.gate.acquire(callCtx, a.shared); err != nil {
 		return c.interrupted(ctx, err)
 	}
@@ -161,7 +169,8 @@ func (t *Task) addSecretArgs(resolved map[string]any) {
 }
 
 // interrupted ends a call stopped by its context: the caller's cancellation is returned as ctx's error, the
-// task's closing as ErrClosed, and a host per-action timeout as a recoverable timeout result.
+// task's closing as ErrClosed, Task.Interrupt as ErrInterrupted, and a host per-action timeout as a recoverable
+// timeout result.
 func (c *call) interrupted(ctx context.Context, err error) (*Result, error) {
 	t := c.task
 	switch {
@@ -171,6 +180,9 @@ func (c *call) interrupted(ctx context.Context, err error) (*Result, error) {
 	case t.ctx.Err() != nil:
 		t.observe(ctx, "tool.cancelled", c.id, map[string]any{"action": c.a.def.Name, "reason": "task closed"})
 		return nil, ErrClosed
+	case c.run != nil && errors.Is(context.Cause(c.run), ErrInterrupted):
+		t.observe(ctx, "tool.cancelled", c.id, map[string]any{"action": c.a.def.Name, "reason": "task interrupted"})
+		return nil, fmt.Errorf("tool: call %s: %w", c.id, ErrInterrupted)
 	}
 	return c.finish(nil, &ToolError{Kind: KindTimeout, Retryable: true,
 		Message: fmt.Sprintf("the call exceeded the host's time limit for %s", c.a.def.Name)}), nil
@@ -200,6 +212,7 @@ func (t *Task) grow(ctx context.Context, callID string, resolved map[string]any)
 	for name, values := range evicted {
 		t.observe(ctx, "allowlist.evicted", callID, map[string]any{"parameter": name, "count": len(values)})
 	}
+	t.notifyGrown(resolved, evicted) // before the backend runs, like the growth itself
 	if err := t.saveAllowList(ctx); err != nil {
 		t.tool.opts.logger.Error("allow list not persisted", "tool", t.tool.Name(), "task", t.id, "error", err)
 	}

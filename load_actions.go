@@ -20,8 +20,9 @@ type action struct {
 	llm    *llmSchemas
 
 	// Derived at load for calls.
-	byName map[string]int // index in params
-	shared bool           // read-only and concurrency-safe: runs alongside other such calls (SPEC §11)
+	byName            map[string]int // index in params
+	shared            bool           // read-only and concurrency-safe: runs alongside other such calls (SPEC §11)
+	cancelOnInterrupt bool           // interrupt_behavior: cancel — Task.Interrupt cancels its running calls
 }
 
 func (a *action) index() {
@@ -31,6 +32,7 @@ func (a *action) index() {
 	}
 	tr := a.traits()
 	a.shared = tr.ReadOnly && tr.ConcurrencySafe
+	a.cancelOnInterrupt = a.def.Annotations != nil && a.def.Annotations.InterruptBehavior == "cancel"
 }
 
 // sharedBlocks maps each top-level runtime block key to the manifest field holding it.

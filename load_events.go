@@ -1,8 +1,11 @@
 package tool
 
 import (
+	"slices"
+	"strings"
 	"time"
 
+	"github.com/commonagents-go/tool/allowlist"
 	"github.com/commonagents-go/tool/events"
 	"github.com/commonagents-go/tool/field"
 	"github.com/commonagents-go/tool/internal/schema"
@@ -19,6 +22,59 @@ type event struct {
 	message    *interp.Template
 	timeout    time.Duration // 0 = none
 	maxTimeout time.Duration // 0 = none
+
+	// Derived after load, for deliveries (SPEC §9.1).
+	pushed    bool              // payloads arrive through Deliver and the Router (webhook, subscription)
+	filter    *allowlist.Filter // nil: every payload passes
+	extract   *events.Compiled  // legacy extractions; nil when none
+	secret    []byte            // the signing secret, rendered once (settings are fixed at load); nil: none
+	secretErr string            // why the named secret could not be rendered: every delivery is misconfigured
+	headers   bool              // the filter, extractions or message may read event.headers
+}
+
+// index derives what deliveries need from the prepared event; the tool's settings are final by now.
+func (e *event) index(t *Tool) {
+	pushed, ok := e.prepared.(events.Pushed)
+	if !ok {
+		return
+	}
+	e.pushed = true
+	var sources []string
+	if c := e.prepared.Common(); c != nil {
+		if c.Filter != nil {
+			e.filter = allowlist.NewFilter(c.Filter)
+			sources = append(sources, c.Filter.Source())
+		}
+		if len(c.Names) > 0 {
+			e.extract = c
+			for _, name := range c.Names {
+				if x := c.Extract[name]; x != nil { // nil after a problem: index runs on broken manifests too
+					sources = append(sources, x.Source())
+				}
+			}
+		}
+	}
+	if e.message != nil {
+		sources = append(sources, e.message.Source())
+	}
+	// A false positive only costs building a small map per delivery.
+	e.headers = slices.ContainsFunc(sources, func(s string) bool { return strings.Contains(s, "headers") })
+
+	secret := pushed.Push().Secret
+	if secret == nil {
+		e.secret = t.opts.webhookSecret
+		return
+	}
+	text, err := secret.RenderString(interp.ResolverFunc(t.setting))
+	switch {
+	case err != nil:
+		e.secretErr = "the signing secret cannot be rendered: " + t.secrets.String(err.Error())
+	case text == "":
+		e.secretErr = "the signing secret renders empty: configure " + secret.Source()
+	default:
+		e.secret = []byte(text)
+		t.secrets.Add(text)
+	}
 }
 
 // messageRoots are the roots an event message may use (SPEC §4.2).

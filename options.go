@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/commonagents-go/tool/events"
+	"github.com/commonagents-go/tool/events/webhook"
 	"github.com/commonagents-go/tool/runtime"
 )
 
@@ -27,6 +28,9 @@ type options struct {
 	receivers   *events.Registry
 	limits      Limits
 	baseDir     string
+	// Webhook signatures (SPEC §9.2).
+	webhookSecret []byte
+	verifiers     []webhook.Verifier
 }
 
 // RuntimeInfo is what {runtime.*} resolves to (SPEC §4.2).
@@ -53,6 +57,11 @@ type Limits struct {
 	// ActionTimeouts bound the calls of named actions (SPEC §11), on top of the manifest's own timeouts; a call
 	// past its bound is a recoverable timeout.
 	ActionTimeouts map[string]time.Duration
+	// DedupeWindow is how long a delivery id is remembered, so a replay is discarded as duplicate (SPEC §9.2);
+	// default 24h.
+	DedupeWindow time.Duration
+	// MaxEventTimeout caps every event's effective timeout (SPEC §9.5); 0 = no host cap.
+	MaxEventTimeout time.Duration
 }
 
 // DefaultLimits returns the SPEC §14 defaults.
@@ -65,6 +74,7 @@ func DefaultLimits() Limits {
 		AllowListValues:   1024,
 		FilterAssignments: 4096,
 		TeardownTimeout:   10 * time.Second,
+		DedupeWindow:      24 * time.Hour,
 	}
 }
 
@@ -91,6 +101,10 @@ func (l Limits) withDefaults() Limits {
 	if l.TeardownTimeout > 0 {
 		d.TeardownTimeout = l.TeardownTimeout
 	}
+	if l.DedupeWindow > 0 {
+		d.DedupeWindow = l.DedupeWindow
+	}
+	d.MaxEventTimeout = l.MaxEventTimeout
 	d.MaxCalls, d.MaxConsecutiveErrors, d.ResultBytes, d.ActionTimeouts = l.MaxCalls, l.MaxConsecutiveErrors, l.ResultBytes, l.ActionTimeouts
 	return d
 }
@@ -188,12 +202,38 @@ func WithReceivers(r *events.Registry) Option {
 	}
 }
 
+// WithWebhookSecret sets the host's fallback signing secret: pushed payloads of events whose receive block names
+// no secret are verified with it (SPEC §9.2). The secret is scrubbed from every error, fact and result.
+func WithWebhookSecret(secret string) Option {
+	return func(o *options) error {
+		if secret == "" {
+			return errors.New("tool: WithWebhookSecret: empty secret")
+		}
+		o.webhookSecret = []byte(secret)
+		return nil
+	}
+}
+
+// WithWebhookVerifiers registers signature schemes beyond the built-in GitHub and Standard Webhooks ones. For
+// each payload the first verifier whose headers are present checks it, the host's before the built-ins.
+func WithWebhookVerifiers(v ...webhook.Verifier) Option {
+	return func(o *options) error {
+		for _, x := range v {
+			if x == nil {
+				return errors.New("tool: WithWebhookVerifiers: nil verifier")
+			}
+		}
+		o.verifiers = append(o.verifiers, v...)
+		return nil
+	}
+}
+
 // WithLimits sets the host's limits; zero fields keep their defaults.
 func WithLimits(l Limits) Option {
 	return func(o *options) error {
 		if l.CallTimeout < 0 || l.ResponseBytes < 0 || l.InboundBytes < 0 || l.AllowListValues < 0 ||
 			l.FilterAssignments < 0 || l.TeardownTimeout < 0 || l.MaxCalls < 0 || l.MaxConsecutiveErrors < 0 ||
-			l.ResultBytes < 0 {
+			l.ResultBytes < 0 || l.DedupeWindow < 0 || l.MaxEventTimeout < 0 {
 			return errors.New("tool: WithLimits: limits must not be negative")
 		}
 		o.limits = l

@@ -29,18 +29,23 @@ func (t *Task) saveAllowList(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	// Bounded by the caller's deadline (else the call timeout), but not by its cancellation: a call cancelled
-	// right after the values were added must still record them.
-	deadline, ok := ctx.Deadline()
-	if !ok {
-		deadline = time.Now().Add(t.tool.opts.limits.CallTimeout)
-	}
-	ctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
+	ctx, cancel := t.storeContext(ctx)
 	defer cancel()
 	if err := t.tool.opts.store.Put(ctx, t.stateKey("allowlist"), b); err != nil {
 		return fmt.Errorf("store allow list: %w", err)
 	}
 	return nil
+}
+
+// storeContext bounds a write of task state by the caller's deadline (else the call timeout), but not by its
+// cancellation: a call cancelled right after the allow list grew, or a Sink's context ending right after it
+// accepted, must still record what happened.
+func (t *Task) storeContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = time.Now().Add(t.tool.opts.limits.CallTimeout)
+	}
+	return context.WithDeadline(context.WithoutCancel(ctx), deadline)
 }
 
 // deleteState removes what the task keeps in the Store, except the state of the backends in keep, whose teardown

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -73,6 +74,7 @@ type Task struct {
 	allow     *allowlist.List
 	secrets   *redact.Set
 	values    taskValues
+	events    eventState
 
 	gate   gate
 	ctx    context.Context // ends when the task closes; calls derive their cancellation from it
@@ -81,6 +83,7 @@ type Task struct {
 
 	mu        sync.Mutex
 	closed    bool
+	watchers  []watcher // routers holding the task
 	instances map[string]*instance
 	calls     sync.WaitGroup
 	closeOnce sync.Once
@@ -92,6 +95,7 @@ type Task struct {
 	failures     atomic.Int64
 	lastActivity atomic.Int64 // unix nanoseconds
 	allowMu      sync.Mutex   // serialises allow-list persistence
+	dedupe       dedupeLog
 }
 
 // instance is a backend initialized for the task, or being initialized.
@@ -127,6 +131,7 @@ func (t *Tool) NewTask(ctx context.Context, cfg TaskConfig) (*Task, error) {
 	if task.id == "" {
 		task.id = newID("task_")
 	}
+	task.events.init(t, cfg.Capability)
 	task.functions = map[string]*action{}
 	for _, f := range t.Functions(cfg.Capability) {
 		task.functions[f.Name] = t.actionByName[f.Action]
@@ -139,7 +144,7 @@ func (t *Tool) NewTask(ctx context.Context, cfg TaskConfig) (*Task, error) {
 	}
 	task.values = newTaskValues(task)
 	task.ctx, task.cancel = context.WithCancel(context.WithoutCancel(ctx))
-	task.touch()
+	task.lastActivity.Store(t.opts.clock.Now().UnixNano())
 	if err := task.saveAllowList(ctx); err != nil {
 		task.cancel()
 		return nil, fmt.Errorf("tool: new task %s: %w", task.id, err)
@@ -165,11 +170,6 @@ func (t *Task) Tool() *Tool { return t.tool }
 // sorted.
 func (t *Task) AllowList() map[string][]string { return t.allow.Snapshot() }
 
-// Touch records activity (SPEC §9.5).
-func (t *Task) Touch() { t.touch() }
-
-func (t *Task) touch() { t.lastActivity.Store(t.tool.opts.clock.Now().UnixNano()) }
-
 // Close ends the task: calls still running are cancelled and waited for (as long as ctx allows), every backend
 // initialized for the task is torn down exactly once, each within the teardown bound (Limits.TeardownTimeout),
 // and the task's state is removed from the Store. Close is idempotent; later calls return the first result.
@@ -183,10 +183,15 @@ func (t *Task) close(ctx context.Context) error {
 	t.mu.Lock()
 	t.closed = true
 	stop := t.stop
+	watchers := t.watchers
+	t.watchers = nil
 	t.cancel() // under mu: a call that sees closed also sees its context cancelled
 	t.mu.Unlock()
 	if stop != nil {
 		stop()
+	}
+	for _, w := range watchers {
+		w.closed(t)
 	}
 
 	var errs []error
@@ -231,6 +236,40 @@ func (t *Task) close(ctx context.Context) error {
 		return nil
 	}
 	return t.secrets.Error(fmt.Errorf("tool: close task %s: %w", t.id, errors.Join(errs...)))
+}
+
+// watcher is told about a task's allow-list changes and its end: a Router keeps its index with them.
+type watcher interface {
+	grown(t *Task, added map[string]any, evicted map[string][]string)
+	closed(t *Task)
+}
+
+// watch registers w; it fails with ErrClosed once the task is closed.
+func (t *Task) watch(w watcher) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return ErrClosed
+	}
+	t.watchers = append(t.watchers, w)
+	return nil
+}
+
+// unwatch removes w.
+func (t *Task) unwatch(w watcher) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.watchers = slices.DeleteFunc(t.watchers, func(x watcher) bool { return x == w })
+}
+
+// notifyGrown tells the watchers which values a call added and which the caps evicted.
+func (t *Task) notifyGrown(added map[string]any, evicted map[string][]string) {
+	t.mu.Lock()
+	watchers := slices.Clone(t.watchers)
+	t.mu.Unlock()
+	for _, w := range watchers {
+		w.grown(t, added, evicted)
+	}
 }
 
 // waitGroupWithin waits for wg until ctx ends; it reports whether wg finished.

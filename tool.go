@@ -56,6 +56,12 @@ func (t *Tool) index() {
 			addNestedSecrets(t.secrets, p.Schema, v)
 		}
 	}
+	if len(t.opts.webhookSecret) > 0 {
+		t.secrets.Add(string(t.opts.webhookSecret))
+	}
+	for _, e := range t.events {
+		e.index(t)
+	}
 	t.httpClient = httpspec.SameHostRedirects(t.opts.httpClient)
 }
 

@@ -29,6 +29,21 @@ type Event interface {
 	Common() *Compiled
 }
 
+// Pushed is implemented by events whose payloads the platform pushes to the host (webhook, subscription): they
+// arrive through Task.Deliver and the Router. Events that fetch their own payloads (poll) do not implement it.
+type Pushed interface {
+	Event
+	// Push returns how pushed payloads are checked.
+	Push() Push
+}
+
+// Push describes the checks on a pushed payload.
+type Push struct {
+	// Secret is the {settings.*} template of the signing secret; nil when the manifest names none (the host's
+	// fallback secret then applies, if it configured one).
+	Secret *interp.Template
+}
+
 // Block is one event's receive block, as the loader hands it to Prepare.
 type Block struct {
 	Kind        string

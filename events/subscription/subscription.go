@@ -49,6 +49,9 @@ type Event struct {
 // Common returns the filter and extractions.
 func (e *Event) Common() *events.Compiled { return e.Compiled }
 
+// Push reports that pushes arrive through the webhook path; the manifest names no secret for them.
+func (e *Event) Push() events.Push { return events.Push{} }
+
 // Receiver implements events.Receiver for subscriptions.
 type Receiver struct{}
 
@@ -92,5 +95,5 @@ func compile(b *events.Block, name string, r *Request, roots []string) (*httpspe
 
 var (
 	_ events.Receiver = Receiver{}
-	_ events.Event    = (*Event)(nil)
+	_ events.Pushed   = (*Event)(nil)
 )

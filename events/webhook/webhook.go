@@ -1,5 +1,9 @@
 // Package webhook is the webhook receive backend (SPEC §9.1–9.2): the platform POSTs events to the host's endpoint;
 // nothing is registered or renewed. Importing the root package registers it.
+//
+// Verify checks a delivery's signature (GitHub, Standard Webhooks or a host's scheme, chosen by the headers present)
+// in constant time (the pipeline runs it before any filter, §9.1); DeliveryID gives the sender's id for replay
+// deduplication.
 package webhook
 
 import (

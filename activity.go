@@ -1,0 +1,199 @@
+package tool
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// eventState is a task's subscription state (SPEC §9.5): which events the capability includes, their effective
+// timeouts, which have expired, whether the task is interrupted, and the calls an interrupt cancels.
+type eventState struct {
+	included []bool          // by event index
+	timeouts []time.Duration // by event index; 0 = none
+	anyLimit bool            // some event has a timeout
+
+	interrupted atomic.Bool
+	mu          sync.Mutex // guards expired, lastActivity updates when anyLimit, and cancels
+	expired     []bool     // by event index; stays set until Resume
+	cancels     map[uint64]context.CancelCauseFunc
+	cancelSeq   uint64
+	saveMu      sync.Mutex // serialises persistence, so the last write holds the latest state
+}
+
+// init derives the task's view of the tool's events from its capability.
+func (s *eventState) init(t *Tool, c Capability) {
+	s.included = make([]bool, len(t.events))
+	s.timeouts = make([]time.Duration, len(t.events))
+	s.expired = make([]bool, len(t.events))
+	for i, ev := range t.events {
+		s.included[i] = c.Include == nil || slices.Contains(c.Include, ev.def.Name)
+		s.timeouts[i] = effectiveTimeout(c.EventTimeout, ev, t.opts.limits.MaxEventTimeout)
+		s.anyLimit = s.anyLimit || s.timeouts[i] > 0
+	}
+}
+
+// effectiveTimeout is SPEC §9.5's clamp(capability ?? event timeout ?? none, max = the smaller of the event's
+// max_timeout and the host's cap). 0 means none.
+func effectiveTimeout(requested time.Duration, ev *event, hostMax time.Duration) time.Duration {
+	d := requested
+	if d <= 0 {
+		d = ev.timeout
+	}
+	for _, max := range []time.Duration{ev.maxTimeout, hostMax} {
+		if max > 0 && (d <= 0 || d > max) {
+			d = max
+		}
+	}
+	return d
+}
+
+// Touch records task activity (SPEC §9.5): any processing step of the task the host runs (LLM turns, input),
+// in addition to Invoke and activations, which record it themselves. An event whose timeout passed before this
+// activity stays expired until Resume.
+func (t *Task) Touch() { t.touch() }
+
+func (t *Task) touch() {
+	now := t.tool.opts.clock.Now().UnixNano()
+	if !t.events.anyLimit {
+		t.lastActivity.Store(now)
+		return
+	}
+	t.events.mu.Lock()
+	newly := t.expireLocked(now)
+	t.lastActivity.Store(now)
+	t.events.mu.Unlock()
+	t.expiredNow(newly)
+}
+
+// expired reports whether event i has expired, expiring it (and any other event) when its timeout has passed.
+func (t *Task) expired(i int) bool {
+	if t.events.timeouts[i] <= 0 {
+		return false
+	}
+	t.events.mu.Lock()
+	newly := t.expireLocked(t.tool.opts.clock.Now().UnixNano())
+	exp := t.events.expired[i]
+	t.events.mu.Unlock()
+	t.expiredNow(newly)
+	return exp
+}
+
+// expireLocked marks the events whose timeout has passed at now and returns their indexes.
+func (t *Task) expireLocked(now int64) []int {
+	idle := time.Duration(now - t.lastActivity.Load())
+	var newly []int
+	for i, d := range t.events.timeouts {
+		if d > 0 && !t.events.expired[i] && idle > d {
+			t.events.expired[i] = true
+			newly = append(newly, i)
+		}
+	}
+	return newly
+}
+
+// expiredNow reports newly expired events and persists the state.
+func (t *Task) expiredNow(newly []int) {
+	if len(newly) == 0 {
+		return
+	}
+	ctx := t.ctx
+	for _, i := range newly {
+		t.observe(ctx, "subscription.expired", "", map[string]any{"event": t.tool.events[i].def.Name,
+			"timeout": t.events.timeouts[i].String()})
+	}
+	t.saveEvents(ctx)
+}
+
+// Interrupt removes the task's subscriptions (SPEC §9.5, §11): pushed payloads are discarded as interrupted
+// until Resume, and running calls of actions whose interrupt_behavior is cancel are cancelled (they return
+// ErrInterrupted); the others finish. It returns ErrClosed on a closed task.
+func (t *Task) Interrupt(ctx context.Context) error {
+	if err := t.enter(); err != nil {
+		return err
+	}
+	defer t.calls.Done()
+	t.events.mu.Lock()
+	t.events.interrupted.Store(true)
+	cancels := t.events.cancels
+	t.events.cancels = nil
+	t.events.mu.Unlock()
+	for _, cancel := range cancels {
+		cancel(ErrInterrupted)
+	}
+	t.observe(ctx, "task.interrupted", "", map[string]any{"cancelled_calls": len(cancels)})
+	return t.saveEvents(ctx)
+}
+
+// Resume restores the subscriptions that Interrupt removed and those that expired, and records activity. It
+// returns ErrClosed on a closed task.
+func (t *Task) Resume(ctx context.Context) error {
+	if err := t.enter(); err != nil {
+		return err
+	}
+	defer t.calls.Done()
+	t.events.mu.Lock()
+	t.events.interrupted.Store(false)
+	clear(t.events.expired)
+	t.lastActivity.Store(t.tool.opts.clock.Now().UnixNano())
+	t.events.mu.Unlock()
+	t.observe(ctx, "task.resumed", "", nil)
+	return t.saveEvents(ctx)
+}
+
+func (t *Task) isInterrupted() bool { return t.events.interrupted.Load() }
+
+// interruptible registers the cancel function of a running call that Interrupt must cancel; the returned
+// function unregisters it.
+func (t *Task) interruptible(cancel context.CancelCauseFunc) (unregister func()) {
+	t.events.mu.Lock()
+	defer t.events.mu.Unlock()
+	if t.events.cancels == nil {
+		t.events.cancels = map[uint64]context.CancelCauseFunc{}
+	}
+	t.events.cancelSeq++
+	id := t.events.cancelSeq
+	t.events.cancels[id] = cancel
+	return func() {
+		t.events.mu.Lock()
+		delete(t.events.cancels, id)
+		t.events.mu.Unlock()
+	}
+}
+
+// storedEvents is the "events" part of the task state.
+type storedEvents struct {
+	Interrupted    bool      `json:"interrupted,omitempty"`
+	Expired        []string  `json:"expired,omitempty"`
+	LastActivityAt time.Time `json:"last_activity_at"`
+}
+
+// saveEvents persists the subscription state.
+func (t *Task) saveEvents(ctx context.Context) error {
+	t.events.saveMu.Lock()
+	defer t.events.saveMu.Unlock()
+	t.events.mu.Lock()
+	s := storedEvents{Interrupted: t.events.interrupted.Load(),
+		LastActivityAt: time.Unix(0, t.lastActivity.Load()).UTC()}
+	for i, exp := range t.events.expired {
+		if exp {
+			s.Expired = append(s.Expired, t.tool.events[i].def.Name)
+		}
+	}
+	t.events.mu.Unlock()
+	b, err := json.Marshal(s)
+	if err == nil {
+		ctx, cancel := t.storeContext(ctx)
+		defer cancel()
+		err = t.tool.opts.store.Put(ctx, t.stateKey("events"), b)
+	}
+	if err != nil {
+		err = fmt.Errorf("tool: store event state of task %s: %w", t.id, err)
+		t.tool.opts.logger.Error("event state not persisted", "tool", t.tool.Name(), "task", t.id, "error", err)
+	}
+	return err
+}

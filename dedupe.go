@@ -1,0 +1,76 @@
+package tool
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"slices"
+	"sync"
+	"time"
+)
+
+// dedupeLog remembers the delivery ids a task activated, in the Store under "deliveries/<hash>" (SPEC §9.2,
+// §13), so replicas sharing the Store and a resumed task see them too. The in-memory log only knows what to
+// prune once the dedupe window has passed.
+type dedupeLog struct {
+	mu      sync.Mutex
+	entries []dedupeEntry // oldest first
+}
+
+type dedupeEntry struct {
+	key string
+	at  time.Time
+}
+
+// dedupeKey is the state key of a delivery id for one event: hashed, since ids are the sender's text.
+func (t *Task) dedupeKey(event, id string) string {
+	sum := sha256.Sum256([]byte(event + "\x00" + id))
+	return t.stateKey("deliveries/" + hex.EncodeToString(sum[:16]))
+}
+
+// seen reports whether the event already activated for delivery id within the dedupe window. A Store failure
+// counts as not seen: a rare duplicate beats a lost event.
+func (t *Task) seen(ctx context.Context, event, id string) bool {
+	b, err := t.tool.opts.store.Get(ctx, t.dedupeKey(event, id))
+	if err != nil {
+		if !errors.Is(err, ErrNotFound) {
+			t.tool.opts.logger.Warn("delivery id not checked", "tool", t.tool.Name(), "task", t.id, "error", err)
+		}
+		return false
+	}
+	at, err := time.Parse(time.RFC3339Nano, string(b))
+	return err == nil && t.tool.opts.clock.Now().Sub(at) < t.tool.opts.limits.DedupeWindow
+}
+
+// remember records that the event activated for delivery id, and forgets the ids older than the window.
+func (t *Task) remember(ctx context.Context, event, id string) {
+	now := t.tool.opts.clock.Now()
+	key := t.dedupeKey(event, id)
+	store := t.tool.opts.store
+	ctx, cancel := t.storeContext(ctx)
+	defer cancel()
+	if err := store.Put(ctx, key, []byte(now.UTC().Format(time.RFC3339Nano))); err != nil {
+		t.tool.opts.logger.Warn("delivery id not recorded", "tool", t.tool.Name(), "task", t.id, "error", err)
+	}
+	log := &t.dedupe
+	log.mu.Lock()
+	log.entries = append(log.entries, dedupeEntry{key: key, at: now})
+	n := 0
+	for n < len(log.entries)-1 && now.Sub(log.entries[n].at) >= t.tool.opts.limits.DedupeWindow {
+		n++
+	}
+	var old []string
+	for _, e := range log.entries[:n] {
+		if !slices.ContainsFunc(log.entries[n:], func(x dedupeEntry) bool { return x.key == e.key }) {
+			old = append(old, e.key) // not re-recorded since
+		}
+	}
+	log.entries = log.entries[n:]
+	log.mu.Unlock()
+	for _, k := range old {
+		if err := store.Delete(ctx, k); err != nil && !errors.Is(err, ErrNotFound) {
+			t.tool.opts.logger.Warn("old delivery id not deleted", "tool", t.tool.Name(), "task", t.id, "error", err)
+		}
+	}
+}

@@ -1,0 +1,354 @@
+package tool
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/commonagents-go/tool/allowlist"
+	"github.com/commonagents-go/tool/interp"
+)
+
+// The reasons a delivery is discarded for an event (SPEC §9.1), in Discard.Reason.
+const (
+	ReasonBadSignature   = "bad_signature"    // the signature is missing, malformed, stale or wrong
+	ReasonFilterFalse    = "filter_false"     // no assignment of allow-listed values made the filter true
+	ReasonEmptyAllowList = "empty_allow_list" // the filter references a parameter with no allow-listed value
+	ReasonFilterError    = "filter_error"     // the filter or an extraction failed to evaluate
+	ReasonExcluded       = "excluded"         // the capability's Include leaves the event out
+	ReasonExpired        = "expired"          // the event's timeout passed without task activity (SPEC §9.5)
+	ReasonInterrupted    = "interrupted"      // the task is interrupted (Task.Interrupt)
+	ReasonDuplicate      = "duplicate"        // the delivery id was already activated within the dedupe window
+	ReasonMisconfigured  = "misconfigured"    // the event cannot take pushed payloads as configured
+)
+
+// Inbound is one payload pushed to the host for a tool (SPEC §9.1).
+type Inbound struct {
+	// Event, when set, restricts delivery to the event of that name.
+	Event string
+	// Headers are the request's headers; signatures and the delivery id are read from them.
+	Headers http.Header
+	// Body is the raw body: signatures are computed over these exact bytes. A JSON body is the payload; any
+	// other body is exposed as text.
+	Body []byte
+	// DeliveryID identifies the delivery for deduplication; "" takes it from X-GitHub-Delivery or webhook-id.
+	DeliveryID string
+	// ReceivedAt is when the host received the payload; zero means now, by the tool's Clock.
+	ReceivedAt time.Time
+}
+
+// Delivery is what one task did with an Inbound: the activations its Sink accepted (or, without a Sink, that it
+// produced) and every event that discarded the payload, with the reason.
+type Delivery struct {
+	TaskID      string
+	Activations []Activation
+	Discarded   []Discard
+}
+
+// Discard is one event that did not activate, and why.
+type Discard struct {
+	Event string
+	// Reason is one of the Reason constants.
+	Reason string
+	// Detail explains Reason when there is more to say (a filter's error, the bad signature's cause). It never
+	// holds a secret.
+	Detail string
+}
+
+// Deliver runs the activation pipeline of SPEC §9.1 for one pushed payload: for each of the tool's pushed
+// events (or only in.Event) the signature is checked over the raw body, the event must be included, not
+// expired and the task not interrupted, the delivery id not already activated, and the filter must pass with
+// the allow list (SPEC §6); then the legacy extractions and the message are evaluated and the Activation is
+// handed to the task's Sink.
+//
+// The Delivery lists the accepted activations and every discard with its reason. An activation the Sink
+// refuses is left out of it and Deliver returns an error wrapping ErrNotAccepted with the Delivery; its delivery
+// id is not recorded, so a retry of the same payload activates it again. Deliver returns ErrPayloadTooLarge
+// for a body over Limits.InboundBytes, ErrUnknownEvent for an in.Event the tool does not have, and ErrClosed
+// once the task is closed. ctx bounds the filter evaluations and the Sink.
+func (t *Task) Deliver(ctx context.Context, in *Inbound) (*Delivery, error) {
+	p, err := t.tool.prepare(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	return t.deliver(ctx, p)
+}
+
+// inbound is one Inbound prepared for a tool: parsed, signatures checked and filters' conjuncts evaluated once,
+// then delivered to any number of its tasks.
+type inbound struct {
+	in         *Inbound
+	received   time.Time
+	payload    any
+	deliveryID string
+	events     []pushedEvent // by the tool's event index
+}
+
+// pushedEvent is an Inbound prepared for one event.
+type pushedEvent struct {
+	ev     *event
+	tried  bool   // the event takes this payload at all
+	reason string // a verdict for every task: bad_signature or misconfigured
+	detail string
+	vars   map[string]any      // CEL variables: event and now
+	match  *allowlist.Delivery // nil when the event has no filter
+	pre    *extraction         // legacy extractions, evaluated on first use; nil when none
+	event  map[string]any      // the `event` variable and message root
+	parent *inbound
+}
+
+// extraction holds an event's legacy extraction values, computed once per inbound whatever the number of tasks.
+type extraction struct {
+	once   sync.Once
+	values map[string]any
+	err    error
+}
+
+// prepare parses in for t's events. Everything here is the same for every task of the tool.
+func (t *Tool) prepare(ctx context.Context, in *Inbound) (*inbound, error) {
+	if in == nil {
+		return nil, errors.New("tool: deliver: nil Inbound")
+	}
+	if max := t.opts.limits.InboundBytes; int64(len(in.Body)) > max {
+		return nil, fmt.Errorf("%w: %d bytes, the limit is %d", ErrPayloadTooLarge, len(in.Body), max)
+	}
+	if in.Event != "" && !t.hasEvent(in.Event) {
+		return nil, fmt.Errorf("%w: %q", ErrUnknownEvent, in.Event)
+	}
+	p := &inbound{in: in, received: in.ReceivedAt, payload: parsePayload(in.Body),
+		deliveryID: in.DeliveryID, events: make([]pushedEvent, len(t.events))}
+	if p.received.IsZero() {
+		p.received = t.opts.clock.Now()
+	}
+	if p.deliveryID == "" {
+		p.deliveryID = deliveryID(in.Headers)
+	}
+	now := t.opts.clock.Now().UTC().Format(time.RFC3339)
+	var headers map[string]any
+	verdicts := signatureVerdicts{tool: t, in: in, now: p.received}
+	for i, ev := range t.events {
+		if in.Event != "" && ev.def.Name != in.Event {
+			continue
+		}
+		pe := &p.events[i]
+		pe.ev, pe.parent = ev, p
+		if !ev.pushed {
+			if in.Event == "" {
+				continue // a poll event fetches its own payloads
+			}
+			pe.tried, pe.reason = true, ReasonMisconfigured
+			pe.detail = fmt.Sprintf("%s events fetch their own payloads; they cannot be delivered", ev.kind)
+			continue
+		}
+		pe.tried = true
+		if pe.reason, pe.detail = verdicts.check(ev); pe.reason != "" {
+			continue
+		}
+		pe.event = map[string]any{"payload": p.payload, "name": ev.def.Name}
+		if ev.headers {
+			if headers == nil {
+				headers = headerMap(in.Headers)
+			}
+			pe.event["headers"] = headers
+		}
+		pe.vars = map[string]any{"event": pe.event, "now": now}
+		if ev.filter != nil {
+			pe.match = ev.filter.Prepare(ctx, pe.vars)
+		}
+		if ev.extract != nil {
+			pe.pre = &extraction{}
+		}
+	}
+	return p, nil
+}
+
+func (t *Tool) hasEvent(name string) bool {
+	for _, ev := range t.events {
+		if ev.def.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// headerMap is event.headers: lower-case names, each with its first value.
+func headerMap(h http.Header) map[string]any {
+	out := make(map[string]any, len(h))
+	for k, v := range h {
+		if len(v) > 0 {
+			out[strings.ToLower(k)] = v[0]
+		}
+	}
+	return out
+}
+
+// deliver runs the task's part of the pipeline for a prepared inbound.
+func (t *Task) deliver(ctx context.Context, p *inbound) (*Delivery, error) {
+	if err := t.enter(); err != nil {
+		return nil, err
+	}
+	defer t.calls.Done()
+	d := &Delivery{TaskID: t.id}
+	var refused []error
+	for i := range p.events {
+		pe := &p.events[i]
+		if !pe.tried {
+			continue
+		}
+		a, discard := t.route(ctx, i, pe)
+		if a == nil {
+			d.Discarded = append(d.Discarded, discard)
+			if t.observing() {
+				t.observe(ctx, "event.discarded", "", map[string]any{"event": discard.Event, "reason": discard.Reason,
+					"detail": discard.Detail, "delivery_id": p.deliveryID})
+			}
+			continue
+		}
+		if err := t.activate(ctx, a, pe); err != nil {
+			refused = append(refused, err)
+			continue
+		}
+		d.Activations = append(d.Activations, *a)
+	}
+	if len(refused) > 0 {
+		return d, t.secrets.Error(fmt.Errorf("tool: deliver to task %s: %w", t.id,
+			errors.Join(append([]error{ErrNotAccepted}, refused...)...)))
+	}
+	return d, nil
+}
+
+// route decides whether event i activates the task: the Activation, or the Discard saying why not.
+func (t *Task) route(ctx context.Context, i int, pe *pushedEvent) (*Activation, Discard) {
+	name := pe.ev.def.Name
+	discard := func(reason, detail string) (*Activation, Discard) {
+		return nil, Discard{Event: name, Reason: reason, Detail: detail}
+	}
+	switch {
+	case !t.events.included[i]:
+		return discard(ReasonExcluded, "the capability does not include this event")
+	case t.isInterrupted():
+		return discard(ReasonInterrupted, "")
+	case t.expired(i):
+		return discard(ReasonExpired, fmt.Sprintf("no task activity for longer than the event's timeout (%s)", t.events.timeouts[i]))
+	case pe.reason != "":
+		return discard(pe.reason, pe.detail)
+	}
+	p := pe.parent
+	if p.deliveryID != "" && t.seen(ctx, name, p.deliveryID) {
+		return discard(ReasonDuplicate, "delivery "+p.deliveryID+" was already activated")
+	}
+	params, reason, detail := t.match(ctx, pe)
+	if reason != "" {
+		return discard(reason, detail)
+	}
+	extracted, err := pe.extracted(ctx)
+	if err != nil {
+		return discard(ReasonFilterError, t.secrets.String(err.Error()))
+	}
+	msg, err := pe.ev.message.RenderString(&messageValues{tool: t.tool, event: pe.event, extracted: extracted, params: params})
+	if err != nil {
+		return discard(ReasonMisconfigured, "message: "+t.secrets.String(err.Error()))
+	}
+	msg = strings.TrimSpace(msg) // a YAML block scalar ends with a newline nobody means
+	return &Activation{TaskID: t.id, Tool: t.tool.Name(), Event: name, Message: msg, DeliveryID: p.deliveryID,
+		Payload: p.payload, Parameters: params, ReceivedAt: p.received}, Discard{}
+}
+
+// match evaluates the event's filter over the allow list; it returns the activation's parameters (the bindings
+// and the matching assignment) or a discard reason.
+func (t *Task) match(ctx context.Context, pe *pushedEvent) (params map[string]any, reason, detail string) {
+	params = make(map[string]any, len(t.bindings)+2)
+	maps.Copy(params, t.bindings)
+	if pe.match == nil {
+		return params, "", ""
+	}
+	out := t.allow.Match(ctx, pe.match, t.tool.opts.limits.FilterAssignments)
+	switch out.Reason {
+	case allowlist.Matched:
+		maps.Copy(params, out.Parameters)
+		return params, "", ""
+	case allowlist.EmptyAllowList:
+		return nil, ReasonEmptyAllowList, fmt.Sprintf("no value of parameter %q is allow-listed yet", out.Name)
+	case allowlist.Capped:
+		return nil, ReasonFilterFalse, fmt.Sprintf("no match in the first %d assignments (Limits.FilterAssignments)", out.Evaluations)
+	case allowlist.FilterError:
+		return nil, ReasonFilterError, t.secrets.String(out.Err.Error())
+	}
+	return nil, ReasonFilterFalse, ""
+}
+
+// extracted evaluates the legacy extractions, once per inbound: they read only the payload.
+func (pe *pushedEvent) extracted(ctx context.Context) (map[string]any, error) {
+	x := pe.pre
+	if x == nil {
+		return nil, nil
+	}
+	x.once.Do(func() {
+		c := pe.ev.extract
+		values := make(map[string]any, len(c.Names))
+		vars := map[string]any{"event": pe.event}
+		for _, name := range c.Names {
+			v, err := c.Extract[name].Eval(ctx, vars)
+			if err != nil {
+				x.err = fmt.Errorf("extraction %s: %w", name, err)
+				return
+			}
+			values[name] = v
+		}
+		x.values = values
+	})
+	return x.values, x.err
+}
+
+// activate hands a to the Sink; once it is accepted the delivery id is recorded and the task's activity reset.
+func (t *Task) activate(ctx context.Context, a *Activation, pe *pushedEvent) error {
+	if sink := t.cfg.Sink; sink != nil {
+		if err := sink.Accept(ctx, *a); err != nil {
+			if t.observing() {
+				t.observe(ctx, "event.refused", "", map[string]any{"event": a.Event, "delivery_id": a.DeliveryID,
+					"error": err.Error()})
+			}
+			return fmt.Errorf("event %s: %w", a.Event, err)
+		}
+	}
+	if a.DeliveryID != "" {
+		t.remember(ctx, a.Event, a.DeliveryID)
+	}
+	t.touch()
+	if t.observing() {
+		t.observe(ctx, "event.activated", "", map[string]any{"event": a.Event, "delivery_id": a.DeliveryID})
+	}
+	return nil
+}
+
+// messageValues resolves the roots of an event message (SPEC §4.2): event.payload, event.name, event.headers
+// and legacy extractions; parameters; settings (non-secret, checked at load).
+type messageValues struct {
+	tool      *Tool
+	event     map[string]any
+	extracted map[string]any
+	params    map[string]any
+}
+
+func (v *messageValues) Resolve(ref interp.Ref) (any, error) {
+	switch ref.Root {
+	case interp.RootEvent:
+		if len(ref.Steps) > 0 && !ref.Steps[0].IsIndex {
+			if x, ok := v.extracted[ref.Steps[0].Name]; ok {
+				rest, _ := interp.Lookup(x, ref.Steps[1:])
+				return rest, nil
+			}
+		}
+		return lookup(v.event, ref.Steps), nil
+	case interp.RootParameters:
+		return lookup(v.params, ref.Steps), nil
+	case interp.RootSettings:
+		return v.tool.setting(ref)
+	}
+	return nil, fmt.Errorf("%s values are not available in a message", ref.Root)
+}

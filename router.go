@@ -1,0 +1,436 @@
+package tool
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/commonagents-go/tool/allowlist"
+)
+
+// DefaultWebhookPrefix is where a Router serves webhooks unless WithPrefix says otherwise (SPEC §9.6).
+const DefaultWebhookPrefix = "/v1/webhooks/events"
+
+// RouterOption configures NewRouter.
+type RouterOption func(*Router)
+
+// WithPrefix sets the path prefix of the webhook endpoint (default DefaultWebhookPrefix); payloads for a tool
+// are POSTed to {prefix}/{namespace}/{tool}.
+func WithPrefix(prefix string) RouterOption {
+	return func(r *Router) { r.prefix = "/" + strings.Trim(prefix, "/") }
+}
+
+// Router routes pushed payloads to the tasks they are for (SPEC §9.6). It holds tasks of any number of tools,
+// serves the webhook endpoint, and fans each payload out to the tool's tasks. It indexes tasks by their
+// allow-listed values of the parameters that filters compare with equality (`<payload expr> ==
+// parameters.X`), so a payload visits only the tasks whose allow list holds the value it carries, however many
+// other tasks there are. A Router is safe for concurrent use; a task removes itself when it closes.
+type Router struct {
+	prefix string
+
+	mu    sync.RWMutex
+	tools map[string]*routes // by "namespace/name"; kept after the last task leaves, so the tool stays known
+	tasks map[string]*routed // by task ID
+}
+
+// routes are the tasks of one tool name, grouped by the Tool value they were started from.
+type routes struct {
+	groups []*group
+}
+
+// group is the tasks of one Tool and their index.
+type group struct {
+	tool  *Tool
+	tasks map[*Task]*routed
+	// keyed reports, by event index, whether the event's filter has equality conjuncts: only then can the index
+	// rule tasks out.
+	keyed   []bool
+	indexed map[string]bool                          // parameters some conjunct compares
+	index   map[string]map[string]map[*Task]struct{} // parameter → canonical text → tasks
+}
+
+// routed is one task in a Router.
+type routed struct {
+	task  *Task
+	group *group
+	texts map[string]map[string]bool // what the task put in the index: parameter → texts
+}
+
+// NewRouter returns an empty Router.
+func NewRouter(opts ...RouterOption) *Router {
+	r := &Router{prefix: DefaultWebhookPrefix, tools: map[string]*routes{}, tasks: map[string]*routed{}}
+	for _, o := range opts {
+		if o != nil {
+			o(r)
+		}
+	}
+	return r
+}
+
+// Add starts routing payloads to t. It fails with ErrClosed for a closed task and when another task with the
+// same ID is already routed; adding the same task twice does nothing.
+func (r *Router) Add(t *Task) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if rt, ok := r.tasks[t.id]; ok {
+		if rt.task == t {
+			return nil
+		}
+		return fmt.Errorf("tool: router: another task with ID %q is already routed", t.id)
+	}
+	if err := t.watch(r); err != nil {
+		return err
+	}
+	key := t.tool.Namespace() + "/" + t.tool.Name()
+	rs := r.tools[key]
+	if rs == nil {
+		rs = &routes{}
+		r.tools[key] = rs
+	}
+	g := rs.group(t.tool)
+	rt := &routed{task: t, group: g, texts: map[string]map[string]bool{}}
+	g.tasks[t] = rt
+	r.tasks[t.id] = rt
+	for name, texts := range t.allow.Snapshot() {
+		for _, text := range texts {
+			g.add(rt, name, text)
+		}
+	}
+	return nil
+}
+
+// Remove stops routing to the task with that ID; an unknown ID does nothing.
+func (r *Router) Remove(taskID string) {
+	r.mu.Lock()
+	rt := r.tasks[taskID]
+	if rt != nil {
+		r.removeLocked(rt)
+	}
+	r.mu.Unlock()
+	if rt != nil {
+		rt.task.unwatch(r)
+	}
+}
+
+func (r *Router) removeLocked(rt *routed) {
+	delete(r.tasks, rt.task.id)
+	g := rt.group
+	delete(g.tasks, rt.task)
+	for name, texts := range rt.texts {
+		for text := range texts {
+			g.remove(rt, name, text)
+		}
+	}
+}
+
+// group returns the group of tl, creating it.
+func (rs *routes) group(tl *Tool) *group {
+	for _, g := range rs.groups {
+		if g.tool == tl {
+			return g
+		}
+	}
+	g := &group{tool: tl, tasks: map[*Task]*routed{}, keyed: make([]bool, len(tl.events)),
+		indexed: map[string]bool{}, index: map[string]map[string]map[*Task]struct{}{}}
+	for i, ev := range tl.events {
+		if ev.filter == nil {
+			continue
+		}
+		for _, c := range ev.filter.Program().EqualityConjuncts() {
+			g.keyed[i] = true
+			g.indexed[c.Param] = true
+		}
+	}
+	rs.groups = append(rs.groups, g)
+	return g
+}
+
+func (g *group) add(rt *routed, name, text string) {
+	if !g.indexed[name] || rt.texts[name][text] {
+		return
+	}
+	if rt.texts[name] == nil {
+		rt.texts[name] = map[string]bool{}
+	}
+	rt.texts[name][text] = true
+	byText := g.index[name]
+	if byText == nil {
+		byText = map[string]map[*Task]struct{}{}
+		g.index[name] = byText
+	}
+	if byText[text] == nil {
+		byText[text] = map[*Task]struct{}{}
+	}
+	byText[text][rt.task] = struct{}{}
+}
+
+func (g *group) remove(rt *routed, name, text string) {
+	delete(rt.texts[name], text)
+	set := g.index[name][text]
+	delete(set, rt.task)
+	if len(set) == 0 {
+		delete(g.index[name], text)
+	}
+}
+
+// grown indexes the values a task's call added (watcher).
+func (r *Router) grown(t *Task, added map[string]any, evicted map[string][]string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	rt := r.tasks[t.id]
+	if rt == nil || rt.task != t {
+		return
+	}
+	g := rt.group
+	for name, v := range added {
+		if g.indexed[name] && v != nil && !t.allow.Sealed(name) {
+			g.add(rt, name, allowlist.Canonical(v))
+		}
+	}
+	for name, texts := range evicted {
+		for _, text := range texts {
+			g.remove(rt, name, text)
+		}
+	}
+}
+
+// closed drops a closing task (watcher).
+func (r *Router) closed(t *Task) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if rt := r.tasks[t.id]; rt != nil && rt.task == t {
+		r.removeLocked(rt)
+	}
+}
+
+// errUnknownTool is Dispatch's error for a tool no task of which was ever added.
+var errUnknownTool = errors.New("tool: router: no task of this tool was ever added")
+
+// Dispatch delivers in to the tasks of namespace/tool it may concern, one after another, and returns a Delivery
+// for each task it visited: the tasks the index could not rule out. When the payload is discarded for every
+// task alike before any filter runs (a bad signature, a misconfigured event), no task is visited and the one
+// Delivery returned has an empty TaskID.
+//
+// The error wraps ErrNotAccepted when some Sink refused an activation (the Deliveries are returned too),
+// ErrPayloadTooLarge for a body over the tool's limit, and ErrUnknownEvent for an in.Event the tool does not
+// have. ctx bounds the filter evaluations and the Sinks.
+func (r *Router) Dispatch(ctx context.Context, namespace, tool string, in *Inbound) ([]*Delivery, error) {
+	r.mu.RLock()
+	rs := r.tools[namespace+"/"+tool]
+	var groups []*group
+	if rs != nil {
+		groups = append(groups, rs.groups...)
+	}
+	r.mu.RUnlock()
+	if rs == nil {
+		return nil, fmt.Errorf("%w: %s/%s", errUnknownTool, namespace, tool)
+	}
+	var out []*Delivery
+	var errs []error
+	for _, g := range groups {
+		p, err := g.tool.prepare(ctx, in)
+		if err != nil {
+			return nil, err
+		}
+		if d := toolWide(p); d != nil {
+			out = append(out, d)
+		}
+		for _, t := range r.candidates(g, p) {
+			d, err := t.deliver(ctx, p)
+			switch {
+			case errors.Is(err, ErrClosed):
+				continue
+			case err != nil:
+				errs = append(errs, err)
+			}
+			if d != nil {
+				out = append(out, d)
+			}
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+// toolWide is the Delivery of the discards decided for every task (signature, misconfiguration); nil when
+// there are none.
+func toolWide(p *inbound) *Delivery {
+	var d *Delivery
+	for i := range p.events {
+		if pe := &p.events[i]; pe.tried && pe.reason != "" {
+			if d == nil {
+				d = &Delivery{}
+			}
+			d.Discarded = append(d.Discarded, Discard{Event: pe.ev.def.Name, Reason: pe.reason, Detail: pe.detail})
+		}
+	}
+	return d
+}
+
+// candidates returns the tasks of g that p may activate: for each event still in play, the tasks whose allow
+// list holds the value of the filter's most selective equality conjunct, or every task when the filter has no
+// usable conjunct.
+func (r *Router) candidates(g *group, p *inbound) []*Task {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	var sets []map[*Task]struct{}
+	for i := range p.events {
+		pe := &p.events[i]
+		if !pe.tried || pe.reason != "" {
+			continue
+		}
+		set, ok := g.narrow(i, pe)
+		if !ok {
+			return g.all()
+		}
+		if len(set) > 0 {
+			sets = append(sets, set)
+		}
+	}
+	var out []*Task
+	var seen map[*Task]bool // only needed when several events contribute
+	if len(sets) > 1 {
+		seen = map[*Task]bool{}
+	}
+	for _, set := range sets {
+		for t := range set {
+			if seen == nil || !seen[t] {
+				out = append(out, t)
+				if seen != nil {
+					seen[t] = true
+				}
+			}
+		}
+	}
+	return out
+}
+
+// narrow returns the tasks that can match event i through its most selective conjunct; false when the index
+// cannot narrow (no filter, no conjunct, or no conjunct evaluated).
+func (g *group) narrow(i int, pe *pushedEvent) (map[*Task]struct{}, bool) {
+	if pe.match == nil || !g.keyed[i] {
+		return nil, false
+	}
+	var best map[*Task]struct{}
+	found := false
+	for _, k := range pe.match.Keys() {
+		switch {
+		case k.Err != nil:
+			continue
+		case k.Null:
+			return nil, true // no allow list holds null: no task matches
+		}
+		set := g.index[k.Param][k.Text]
+		if !found || len(set) < len(best) {
+			best, found = set, true
+		}
+	}
+	return best, found
+}
+
+func (g *group) all() []*Task {
+	out := make([]*Task, 0, len(g.tasks))
+	for t := range g.tasks {
+		out = append(out, t)
+	}
+	return out
+}
+
+// Mount registers the webhook endpoint on m: the subtree {prefix}/, so any Mux works.
+func (r *Router) Mount(m Mux) { m.Handle(r.prefix+"/", r) }
+
+// ServeHTTP serves POST {prefix}/{namespace}/{tool}. It answers 202 once every activation the payload caused
+// was accepted by its task's Sink (also when no task wanted it), 503 when a Sink refused one (the sender
+// retries; activations already accepted are then discarded as duplicates if the sender gives a delivery id),
+// 401 when the signature was bad for every event, 413 for a body over the limit, 404 for a path that names no
+// tool the Router ever held, 405 for other methods and 400 for an event name the tool does not have.
+func (r *Router) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	rest, ok := strings.CutPrefix(req.URL.Path, r.prefix+"/")
+	namespace, name, ok2 := strings.Cut(rest, "/")
+	if !ok || !ok2 || namespace == "" || name == "" || strings.Contains(name, "/") {
+		http.NotFound(w, req)
+		return
+	}
+	if req.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		http.Error(w, "use POST", http.StatusMethodNotAllowed)
+		return
+	}
+	limit, known := r.limit(namespace, name)
+	if !known {
+		http.NotFound(w, req)
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, req.Body, limit))
+	if err != nil {
+		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			http.Error(w, "payload too large", http.StatusRequestEntityTooLarge)
+			return
+		}
+		http.Error(w, "could not read the body", http.StatusBadRequest)
+		return
+	}
+	deliveries, err := r.Dispatch(req.Context(), namespace, name, &Inbound{Headers: req.Header, Body: body})
+	status := statusOf(deliveries, err)
+	if status != http.StatusAccepted {
+		http.Error(w, http.StatusText(status), status)
+		return
+	}
+	activations := 0
+	for _, d := range deliveries {
+		activations += len(d.Activations)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]int{"activations": activations})
+}
+
+// limit is the largest inbound size of the tool's groups; false when the Router never held the tool.
+func (r *Router) limit(namespace, name string) (int64, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	rs := r.tools[namespace+"/"+name]
+	if rs == nil {
+		return 0, false
+	}
+	var limit int64
+	for _, g := range rs.groups {
+		limit = max(limit, g.tool.opts.limits.InboundBytes)
+	}
+	return limit, true
+}
+
+// statusOf maps a dispatch to the HTTP status of ServeHTTP.
+func statusOf(deliveries []*Delivery, err error) int {
+	switch {
+	case errors.Is(err, ErrNotAccepted):
+		return http.StatusServiceUnavailable
+	case errors.Is(err, ErrPayloadTooLarge):
+		return http.StatusRequestEntityTooLarge
+	case errors.Is(err, errUnknownTool):
+		return http.StatusNotFound
+	case errors.Is(err, ErrUnknownEvent):
+		return http.StatusBadRequest
+	case err != nil:
+		return http.StatusInternalServerError
+	}
+	bad, other := 0, 0
+	for _, d := range deliveries {
+		other += len(d.Activations)
+		for _, x := range d.Discarded {
+			if x.Reason == ReasonBadSignature {
+				bad++
+			} else {
+				other++
+			}
+		}
+	}
+	if bad > 0 && other == 0 {
+		return http.StatusUnauthorized
+	}
+	return http.StatusAccepted
+}

@@ -1,0 +1,76 @@
+package tool
+
+import (
+	"bytes"
+	"net/http"
+	"time"
+
+	"github.com/ohler55/ojg/oj"
+
+	"github.com/commonagents-go/tool/events/webhook"
+)
+
+// parsePayload is the payload of a body: its JSON value, or the body as text when it is not JSON (SPEC §9.1),
+// empty included.
+func parsePayload(body []byte) any {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return string(body)
+	}
+	v, err := oj.Parse(body) // copies what it keeps: the payload never aliases the caller's Body
+	if err != nil {
+		return string(body)
+	}
+	return v
+}
+
+// deliveryID is the sender's delivery id from the headers it is known by.
+func deliveryID(h http.Header) string {
+	if h == nil {
+		return ""
+	}
+	return webhook.DeliveryID(h)
+}
+
+// signatureVerdicts checks one inbound's signature for each event, once per distinct secret (the events of a
+// tool usually share one).
+type signatureVerdicts struct {
+	tool *Tool
+	in   *Inbound
+	now  time.Time
+	done []verdict
+}
+
+type verdict struct {
+	secret []byte
+	detail string // "" = valid
+}
+
+// check returns the reason and detail of discarding the inbound for ev before any filter runs, or "" when the
+// signature is valid or the event is not signed.
+func (s *signatureVerdicts) check(ev *event) (reason, detail string) {
+	if ev.secretErr != "" {
+		return ReasonMisconfigured, ev.secretErr
+	}
+	if len(ev.secret) == 0 {
+		return "", ""
+	}
+	for _, v := range s.done {
+		if bytes.Equal(v.secret, ev.secret) {
+			return v.reason()
+		}
+	}
+	v := verdict{secret: ev.secret}
+	signed := &webhook.Signed{Header: s.in.Headers, Body: s.in.Body, Now: s.now}
+	if err := webhook.Verify(ev.secret, signed, s.tool.opts.verifiers...); err != nil {
+		v.detail = s.tool.secrets.String(err.Error())
+	}
+	s.done = append(s.done, v)
+	return v.reason()
+}
+
+func (v verdict) reason() (string, string) {
+	if v.detail == "" {
+		return "", ""
+	}
+	return ReasonBadSignature, v.detail
+}
