@@ -3,7 +3,7 @@ package tool
 import (
 	"context"
 	"net/http"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -19,12 +19,17 @@ type Store interface {
 	List(ctx context.Context, prefix string) ([]string, error)
 }
 
-// NewMemoryStore returns a Store that keeps everything in memory: the default, lost when the process ends.
-func NewMemoryStore() Store { return &memoryStore{data: map[string][]byte{}} }
+// NewMemoryStore returns a Store that keeps everything in memory: the default, lost when the process ends. Keys
+// are indexed by each of their "/"-ended prefixes, so listing one task's state (the prefixes the library lists)
+// costs the size of that state, not of the store; other prefixes scan every key.
+func NewMemoryStore() Store {
+	return &memoryStore{data: map[string][]byte{}, dirs: map[string]map[string]struct{}{}}
+}
 
 type memoryStore struct {
 	mu   sync.RWMutex
 	data map[string][]byte
+	dirs map[string]map[string]struct{} // "/"-ended prefix → keys under it
 }
 
 func (s *memoryStore) Get(_ context.Context, key string) ([]byte, error) {
@@ -40,6 +45,14 @@ func (s *memoryStore) Get(_ context.Context, key string) ([]byte, error) {
 func (s *memoryStore) Put(_ context.Context, key string, value []byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if _, ok := s.data[key]; !ok {
+		for dir := range dirsOf(key) {
+			if s.dirs[dir] == nil {
+				s.dirs[dir] = map[string]struct{}{}
+			}
+			s.dirs[dir][key] = struct{}{}
+		}
+	}
 	s.data[key] = append([]byte(nil), value...)
 	return nil
 }
@@ -47,7 +60,15 @@ func (s *memoryStore) Put(_ context.Context, key string, value []byte) error {
 func (s *memoryStore) Delete(_ context.Context, key string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	delete(s.data, key)
+	if _, ok := s.data[key]; ok {
+		delete(s.data, key)
+		for dir := range dirsOf(key) {
+			delete(s.dirs[dir], key)
+			if len(s.dirs[dir]) == 0 {
+				delete(s.dirs, dir)
+			}
+		}
+	}
 	return nil
 }
 
@@ -55,13 +76,30 @@ func (s *memoryStore) List(_ context.Context, prefix string) ([]string, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	var keys []string
-	for k := range s.data {
-		if strings.HasPrefix(k, prefix) {
+	if strings.HasSuffix(prefix, "/") {
+		for k := range s.dirs[prefix] {
 			keys = append(keys, k)
 		}
+	} else {
+		for k := range s.data {
+			if strings.HasPrefix(k, prefix) {
+				keys = append(keys, k)
+			}
+		}
 	}
-	sort.Strings(keys)
+	slices.Sort(keys)
 	return keys, nil
+}
+
+// dirsOf yields each "/"-ended prefix of key.
+func dirsOf(key string) func(yield func(string) bool) {
+	return func(yield func(string) bool) {
+		for i := 0; i < len(key); i++ {
+			if key[i] == '/' && !yield(key[:i+1]) {
+				return
+			}
+		}
+	}
 }
 
 // AuthRequest describes what a token is for.

@@ -45,19 +45,20 @@ type Inbound struct {
 // Delivery is what one task did with an Inbound: the activations its Sink accepted (or, without a Sink, that it
 // produced) and every event that discarded the payload, with the reason.
 type Delivery struct {
-	TaskID      string
-	Activations []Activation
-	Discarded   []Discard
+	// TaskID is the task that did it; "" for a Router's report of discards decided for every task.
+	TaskID      string       `json:"task_id,omitempty"`
+	Activations []Activation `json:"activations"`
+	Discarded   []Discard    `json:"discarded"`
 }
 
 // Discard is one event that did not activate, and why.
 type Discard struct {
-	Event string
+	Event string `json:"event"`
 	// Reason is one of the Reason constants.
-	Reason string
+	Reason string `json:"reason"`
 	// Detail explains Reason when there is more to say (a filter's error, the bad signature's cause). It never
 	// holds a secret.
-	Detail string
+	Detail string `json:"detail,omitempty"`
 }
 
 // Deliver runs the activation pipeline of SPEC §9.1 for one pushed payload: for each of the tool's pushed

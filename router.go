@@ -240,7 +240,7 @@ func (r *Router) Dispatch(ctx context.Context, namespace, tool string, in *Inbou
 		if d := toolWide(p); d != nil {
 			out = append(out, d)
 		}
-		for _, t := range r.candidates(g, p) {
+		for _, t := range r.candidates(ctx, g, p) {
 			d, err := t.deliver(ctx, p)
 			switch {
 			case errors.Is(err, ErrClosed):
@@ -274,7 +274,13 @@ func toolWide(p *inbound) *Delivery {
 // candidates returns the tasks of g that p may activate: for each event still in play, the tasks whose allow
 // list holds the value of the filter's most selective equality conjunct, or every task when the filter has no
 // usable conjunct.
-func (r *Router) candidates(g *group, p *inbound) []*Task {
+func (r *Router) candidates(ctx context.Context, g *group, p *inbound) []*Task {
+	keys := make([][]allowlist.Key, len(p.events))
+	for i := range p.events {
+		if pe := &p.events[i]; pe.tried && pe.reason == "" && pe.match != nil && g.keyed[i] {
+			keys[i] = pe.match.Keys(ctx) // CEL runs outside the lock
+		}
+	}
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	var sets []map[*Task]struct{}
@@ -283,7 +289,7 @@ func (r *Router) candidates(g *group, p *inbound) []*Task {
 		if !pe.tried || pe.reason != "" {
 			continue
 		}
-		set, ok := g.narrow(i, pe)
+		set, ok := g.narrow(keys[i])
 		if !ok {
 			return g.all()
 		}
@@ -309,15 +315,12 @@ func (r *Router) candidates(g *group, p *inbound) []*Task {
 	return out
 }
 
-// narrow returns the tasks that can match event i through its most selective conjunct; false when the index
-// cannot narrow (no filter, no conjunct, or no conjunct evaluated).
-func (g *group) narrow(i int, pe *pushedEvent) (map[*Task]struct{}, bool) {
-	if pe.match == nil || !g.keyed[i] {
-		return nil, false
-	}
+// narrow returns the tasks that can match an event through its most selective conjunct key; false when the
+// index cannot narrow (no filter, no conjunct, or no conjunct evaluated).
+func (g *group) narrow(keys []allowlist.Key) (map[*Task]struct{}, bool) {
 	var best map[*Task]struct{}
 	found := false
-	for _, k := range pe.match.Keys() {
+	for _, k := range keys {
 		switch {
 		case k.Err != nil:
 			continue

@@ -56,10 +56,18 @@ func (f SinkFunc) Accept(ctx context.Context, a Activation) error { return f(ctx
 
 // Activation is an event that woke a task up (SPEC §9.1).
 type Activation struct {
-	TaskID, Tool, Event, Message, DeliveryID string
-	Payload                                  any
-	Parameters                               map[string]any
-	ReceivedAt                               time.Time
+	TaskID string `json:"task_id"`
+	Tool   string `json:"tool"`
+	Event  string `json:"event"`
+	// Message is the event's rendered message: the input the task receives.
+	Message string `json:"message"`
+	// DeliveryID is the sender's delivery id; "" when it gave none.
+	DeliveryID string `json:"delivery_id,omitempty"`
+	// Payload is the parsed JSON body, or the body as text when it is not JSON.
+	Payload any `json:"payload"`
+	// Parameters are the task's bindings and the allow-listed values that made the filter true.
+	Parameters map[string]any `json:"parameters"`
+	ReceivedAt time.Time      `json:"received_at"`
 }
 
 // Task is one running use of a tool by an agent (SPEC §0): it holds the bindings, the allow list, the backends

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/commonagents-go/tool/celenv"
@@ -60,50 +61,64 @@ type Key struct {
 	Err error
 }
 
-// Delivery is one inbound event prepared for a Filter: the variables and the conjunct keys, computed once and
-// matched against any number of lists, concurrently if wanted. It is immutable.
+// Delivery is one inbound event prepared for a Filter: the variables, and the conjunct keys, evaluated once on
+// first need and shared by every list it is matched against, concurrently if wanted.
 type Delivery struct {
 	filter *Filter
 	vars   map[string]any
+	once   sync.Once
+	ready  atomic.Bool // keys and never are set: readable without once
 	keys   []Key
 	never  bool // a conjunct was null, or two conjuncts on one name want different texts
 }
 
-// Prepare evaluates the filter's equality conjuncts with vars (`event`, and `now`; when `now` is absent it is
-// set to the current time, so that conjuncts and filter see the same one). vars is not modified and must not be
-// modified while the Delivery is in use. ctx bounds the evaluations.
-func (f *Filter) Prepare(ctx context.Context, vars map[string]any) *Delivery {
+// Prepare prepares vars (`event`, and `now`; when `now` is absent it is set to the current time, so that
+// conjuncts and filter see the same one) for matching. vars is not modified and must not be modified while the
+// Delivery is in use. The equality conjuncts are evaluated by the first Keys or Match that needs them, bounded
+// by that call's ctx: a Match against a list whose referenced names each hold one value does not need them.
+func (f *Filter) Prepare(_ context.Context, vars map[string]any) *Delivery {
 	base := vars
 	if _, ok := vars["now"]; !ok {
 		base = make(map[string]any, len(vars)+1)
 		maps.Copy(base, vars)
 		base["now"] = time.Now().UTC().Format(time.RFC3339)
 	}
-	d := &Delivery{filter: f, vars: base}
-	if len(f.conj) == 0 {
-		return d
-	}
-	d.keys = make([]Key, len(f.conj))
-	for i, c := range f.conj {
-		k := Key{Param: c.Param}
-		switch v, err := c.Value.Eval(ctx, base); {
-		case err != nil:
-			k.Err = err
-		case v == nil:
-			k.Null = true
-			d.never = true
-		default:
-			k.Text = Canonical(v)
-			for _, prev := range d.keys[:i] {
-				if prev.Param == k.Param && prev.Err == nil && !prev.Null && prev.Text != k.Text {
-					d.never = true // `A == parameters.X && B == parameters.X` with A ≠ B
-				}
-			}
-		}
-		d.keys[i] = k
-	}
-	return d
+	return &Delivery{filter: f, vars: base}
 }
 
-// Keys returns the conjunct keys in the filter's source order. The result is fresh.
-func (d *Delivery) Keys() []Key { return slices.Clone(d.keys) }
+// evalKeys evaluates the conjuncts once.
+func (d *Delivery) evalKeys(ctx context.Context) {
+	d.once.Do(func() {
+		defer d.ready.Store(true)
+		f := d.filter
+		if len(f.conj) == 0 {
+			return
+		}
+		d.keys = make([]Key, len(f.conj))
+		for i, c := range f.conj {
+			k := Key{Param: c.Param}
+			switch v, err := c.Value.Eval(ctx, d.vars); {
+			case err != nil:
+				k.Err = err
+			case v == nil:
+				k.Null = true
+				d.never = true
+			default:
+				k.Text = Canonical(v)
+				for _, prev := range d.keys[:i] {
+					if prev.Param == k.Param && prev.Err == nil && !prev.Null && prev.Text != k.Text {
+						d.never = true // `A == parameters.X && B == parameters.X` with A ≠ B
+					}
+				}
+			}
+			d.keys[i] = k
+		}
+	})
+}
+
+// Keys returns the conjunct keys in the filter's source order, evaluating them if no call did yet (ctx bounds
+// that). The result is fresh.
+func (d *Delivery) Keys(ctx context.Context) []Key {
+	d.evalKeys(ctx)
+	return slices.Clone(d.keys)
+}

@@ -62,6 +62,11 @@ func (l *List) Match(ctx context.Context, d *Delivery, maxAssignments int) Outco
 	if maxAssignments <= 0 {
 		maxAssignments = DefaultMaxAssignments
 	}
+	// With one value per referenced name there is one assignment to try: evaluating the conjuncts first would
+	// only repeat part of that evaluation.
+	if !l.singleValued(d.filter.refs) {
+		d.evalKeys(ctx)
+	}
 	s := d.filter.getScratch()
 	defer d.filter.putScratch(s)
 	tries, out, done := l.assign(d, s.params, maxAssignments)
@@ -77,6 +82,18 @@ func (l *List) Match(ctx context.Context, d *Delivery, maxAssignments int) Outco
 	return out
 }
 
+// singleValued reports whether each of names holds exactly one value.
+func (l *List) singleValued(names []string) bool {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	for _, name := range names {
+		if e := l.entries[name]; e == nil || len(e.order) != 1 {
+			return false
+		}
+	}
+	return true
+}
+
 // assign fills params with the names fixed by conjuncts (and, for dynamic filters, unreferenced names) and
 // returns the names left to try, or a final outcome.
 func (l *List) assign(d *Delivery, params map[string]any, max int) ([]assignment, Outcome, bool) {
@@ -88,10 +105,14 @@ func (l *List) assign(d *Delivery, params map[string]any, max int) ([]assignment
 			return nil, Outcome{Reason: EmptyAllowList, Name: name}, true
 		}
 	}
-	if d.never {
-		return nil, Outcome{Reason: FilterFalse}, true
+	var keys []Key
+	if d.ready.Load() {
+		if d.never {
+			return nil, Outcome{Reason: FilterFalse}, true
+		}
+		keys = d.keys
 	}
-	for _, k := range d.keys {
+	for _, k := range keys {
 		if k.Err != nil {
 			continue
 		}

@@ -54,8 +54,11 @@ func TestMatchWalkthrough(t *testing.T) {
 	}{
 		{"no assignee yet", "", assigned("alice", "tool"), EmptyAllowList, "assignee", 0, nil},
 		{"alice learnt", "alice", assigned("alice", "tool"), Matched, "", 1, map[string]any{"assignee": "alice", "repo": "tool"}},
-		{"bob not yet", "", assigned("bob", "tool"), FilterFalse, "", 0, nil},
-		{"other repo", "", assigned("alice", "other"), FilterFalse, "", 0, nil},
+		// One value per name: the one assignment is evaluated instead of the conjuncts.
+		{"bob not yet", "", assigned("bob", "tool"), FilterFalse, "", 1, nil},
+		{"other repo", "", assigned("alice", "other"), FilterFalse, "", 1, nil},
+		// Two assignees: membership rules bob's twin out without evaluating.
+		{"carol learnt", "carol", assigned("dave", "tool"), FilterFalse, "", 0, nil},
 		{"bob learnt", "bob", assigned("bob", "tool"), Matched, "", 1, map[string]any{"assignee": "bob", "repo": "tool"}},
 		{"alice still", "", assigned("alice", "tool"), Matched, "", 1, map[string]any{"assignee": "alice", "repo": "tool"}},
 		{"repo sealed", "", assigned("alice", "tool"), Matched, "", 1, map[string]any{"assignee": "alice", "repo": "tool"}},
@@ -203,7 +206,7 @@ func TestMatch(t *testing.T) {
 		{
 			name:    "null conjunct",
 			filter:  `event.payload.assignee == parameters.x`,
-			list:    []entry{{"x", []any{"a"}}},
+			list:    []entry{{"x", []any{"a", "b"}}},
 			payload: `{"assignee":null}`,
 			want:    FilterFalse,
 		},
@@ -305,7 +308,7 @@ func TestPrepareKeys(t *testing.T) {
 	t.Parallel()
 	f := compileFilter(t, `event.payload.id == parameters.id && parameters.repo == event.payload.repo && event.payload.x.y == parameters.z && event.payload.a == parameters.a`)
 	d := f.Prepare(context.Background(), eventVars(t, `{"id":42.0,"repo":"octo/tool","a":null}`))
-	keys := d.Keys()
+	keys := d.Keys(context.Background())
 	want := []Key{{Param: "id", Text: "42"}, {Param: "repo", Text: "octo/tool"}, {Param: "z"}, {Param: "a", Null: true}}
 	if len(keys) != len(want) {
 		t.Fatalf("Keys() = %+v, want %d keys", keys, len(want))
@@ -325,7 +328,7 @@ func TestPrepareSetsNow(t *testing.T) {
 	delete(vars, "now")
 	d := f.Prepare(context.Background(), vars)
 	l := New(0)
-	l.Add("t", d.Keys()[0].Text)
+	l.Add("t", d.Keys(context.Background())[0].Text)
 	if out := l.Match(context.Background(), d, 0); out.Reason != Matched {
 		t.Errorf("Match = %+v, want matched", out)
 	}

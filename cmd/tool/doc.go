@@ -5,6 +5,8 @@
 //
 //	tool validate [--settings FILE] FILE...
 //	tool functions FILE [--binding name=value ...] [--key KEY] [--include a,b] [--settings FILE] [--format openai|anthropic|mcp]
+//	tool invoke FILE ACTION [--args JSON] [--settings FILE] [--binding name=value ...] [--auth-env provider=VAR ...] [--timeout D]
+//	tool deliver FILE EVENT --body FILE [--header name:value ...] [--binding name=value ...] [--settings FILE]
 //	tool schema
 //	tool help [command]
 //
@@ -18,6 +20,16 @@
 // {"name","description","inputSchema"}. Each --binding hides a parameter from the schemas; its value is read as
 // JSON when it is valid JSON (5, true, {"a":1}, "quoted") and as a string otherwise. --key sets the capability key
 // function names start with, --include limits the actions shown.
+//
+// Invoke starts a task with the given bindings, runs one call of ACTION with the JSON object --args as the LLM's
+// arguments and prints the Result as JSON; {auth.<provider>()} tokens come from the environment variables named by
+// --auth-env.
+//
+// Deliver starts a task with the given bindings and runs one pushed payload through the activation pipeline: the
+// exact bytes of the --body file with the --header lines its sender would send (X-Hub-Signature-256,
+// X-GitHub-Delivery, ...), tried against EVENT or, for "-", every event. It prints the Delivery as JSON: activations
+// with message, parameters and payload, discarded events with reason and detail. Filters see only the --binding
+// values in the allow list. It exits 0 when the payload was delivered, even if every event discarded it.
 //
 // Schema prints the JSON Schema (draft-07) of the manifest format, for editors such as yaml-language-server:
 //
