@@ -71,22 +71,9 @@ func runDeliver(ctx context.Context, fs *flag.FlagSet, args []string, stdout, st
 		fmt.Fprintf(stderr, "tool deliver: %v\n", err)
 		return exitProblem
 	}
-	t, err := tool.LoadFile(ctx, file, opts...)
-	if err != nil {
-		reportLoadError(stderr, stderr, file, err)
-		return exitProblem
-	}
-	c := tool.Capability{}
-	if len(bindings) > 0 {
-		c.Bindings = bindings
-	}
-	if msg := checkCapability(t, c); msg != "" {
-		return usageError(fs, "%s", msg)
-	}
-	task, err := t.NewTask(context.WithoutCancel(ctx), tool.TaskConfig{Capability: c})
-	if err != nil {
-		fmt.Fprintf(stderr, "tool deliver: %v\n", err)
-		return exitProblem
+	task, code := startTask(ctx, fs, stderr, "deliver", file, opts, bindings)
+	if task == nil {
+		return code
 	}
 	d, err := task.Deliver(ctx, &tool.Inbound{Event: event, Headers: headers, Body: body})
 	if cerr := task.Close(ctx); cerr != nil {

@@ -66,22 +66,9 @@ func runInvoke(ctx context.Context, fs *flag.FlagSet, args []string, stdout, std
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	t, err := tool.LoadFile(ctx, file, opts...)
-	if err != nil {
-		reportLoadError(stderr, stderr, file, err)
-		return exitProblem
-	}
-	c := tool.Capability{}
-	if len(bindings) > 0 {
-		c.Bindings = bindings
-	}
-	if msg := checkCapability(t, c); msg != "" {
-		return usageError(fs, "%s", msg)
-	}
-	task, err := t.NewTask(context.WithoutCancel(ctx), tool.TaskConfig{Capability: c})
-	if err != nil {
-		fmt.Fprintf(stderr, "tool invoke: %v\n", err)
-		return exitProblem
+	task, code := startTask(ctx, fs, stderr, "invoke", file, opts, bindings)
+	if task == nil {
+		return code
 	}
 	res, err := task.Invoke(ctx, action, callArgs)
 	if cerr := task.Close(ctx); cerr != nil {
@@ -128,4 +115,28 @@ func (e envTokens) Token(_ context.Context, provider string, _ tool.AuthRequest)
 		return "", fmt.Errorf("environment variable %s is empty", name)
 	}
 	return v, nil
+}
+
+// startTask loads file and starts a task with the given bindings for a one-shot command (cmd names it in
+// messages). It returns the task, or the exit code when it could not.
+func startTask(ctx context.Context, fs *flag.FlagSet, stderr io.Writer, cmd, file string, opts []tool.Option,
+	bindings map[string]any) (*tool.Task, int) {
+	t, err := tool.LoadFile(ctx, file, opts...)
+	if err != nil {
+		reportLoadError(stderr, stderr, file, err)
+		return nil, exitProblem
+	}
+	c := tool.Capability{}
+	if len(bindings) > 0 {
+		c.Bindings = bindings
+	}
+	if msg := checkCapability(t, c); msg != "" {
+		return nil, usageError(fs, "%s", msg)
+	}
+	task, err := t.NewTask(context.WithoutCancel(ctx), tool.TaskConfig{Capability: c})
+	if err != nil {
+		fmt.Fprintf(stderr, "tool %s: %v\n", cmd, err)
+		return nil, exitProblem
+	}
+	return task, 0
 }
