@@ -3,6 +3,7 @@ package tool
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/commonagents-go/tool/runtime"
@@ -72,7 +73,13 @@ type ValidationError struct {
 // Error lists the problems, one per line.
 func (e *ValidationError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "tool: invalid manifest: %d problem", len(e.Problems))
+	what := "manifest"
+	if len(e.Problems) > 0 && !slices.ContainsFunc(e.Problems, func(p Problem) bool {
+		return p.Path != "bindings" && !strings.HasPrefix(p.Path, "bindings.")
+	}) {
+		what = "bindings" // NewTask's problems: the manifest is fine, the capability is not
+	}
+	fmt.Fprintf(&b, "tool: invalid %s: %d problem", what, len(e.Problems))
 	if len(e.Problems) != 1 {
 		b.WriteByte('s')
 	}

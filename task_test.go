@@ -251,6 +251,9 @@ events:
 	if !errors.As(err, &ve) {
 		t.Fatalf("NewTask error = %v, want *ValidationError", err)
 	}
+	if !strings.HasPrefix(err.Error(), "tool: invalid bindings: ") {
+		t.Errorf("error %q does not say the bindings are invalid", err)
+	}
 	var got []string
 	for _, p := range ve.Problems {
 		got = append(got, p.Type+" "+p.Path)
