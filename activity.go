@@ -148,12 +148,16 @@ func (t *Task) Resume(ctx context.Context) error {
 func (t *Task) isInterrupted() bool { return t.events.interrupted.Load() }
 
 // interruptible registers the cancel function of a running call that Interrupt must cancel; the returned
-// function unregisters it.
+// function unregisters it. While the task is interrupted, such a call is cancelled at once.
 func (t *Task) interruptible(cancel context.CancelCauseFunc) (unregister func()) {
 	t.events.mu.Lock()
 	defer t.events.mu.Unlock()
 	if t.events.cancels == nil {
 		t.events.cancels = map[uint64]context.CancelCauseFunc{}
+	}
+	if t.events.interrupted.Load() { // interrupted while the call was getting ready: it must not run
+		cancel(ErrInterrupted)
+		return func() {}
 	}
 	t.events.cancelSeq++
 	id := t.events.cancelSeq

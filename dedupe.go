@@ -14,8 +14,9 @@ import (
 // §13), so replicas sharing the Store and a resumed task see them too. The in-memory log only knows what to
 // prune once the dedupe window has passed.
 type dedupeLog struct {
-	mu      sync.Mutex
-	entries []dedupeEntry // oldest first
+	mu       sync.Mutex
+	entries  []dedupeEntry   // oldest first
+	inflight map[string]bool // keys being activated: a concurrent retry of the same delivery is a duplicate
 }
 
 type dedupeEntry struct {
@@ -31,8 +32,26 @@ func (t *Task) dedupeKey(event, id string) string {
 
 // seen reports whether the event already activated for delivery id within the dedupe window. A Store failure
 // counts as not seen: a rare duplicate beats a lost event.
+//
+// A delivery not seen is claimed until release: the same id arriving meanwhile (a sender retrying while the
+// Sink still works on the first attempt) is seen.
 func (t *Task) seen(ctx context.Context, event, id string) bool {
-	b, err := t.tool.opts.store.Get(ctx, t.dedupeKey(event, id))
+	key := t.dedupeKey(event, id)
+	log := &t.dedupe
+	log.mu.Lock()
+	if log.inflight[key] {
+		log.mu.Unlock()
+		return true
+	}
+	if log.inflight == nil {
+		log.inflight = map[string]bool{}
+	}
+	log.inflight[key] = true
+	log.mu.Unlock()
+
+	ctx, cancel := t.storeContext(ctx) // a caller giving up must not make a replay look new
+	defer cancel()
+	b, err := t.tool.opts.store.Get(ctx, key)
 	if err != nil {
 		if !errors.Is(err, ErrNotFound) {
 			t.tool.opts.logger.Warn("delivery id not checked", "tool", t.tool.Name(), "task", t.id, "error", err)
@@ -40,7 +59,18 @@ func (t *Task) seen(ctx context.Context, event, id string) bool {
 		return false
 	}
 	at, err := time.Parse(time.RFC3339Nano, string(b))
-	return err == nil && t.tool.opts.clock.Now().Sub(at) < t.tool.opts.limits.DedupeWindow
+	if err == nil && t.tool.opts.clock.Now().Sub(at) < t.tool.opts.limits.DedupeWindow {
+		t.release(event, id)
+		return true
+	}
+	return false
+}
+
+// release ends the claim seen took on a delivery id.
+func (t *Task) release(event, id string) {
+	t.dedupe.mu.Lock()
+	delete(t.dedupe.inflight, t.dedupeKey(event, id))
+	t.dedupe.mu.Unlock()
 }
 
 // remember records that the event activated for delivery id, and forgets the ids older than the window.

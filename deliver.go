@@ -243,6 +243,19 @@ func (t *Task) route(ctx context.Context, i int, pe *pushedEvent) (*Activation, 
 	if p.deliveryID != "" && t.seen(ctx, name, p.deliveryID) {
 		return discard(ReasonDuplicate, "delivery "+p.deliveryID+" was already activated")
 	}
+	activation, d := t.evaluate(ctx, pe)
+	if p.deliveryID != "" && activation == nil {
+		t.release(name, p.deliveryID) // activate releases it after the Sink
+	}
+	return activation, d
+}
+
+// evaluate runs the filter, the extractions and the message of a payload the event takes.
+func (t *Task) evaluate(ctx context.Context, pe *pushedEvent) (*Activation, Discard) {
+	name, p := pe.ev.def.Name, pe.parent
+	discard := func(reason, detail string) (*Activation, Discard) {
+		return nil, Discard{Event: name, Reason: reason, Detail: detail}
+	}
 	params, reason, detail := t.match(ctx, pe)
 	if reason != "" {
 		return discard(reason, detail)
@@ -265,22 +278,31 @@ func (t *Task) route(ctx context.Context, i int, pe *pushedEvent) (*Activation, 
 func (t *Task) match(ctx context.Context, pe *pushedEvent) (params map[string]any, reason, detail string) {
 	params = make(map[string]any, len(t.bindings)+2)
 	maps.Copy(params, t.bindings)
-	if pe.match == nil {
-		return params, "", ""
-	}
-	out := t.allow.Match(ctx, pe.match, t.tool.opts.limits.FilterAssignments)
-	switch out.Reason {
-	case allowlist.Matched:
+	if pe.match != nil {
+		out := t.allow.Match(ctx, pe.match, t.tool.opts.limits.FilterAssignments)
+		if out.Reason != allowlist.Matched {
+			reason, detail = t.unmatched(out)
+			return nil, reason, detail
+		}
 		maps.Copy(params, out.Parameters)
-		return params, "", ""
-	case allowlist.EmptyAllowList:
-		return nil, ReasonEmptyAllowList, fmt.Sprintf("no value of parameter %q is allow-listed yet", out.Name)
-	case allowlist.Capped:
-		return nil, ReasonFilterFalse, fmt.Sprintf("no match in the first %d assignments (Limits.FilterAssignments)", out.Evaluations)
-	case allowlist.FilterError:
-		return nil, ReasonFilterError, t.secrets.String(out.Err.Error())
 	}
-	return nil, ReasonFilterFalse, ""
+	for name := range t.tool.secretParams { // the Activation goes to the Sink and on to the LLM (SPEC §12.2)
+		delete(params, name)
+	}
+	return params, "", ""
+}
+
+// unmatched is the discard reason and detail of a failed match.
+func (t *Task) unmatched(out allowlist.Outcome) (reason, detail string) {
+	switch out.Reason {
+	case allowlist.EmptyAllowList:
+		return ReasonEmptyAllowList, fmt.Sprintf("no value of parameter %q is allow-listed yet", out.Name)
+	case allowlist.Capped:
+		return ReasonFilterFalse, fmt.Sprintf("no match in the first %d assignments (Limits.FilterAssignments)", out.Evaluations)
+	case allowlist.FilterError:
+		return ReasonFilterError, t.secrets.String(out.Err.Error())
+	}
+	return ReasonFilterFalse, ""
 }
 
 // extracted evaluates the legacy extractions, once per inbound: they read only the payload.
@@ -308,6 +330,9 @@ func (pe *pushedEvent) extracted(ctx context.Context) (map[string]any, error) {
 
 // activate hands a to the Sink; once it is accepted the delivery id is recorded and the task's activity reset.
 func (t *Task) activate(ctx context.Context, a *Activation, pe *pushedEvent) error {
+	if a.DeliveryID != "" {
+		defer t.release(a.Event, a.DeliveryID) // after remember: a concurrent retry is a duplicate throughout
+	}
 	if sink := t.cfg.Sink; sink != nil {
 		if err := sink.Accept(ctx, *a); err != nil {
 			if t.observing() {

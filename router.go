@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 
@@ -22,7 +23,13 @@ type RouterOption func(*Router)
 // WithPrefix sets the path prefix of the webhook endpoint (default DefaultWebhookPrefix); payloads for a tool
 // are POSTed to {prefix}/{namespace}/{tool}.
 func WithPrefix(prefix string) RouterOption {
-	return func(r *Router) { r.prefix = "/" + strings.Trim(prefix, "/") }
+	return func(r *Router) {
+		if p := strings.Trim(prefix, "/"); p != "" {
+			r.prefix = "/" + p
+		} else {
+			r.prefix = "" // the root: /{namespace}/{tool}
+		}
+	}
 }
 
 // Router routes pushed payloads to the tasks they are for (SPEC §9.6). It holds tasks of any number of tools,
@@ -45,8 +52,9 @@ type routes struct {
 
 // group is the tasks of one Tool and their index.
 type group struct {
-	tool  *Tool
-	tasks map[*Task]*routed
+	routes *routes
+	tool   *Tool
+	tasks  map[*Task]*routed
 	// keyed reports, by event index, whether the event's filter has equality conjuncts: only then can the index
 	// rule tasks out.
 	keyed   []bool
@@ -126,6 +134,9 @@ func (r *Router) removeLocked(rt *routed) {
 			g.remove(rt, name, text)
 		}
 	}
+	if len(g.tasks) == 0 { // a Tool value no task uses any more; the tool's name stays known
+		g.routes.groups = slices.DeleteFunc(g.routes.groups, func(x *group) bool { return x == g })
+	}
 }
 
 // group returns the group of tl, creating it.
@@ -135,7 +146,7 @@ func (rs *routes) group(tl *Tool) *group {
 			return g
 		}
 	}
-	g := &group{tool: tl, tasks: map[*Task]*routed{}, keyed: make([]bool, len(tl.events)),
+	g := &group{routes: rs, tool: tl, tasks: map[*Task]*routed{}, keyed: make([]bool, len(tl.events)),
 		indexed: map[string]bool{}, index: map[string]map[string]map[*Task]struct{}{}}
 	for i, ev := range tl.events {
 		if ev.filter == nil {
@@ -178,7 +189,9 @@ func (g *group) remove(rt *routed, name, text string) {
 	}
 }
 
-// grown indexes the values a task's call added (watcher).
+// grown re-indexes the names a task's call changed (watcher). It reads the list as it is now rather than
+// applying the call's delta: notifications of concurrent calls may arrive out of order, and a delta applied late
+// could drop a value a later call restored.
 func (r *Router) grown(t *Task, added map[string]any, evicted map[string][]string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -187,14 +200,27 @@ func (r *Router) grown(t *Task, added map[string]any, evicted map[string][]strin
 		return
 	}
 	g := rt.group
-	for name, v := range added {
-		if g.indexed[name] && v != nil && !t.allow.Sealed(name) {
-			g.add(rt, name, allowlist.Canonical(v))
-		}
+	changed := map[string]bool{}
+	for name := range added {
+		changed[name] = g.indexed[name]
 	}
-	for name, texts := range evicted {
-		for _, text := range texts {
-			g.remove(rt, name, text)
+	for name := range evicted {
+		changed[name] = g.indexed[name]
+	}
+	now := t.allow.Snapshot()
+	for name, indexed := range changed {
+		if !indexed {
+			continue
+		}
+		current := map[string]bool{}
+		for _, text := range now[name] {
+			current[text] = true
+			g.add(rt, name, text)
+		}
+		for text := range rt.texts[name] {
+			if !current[text] {
+				g.remove(rt, name, text)
+			}
 		}
 	}
 }
@@ -234,8 +260,9 @@ func (r *Router) Dispatch(ctx context.Context, namespace, tool string, in *Inbou
 	var errs []error
 	for _, g := range groups {
 		p, err := g.tool.prepare(ctx, in)
-		if err != nil {
-			return nil, err
+		if err != nil { // this Tool value cannot take it (another version may): the others still get it
+			errs = append(errs, err)
+			continue
 		}
 		if d := toolWide(p); d != nil {
 			out = append(out, d)
@@ -349,7 +376,8 @@ func (r *Router) Mount(m Mux) { m.Handle(r.prefix+"/", r) }
 // ServeHTTP serves POST {prefix}/{namespace}/{tool}. It answers 202 once every activation the payload caused
 // was accepted by its task's Sink (also when no task wanted it), 503 when a Sink refused one (the sender
 // retries; activations already accepted are then discarded as duplicates if the sender gives a delivery id),
-// 401 when the signature was bad for every event, 413 for a body over the limit, 404 for a path that names no
+// 401 when the signature was bad for every event, 500 when the events are misconfigured (a missing secret
+// setting) and nothing else happened, 413 for a body over the limit, 404 for a path that names no
 // tool the Router ever held, 405 for other methods and 400 for an event name the tool does not have.
 func (r *Router) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	rest, ok := strings.CutPrefix(req.URL.Path, r.prefix+"/")
@@ -421,18 +449,26 @@ func statusOf(deliveries []*Delivery, err error) int {
 	case err != nil:
 		return http.StatusInternalServerError
 	}
-	bad, other := 0, 0
+	bad, misconfigured, other := 0, 0, 0
 	for _, d := range deliveries {
 		other += len(d.Activations)
 		for _, x := range d.Discarded {
-			if x.Reason == ReasonBadSignature {
+			switch x.Reason {
+			case ReasonBadSignature:
 				bad++
-			} else {
+			case ReasonMisconfigured:
+				misconfigured++
+			default:
 				other++
 			}
 		}
 	}
-	if bad > 0 && other == 0 {
+	switch {
+	case other > 0:
+		return http.StatusAccepted
+	case misconfigured > 0: // e.g. the secret setting is missing: the sender should keep the payload and retry
+		return http.StatusInternalServerError
+	case bad > 0:
 		return http.StatusUnauthorized
 	}
 	return http.StatusAccepted

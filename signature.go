@@ -23,10 +23,17 @@ func parsePayload(body []byte) any {
 	return v
 }
 
-// deliveryID is the sender's delivery id from the headers it is known by.
+// deliveryID is the sender's delivery id from the headers it is known by. A Standard Webhooks request is
+// identified by its webhook-id, which its signature covers: an X-GitHub-Delivery header added to a replay must
+// not make it look new.
 func deliveryID(h http.Header) string {
 	if h == nil {
 		return ""
+	}
+	if (webhook.StandardWebhooks{}).Applies(h) {
+		if id := h.Get("webhook-id"); id != "" {
+			return id
+		}
 	}
 	return webhook.DeliveryID(h)
 }
