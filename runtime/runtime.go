@@ -89,6 +89,11 @@ type Block struct {
 	// BaseDir is the directory of the manifest file, "" when it was loaded from bytes. Relative file references
 	// in a block (an OpenAPI document) resolve against it.
 	BaseDir string
+	// Discover is set when the host consented (tool option) to contacting live servers at load to list the
+	// actions they offer; an Expander that needs a live server (MCP tools/list) expands only when it is set.
+	Discover bool
+	// Values resolves {settings.*} and {runtime.*} tokens for work done at load (Expand); nil in Prepare.
+	Values interp.Resolver
 }
 
 // Decode decodes the block into dst strictly (unknown keys and wrong types become problems at their paths).

@@ -1,0 +1,43 @@
+package runtime
+
+import (
+	"context"
+)
+
+// Expander is implemented by backends whose top-level block declares actions of its own: the operations of an
+// OpenAPI document, the tools of an MCP server. The loader calls Expand once at load, after ValidateShared, with
+// the top-level block (b.Value is nil, b.Shared holds it), and adds one action per Expanded. A declared action
+// of the same name is a load problem; so is an error returned by Expand.
+//
+// Expand runs within Load's context: fetching a document or listing a server's tools is bounded by it.
+type Expander interface {
+	Expand(ctx context.Context, b *Block) (*Expansion, error)
+}
+
+// Expansion is what a top-level block expands into.
+type Expansion struct {
+	Actions []Expanded
+	// Skipped lists what could not become an action, each with the reason: never drop anything silently.
+	Skipped []Skipped
+}
+
+// Expanded is one action derived from a top-level block.
+type Expanded struct {
+	// Name is the action name; it follows the manifest's action-name rules.
+	Name        string
+	Description string
+	// Parameters is the action's parameters as a JSON Schema object (type: object, properties, required), with
+	// every $ref resolved. The loader checks it like a declared action's parameters (SPEC §3.5).
+	Parameters map[string]any
+	// Annotations are the catalog hints the source gives (an HTTP GET is read-only); nil when it gives none.
+	Annotations *Traits
+	// Action is the prepared action, as Prepare would have returned it.
+	Action Action
+}
+
+// Skipped names an item of a top-level block that did not become an action, and why.
+type Skipped struct {
+	// Name identifies the item: an operationId, "GET /pets/{id}" when it has none, or an MCP tool name.
+	Name   string `json:"name"`
+	Reason string `json:"reason"`
+}
