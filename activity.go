@@ -3,11 +3,14 @@ package tool
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/commonagents-go/tool/events"
 )
 
 // eventState is a task's subscription state (SPEC §9.5): which events the capability includes, their effective
@@ -107,6 +110,7 @@ func (t *Task) expiredNow(newly []int) {
 			"timeout": t.events.timeouts[i].String()})
 	}
 	t.saveEvents(ctx)
+	t.stopExpired(newly)
 }
 
 // Interrupt removes the task's subscriptions (SPEC §9.5, §11): pushed payloads are discarded as interrupted
@@ -126,7 +130,8 @@ func (t *Task) Interrupt(ctx context.Context) error {
 		cancel(ErrInterrupted)
 	}
 	t.observe(ctx, "task.interrupted", "", map[string]any{"cancelled_calls": len(cancels)})
-	return t.saveEvents(ctx)
+	err := t.stopWorkers(ctx, events.StopInterrupted, all)
+	return errors.Join(err, t.saveEvents(ctx))
 }
 
 // Resume restores the subscriptions that Interrupt removed and those that expired, and records activity. It
@@ -142,7 +147,9 @@ func (t *Task) Resume(ctx context.Context) error {
 	t.lastActivity.Store(t.tool.opts.clock.Now().UnixNano())
 	t.events.mu.Unlock()
 	t.observe(ctx, "task.resumed", "", nil)
-	return t.saveEvents(ctx)
+	err := t.saveEvents(ctx)
+	t.startWorkers()
+	return err
 }
 
 func (t *Task) isInterrupted() bool { return t.events.interrupted.Load() }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/commonagents-go/tool/allowlist"
+	"github.com/commonagents-go/tool/events/poll"
 	"github.com/commonagents-go/tool/interp"
 )
 
@@ -201,26 +202,34 @@ func (t *Task) deliver(ctx context.Context, p *inbound) (*Delivery, error) {
 		if !pe.tried {
 			continue
 		}
-		a, discard := t.route(ctx, i, pe)
-		if a == nil {
-			d.Discarded = append(d.Discarded, discard)
-			if t.observing() {
-				t.observe(ctx, "event.discarded", "", map[string]any{"event": discard.Event, "reason": discard.Reason,
-					"detail": discard.Detail, "delivery_id": p.deliveryID})
-			}
-			continue
-		}
-		if err := t.activate(ctx, a, pe); err != nil {
+		if err := t.handle(ctx, d, i, pe); err != nil {
 			refused = append(refused, err)
-			continue
 		}
-		d.Activations = append(d.Activations, *a)
 	}
 	if len(refused) > 0 {
 		return d, t.secrets.Error(fmt.Errorf("tool: deliver to task %s: %w", t.id,
 			errors.Join(append([]error{ErrNotAccepted}, refused...)...)))
 	}
 	return d, nil
+}
+
+// handle routes a payload prepared for event i and hands the activation to the Sink, recording the outcome in d.
+// It returns an error when the Sink refused the activation.
+func (t *Task) handle(ctx context.Context, d *Delivery, i int, pe *pushedEvent) error {
+	a, discard := t.route(ctx, i, pe)
+	if a == nil {
+		d.Discarded = append(d.Discarded, discard)
+		if t.observing() {
+			t.observe(ctx, "event.discarded", "", map[string]any{"event": discard.Event, "reason": discard.Reason,
+				"detail": discard.Detail, "delivery_id": pe.parent.deliveryID})
+		}
+		return nil
+	}
+	if err := t.activate(ctx, a, pe); err != nil {
+		return err
+	}
+	d.Activations = append(d.Activations, *a)
+	return nil
 }
 
 // route decides whether event i activates the task: the Activation, or the Discard saying why not.
@@ -315,6 +324,9 @@ func (pe *pushedEvent) extracted(ctx context.Context) (map[string]any, error) {
 		c := pe.ev.extract
 		values := make(map[string]any, len(c.Names))
 		vars := map[string]any{"event": pe.event}
+		if pe.ev.kind == poll.Kind {
+			vars["item"] = pe.parent.payload
+		}
 		for _, name := range c.Names {
 			v, err := c.Extract[name].Eval(ctx, vars)
 			if err != nil {

@@ -32,13 +32,12 @@ type event struct {
 	headers   bool              // the filter, extractions or message may read event.headers
 }
 
-// index derives what deliveries need from the prepared event; the tool's settings are final by now.
+// index derives what deliveries (and a poll's items) need from the prepared event; the tool's settings are final
+// by now.
 func (e *event) index(t *Tool) {
-	pushed, ok := e.prepared.(events.Pushed)
-	if !ok {
-		return
+	if e.prepared == nil {
+		return // a problem was reported at load
 	}
-	e.pushed = true
 	var sources []string
 	if c := e.prepared.Common(); c != nil {
 		if c.Filter != nil {
@@ -60,6 +59,11 @@ func (e *event) index(t *Tool) {
 	// A false positive only costs building a small map per delivery.
 	e.headers = slices.ContainsFunc(sources, func(s string) bool { return strings.Contains(s, "headers") })
 
+	pushed, ok := e.prepared.(events.Pushed)
+	if !ok {
+		return
+	}
+	e.pushed = true
 	secret := pushed.Push().Secret
 	if secret == nil {
 		e.secret = t.opts.webhookSecret

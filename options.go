@@ -2,6 +2,7 @@ package tool
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"time"
@@ -62,6 +63,15 @@ type Limits struct {
 	DedupeWindow time.Duration
 	// MaxEventTimeout caps every event's effective timeout (SPEC §9.5); 0 = no host cap.
 	MaxEventTimeout time.Duration
+	// ChannelTTL is the life of a subscription's push channel (SPEC §9.3), capped by the event's effective
+	// timeout; default 24h.
+	ChannelTTL time.Duration
+	// RenewAt is the fraction of ChannelTTL after which a channel is renewed, in (0, 1); default 0.8. Renewals
+	// also move up to 5% of the TTL earlier, at random.
+	RenewAt float64
+	// PollInterval is the time between a poll's fetches when the manifest names no interval (SPEC §9.4);
+	// default 60s.
+	PollInterval time.Duration
 }
 
 // DefaultLimits returns the SPEC §14 defaults.
@@ -75,6 +85,9 @@ func DefaultLimits() Limits {
 		FilterAssignments: 4096,
 		TeardownTimeout:   10 * time.Second,
 		DedupeWindow:      24 * time.Hour,
+		ChannelTTL:        24 * time.Hour,
+		RenewAt:           0.8,
+		PollInterval:      time.Minute,
 	}
 }
 
@@ -103,6 +116,15 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.DedupeWindow > 0 {
 		d.DedupeWindow = l.DedupeWindow
+	}
+	if l.ChannelTTL > 0 {
+		d.ChannelTTL = l.ChannelTTL
+	}
+	if l.RenewAt > 0 && l.RenewAt < 1 {
+		d.RenewAt = l.RenewAt
+	}
+	if l.PollInterval > 0 {
+		d.PollInterval = l.PollInterval
 	}
 	d.MaxEventTimeout = l.MaxEventTimeout
 	d.MaxCalls, d.MaxConsecutiveErrors, d.ResultBytes, d.ActionTimeouts = l.MaxCalls, l.MaxConsecutiveErrors, l.ResultBytes, l.ActionTimeouts
@@ -233,8 +255,11 @@ func WithLimits(l Limits) Option {
 	return func(o *options) error {
 		if l.CallTimeout < 0 || l.ResponseBytes < 0 || l.InboundBytes < 0 || l.AllowListValues < 0 ||
 			l.FilterAssignments < 0 || l.TeardownTimeout < 0 || l.MaxCalls < 0 || l.MaxConsecutiveErrors < 0 ||
-			l.ResultBytes < 0 || l.DedupeWindow < 0 || l.MaxEventTimeout < 0 {
+			l.ResultBytes < 0 || l.DedupeWindow < 0 || l.MaxEventTimeout < 0 || l.ChannelTTL < 0 || l.PollInterval < 0 {
 			return errors.New("tool: WithLimits: limits must not be negative")
+		}
+		if l.RenewAt < 0 || l.RenewAt >= 1 {
+			return fmt.Errorf("tool: WithLimits: RenewAt %g is not a fraction in (0, 1)", l.RenewAt)
 		}
 		o.limits = l
 		return nil

@@ -83,6 +83,7 @@ type Task struct {
 	secrets   *redact.Set
 	values    taskValues
 	events    eventState
+	workers   workers
 
 	gate   gate
 	ctx    context.Context // ends when the task closes; calls derive their cancellation from it
@@ -165,6 +166,7 @@ func (t *Tool) NewTask(ctx context.Context, cfg TaskConfig) (*Task, error) {
 		_ = task.Close(tctx)
 	})
 	task.mu.Unlock()
+	task.startWorkers()
 	return task, nil
 }
 
@@ -203,6 +205,9 @@ func (t *Task) close(ctx context.Context) error {
 	}
 
 	var errs []error
+	if err := t.closeWorkers(ctx); err != nil {
+		errs = append(errs, err)
+	}
 	if !waitGroupWithin(ctx, &t.calls) {
 		errs = append(errs, fmt.Errorf("calls still running: %w", ctx.Err()))
 	}

@@ -33,7 +33,8 @@ func newTaskValues(t *Task) taskValues {
 type callValues struct {
 	ctx    context.Context
 	task   *Task
-	action string
+	action string // the action of a call, or "" for an event's requests
+	event  string // the event of a subscription's or poll's requests
 	args   map[string]any
 }
 
@@ -72,7 +73,7 @@ func (v *callValues) token(ref interp.Ref) (any, error) {
 	if auth == nil {
 		return nil, runtime.Unrecoverable(fmt.Errorf("{%s}: no auth provider is configured (tool.WithAuth)", ref.Text))
 	}
-	tok, err := auth.Token(v.ctx, provider, AuthRequest{Tool: v.task.tool.Name(), Task: v.task.id, Action: v.action})
+	tok, err := auth.Token(v.ctx, provider, AuthRequest{Tool: v.task.tool.Name(), Task: v.task.id, Action: v.action, Event: v.event})
 	if err == nil && tok == "" {
 		err = fmt.Errorf("empty token")
 	}

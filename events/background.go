@@ -1,0 +1,132 @@
+package events
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/commonagents-go/tool/interp"
+	"github.com/commonagents-go/tool/runtime"
+)
+
+// Background is implemented by events that work while their task runs, instead of waiting for pushes alone: a
+// subscription keeps a push channel registered, a poll fetches. The task starts one Worker per such event at
+// NewTask and Resume, and stops it on Close, Interrupt and timeout expiry (SPEC §9.3–9.5).
+type Background interface {
+	Event
+	// Start begins the work for one task and returns at once: the work runs in goroutines the Worker owns until
+	// Stop. It must not block on the network.
+	Start(h *Host) Worker
+}
+
+// Worker is the background work of one event for one task.
+type Worker interface {
+	// Stop ends the work: its timers stop, its goroutines exit before Stop returns, and what it registered
+	// remotely is removed (a subscription's channel). ctx bounds the removal; failures are reported as facts and
+	// returned. reason is StopClosed, StopInterrupted or StopExpired. Stop runs once per Worker.
+	Stop(ctx context.Context, reason string) error
+}
+
+// The reasons a Worker stops.
+const (
+	StopClosed      = "closed"
+	StopInterrupted = "interrupted"
+	StopExpired     = "expired"
+)
+
+// Host is what a background event gets from its task: the values, clock, HTTP client, state slot and facts of
+// the task, and the activation pipeline polled items go through.
+type Host struct {
+	// Task, Tool and Event name the task, its manifest and the event.
+	Task, Tool, Event string
+	// Client sends every request; its redirect policy is already set (SPEC §4.4).
+	Client *http.Client
+	// Values resolves the template roots the task supplies — parameters (the task's bindings), settings,
+	// runtime, agent and auth — and, from extra, any other root (subscription, subscribe, poll). ctx bounds
+	// auth token requests.
+	Values func(ctx context.Context, extra map[string]any) interp.Resolver
+	// Parameters are the task's bindings: detect's `parameters`.
+	Parameters map[string]any
+	// Now and NewTimer are the task's clock.
+	Now      func() time.Time
+	NewTimer func(d time.Duration) Timer
+	// State is the event's slot in the task state (SPEC §13): subscription records, poll watermarks.
+	State runtime.State
+	// Observe reports a fact such as "subscription.created"; data must not hold secrets (the task masks the
+	// ones it knows). Never nil.
+	Observe func(ctx context.Context, name string, data map[string]any)
+	// Logger is the host's logger, with the task and event attached. Never nil.
+	Logger *slog.Logger
+	// Emit runs one item a poll detected through the task's activation pipeline (filter, extractions,
+	// message, Sink: SPEC §9.1) at time at. It returns an error only when the Sink did not accept the activation;
+	// a discarded item (filter false, interrupted, ...) is handled.
+	Emit func(ctx context.Context, item any, at time.Time) error
+	// Limits are the host's bounds for background work.
+	Limits Limits
+}
+
+// Limits bound background work (SPEC §14).
+type Limits struct {
+	// ChannelTTL is how long a subscription channel lives: subscription.expires_at_ms is now + ChannelTTL,
+	// capped by Timeout.
+	ChannelTTL time.Duration
+	// RenewAt is the fraction of ChannelTTL after which the channel is renewed (before jitter).
+	RenewAt float64
+	// PollInterval is the time between fetches when the event names no interval.
+	PollInterval time.Duration
+	// Timeout is the event's effective timeout (SPEC §9.5); 0 = none.
+	Timeout time.Duration
+	// RequestTimeout bounds one request; ResponseBytes one response body.
+	RequestTimeout time.Duration
+	ResponseBytes  int64
+}
+
+// Timer is a timer of the task's clock.
+type Timer interface {
+	C() <-chan time.Time
+	Stop() bool
+	Reset(d time.Duration) bool
+}
+
+// Loop runs step in a goroutine of its own: first after delay first, then each time after the delay the
+// previous step returned, until stop is called. The delays run on newTimer's clock (Host.NewTimer). stop waits
+// for a running step to return; step's ctx is cancelled by stop, so a step blocked on the network ends promptly.
+func Loop(newTimer func(time.Duration) Timer, first time.Duration, step func(ctx context.Context) time.Duration) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		timer := newTimer(first)
+		defer timer.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-timer.C():
+			}
+			next := step(ctx)
+			if ctx.Err() != nil {
+				return
+			}
+			timer.Reset(next)
+		}
+	})
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			cancel()
+			wg.Wait()
+		})
+	}
+}
+
+// Backoff is the delay before retry number n (1-based) of a failing operation: base doubled per retry, at most
+// max.
+func Backoff(base, max time.Duration, n int) time.Duration {
+	d := base
+	for i := 1; i < n && d < max; i++ {
+		d *= 2
+	}
+	return min(d, max)
+}

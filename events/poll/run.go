@@ -1,0 +1,227 @@
+package poll
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/commonagents-go/tool/allowlist"
+	"github.com/commonagents-go/tool/events"
+	"github.com/commonagents-go/tool/internal/httpspec"
+)
+
+// SeenLimit is how many item fingerprints a poll remembers at least; the items of the latest response are always
+// remembered, however many there are, so an item that stays in the response never fires twice.
+const SeenLimit = 2048
+
+// MaxBackoff is how many intervals a failing poll waits at most between attempts.
+const MaxBackoff = 32
+
+// TimeFormat is the format of poll.last_fetched_at and of `now` (SPEC §5): UTC RFC 3339 with second precision.
+const TimeFormat = time.RFC3339
+
+// State is what a poll keeps in the task state.
+type State struct {
+	// Baselined is set once the first successful poll recorded the items present without firing them.
+	Baselined bool `json:"baselined"`
+	// LastFetchedAt is the watermark: the time of the last successful fetch whose items were all handled.
+	LastFetchedAt time.Time `json:"last_fetched_at"`
+	// Seen are the fingerprints of recently detected items, newest first.
+	Seen []string `json:"seen,omitempty"`
+}
+
+// Start polls at once in the background (the baseline) and then every interval until Stop.
+func (e *Event) Start(h *events.Host) events.Worker {
+	w := &worker{ev: e, h: h, started: h.Now(), interval: e.Interval}
+	if w.interval <= 0 {
+		w.interval = h.Limits.PollInterval
+	}
+	w.stop = events.Loop(h.NewTimer, 0, w.step)
+	return w
+}
+
+type worker struct {
+	ev       *Event
+	h        *events.Host
+	stop     func()
+	started  time.Time
+	interval time.Duration
+
+	// Owned by the loop goroutine.
+	loaded   bool
+	state    State
+	failures int
+	stopOnce sync.Once
+}
+
+// step fetches once, detects the items, fires the new ones and returns the delay to the next fetch.
+func (w *worker) step(ctx context.Context) time.Duration {
+	if !w.loaded {
+		w.load(ctx)
+	}
+	fetchedAt := w.h.Now()
+	items, err := w.fetch(ctx, fetchedAt)
+	if ctx.Err() != nil {
+		return w.interval
+	}
+	if err != nil {
+		w.failures++
+		retry := min(w.interval*(1<<min(w.failures, 5)), w.interval*MaxBackoff)
+		w.h.Observe(ctx, "poll.failed", map[string]any{"error": err.Error(), "attempt": w.failures,
+			"retry_in": retry.String()})
+		return retry
+	}
+	w.failures = 0
+	baseline := !w.state.Baselined
+	seen := make(map[string]bool, len(w.state.Seen))
+	for _, fp := range w.state.Seen {
+		seen[fp] = true
+	}
+	current := make([]string, 0, len(items))
+	fired, refused := 0, 0
+	for _, item := range items {
+		fp := Fingerprint(item)
+		if seen[fp] {
+			current = append(current, fp)
+			continue
+		}
+		if !baseline {
+			if err := w.h.Emit(ctx, item, fetchedAt); err != nil {
+				refused++ // not remembered: the next poll offers it again
+				continue
+			}
+			fired++
+		}
+		seen[fp] = true
+		current = append(current, fp)
+	}
+	w.remember(current)
+	w.state.Baselined = true
+	if refused == 0 {
+		w.state.LastFetchedAt = fetchedAt
+	}
+	w.save(ctx)
+	w.h.Observe(ctx, "poll.fetched", map[string]any{"items": len(items), "fired": fired, "refused": refused,
+		"baseline": baseline})
+	return w.interval
+}
+
+// fetch sends the request and evaluates detect, which must return a list.
+func (w *worker) fetch(ctx context.Context, now time.Time) ([]any, error) {
+	since := w.state.LastFetchedAt
+	if since.IsZero() {
+		since = w.started
+	}
+	pollVar := map[string]any{"last_fetched_at": Format(since)}
+	rctx := ctx
+	if t := w.h.Limits.RequestTimeout; t > 0 {
+		var cancel context.CancelFunc
+		rctx, cancel = context.WithTimeout(ctx, t)
+		defer cancel()
+	}
+	req, err := w.ev.Request.Build(rctx, w.h.Values(rctx, map[string]any{"poll": pollVar}))
+	if err != nil {
+		return nil, fmt.Errorf("request: %w", err)
+	}
+	resp, err := httpspec.Do(rctx, w.h.Client, req, w.h.Limits.ResponseBytes)
+	if err != nil {
+		return nil, err
+	}
+	out, err := w.ev.Detect.Eval(ctx, map[string]any{"response": resp.Body, "poll": pollVar,
+		"parameters": w.h.Parameters, "now": Format(now)})
+	if err != nil {
+		return nil, fmt.Errorf("detect: %w", err)
+	}
+	switch items := out.(type) {
+	case []any:
+		return items, nil
+	case nil:
+		return nil, nil
+	default:
+		return nil, fmt.Errorf("detect returned %T, not a list", out)
+	}
+}
+
+// remember keeps the fingerprints of the current response first, then older ones up to SeenLimit.
+func (w *worker) remember(current []string) {
+	keep := max(SeenLimit, len(current))
+	in := make(map[string]bool, len(current))
+	next := make([]string, 0, min(keep, len(current)+len(w.state.Seen)))
+	for _, fp := range current {
+		if !in[fp] {
+			in[fp] = true
+			next = append(next, fp)
+		}
+	}
+	for _, fp := range w.state.Seen {
+		if len(next) >= keep {
+			break
+		}
+		if !in[fp] {
+			in[fp] = true
+			next = append(next, fp)
+		}
+	}
+	w.state.Seen = next
+}
+
+// Stop ends the polling. A poll stopped by an interrupt or its timeout forgets its watermark and seen items, so
+// that on Resume it baselines again and what happened meanwhile does not pile up (SPEC §9.5); a closed task's
+// state is removed with the task.
+func (w *worker) Stop(ctx context.Context, reason string) error {
+	var err error
+	w.stopOnce.Do(func() {
+		w.stop()
+		if reason == events.StopInterrupted || reason == events.StopExpired {
+			w.state = State{}
+			err = w.h.State.Save(ctx, []byte("{}"))
+		}
+		w.h.Observe(ctx, "poll.stopped", map[string]any{"reason": reason})
+	})
+	return err
+}
+
+// Fingerprint identifies an item: its id field when it is an object with one, else a hash of its JSON.
+func Fingerprint(item any) string {
+	if m, ok := item.(map[string]any); ok {
+		if id, ok := m["id"]; ok && id != nil {
+			return "id:" + allowlist.Canonical(id)
+		}
+	}
+	b, err := json.Marshal(item) // map keys sorted: the same item gives the same text
+	if err != nil {
+		b = fmt.Appendf(nil, "%v", item)
+	}
+	sum := sha256.Sum256(b)
+	return "h:" + hex.EncodeToString(sum[:16])
+}
+
+// Format renders t as SPEC §5's time text: UTC, RFC 3339, whole seconds.
+func Format(t time.Time) string { return t.UTC().Truncate(time.Second).Format(TimeFormat) }
+
+func (w *worker) load(ctx context.Context) {
+	w.loaded = true
+	b, err := w.h.State.Load(ctx)
+	if err == nil && len(b) > 0 {
+		err = json.Unmarshal(b, &w.state)
+	}
+	if err != nil {
+		w.h.Logger.Warn("poll state unreadable; polling afresh", "error", err)
+	}
+}
+
+func (w *worker) save(ctx context.Context) {
+	b, err := json.Marshal(w.state)
+	if err == nil {
+		err = w.h.State.Save(context.WithoutCancel(ctx), b)
+	}
+	if err != nil {
+		w.h.Logger.Error("poll state not persisted", "error", err)
+	}
+}
+
+var _ events.Background = (*Event)(nil)

@@ -1,0 +1,275 @@
+package subscription
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	mathrand "math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/commonagents-go/tool/events"
+	"github.com/commonagents-go/tool/internal/httpspec"
+)
+
+// Retry bounds: a failed subscribe or unsubscribe is retried after RetryMin, doubling up to RetryMax. While the
+// worker stops, failed unsubscribes are retried on the wall clock from StopRetryMin, within the stop's bound, so
+// that a test's fake clock cannot hold Close.
+const (
+	RetryMin     = time.Second
+	RetryMax     = 5 * time.Minute
+	StopRetryMin = 100 * time.Millisecond
+)
+
+// Jitter is the largest fraction of a channel's TTL by which its renewal is moved earlier, so that many tasks'
+// channels created together do not all renew at the same instant.
+const Jitter = 0.05
+
+// Channel is one registered push channel: the values its unsubscribe renders with.
+type Channel struct {
+	// ID is {subscription.id}; ExpiresAtMS is {subscription.expires_at_ms}.
+	ID          string `json:"id"`
+	ExpiresAtMS int64  `json:"expires_at_ms"`
+	// Response is {subscribe.*}: the subscribe call's decoded response body, as-is.
+	Response any `json:"response,omitempty"`
+	// CreatedAt is when the subscribe succeeded; RenewAt when the channel is due for renewal.
+	CreatedAt time.Time `json:"created_at"`
+	RenewAt   time.Time `json:"renew_at"`
+}
+
+// State is what the worker keeps in the task state.
+type State struct {
+	// Current is the live channel; nil before the first subscribe succeeded.
+	Current *Channel `json:"current,omitempty"`
+	// Stale are replaced or stopped channels whose unsubscribe has not succeeded yet.
+	Stale []Channel `json:"stale,omitempty"`
+}
+
+// Start subscribes at once in the background and keeps the channel renewed until Stop.
+func (e *Event) Start(h *events.Host) events.Worker {
+	w := &worker{ev: e, h: h}
+	w.stop = events.Loop(h.NewTimer, 0, w.step)
+	return w
+}
+
+type worker struct {
+	ev   *Event
+	h    *events.Host
+	stop func()
+
+	// Owned by the loop goroutine until stop returns, then by Stop.
+	loaded   bool
+	state    State
+	failures int // consecutive failed subscribes
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// step subscribes when there is no live channel or it is due for renewal (make-before-break: the old channel is
+// unsubscribed only once the new one exists), retries unsubscribes that failed, and returns the delay to the
+// next thing to do.
+func (w *worker) step(ctx context.Context) time.Duration {
+	if !w.loaded {
+		w.load(ctx)
+	}
+	now := w.h.Now()
+	// Requests are not cancelled by Stop, only bounded by the request timeout: a channel the platform registered
+	// must be recorded, so that Stop removes it, and one it removed must not be removed twice.
+	rctx := context.WithoutCancel(ctx)
+	if cur := w.state.Current; cur == nil || !now.Before(cur.RenewAt) {
+		ch, err := w.subscribe(rctx, now)
+		if err != nil {
+			if ctx.Err() != nil {
+				return 0
+			}
+			w.failures++
+			retry := events.Backoff(RetryMin, RetryMax, w.failures)
+			w.h.Observe(ctx, "subscription.failed", map[string]any{"error": err.Error(), "attempt": w.failures,
+				"renewal": cur != nil, "retry_in": retry.String()})
+			return w.next(now, retry)
+		}
+		w.failures = 0
+		if cur != nil {
+			w.state.Stale = append(w.state.Stale, *cur)
+		}
+		w.state.Current = ch
+		w.save(ctx)
+		fact := "subscription.created"
+		data := map[string]any{"subscription_id": ch.ID, "expires_at_ms": ch.ExpiresAtMS}
+		if cur != nil {
+			fact, data["previous"] = "subscription.renewed", cur.ID
+		}
+		w.h.Observe(ctx, fact, data)
+	}
+	if ctx.Err() == nil {
+		w.retryStale(rctx)
+	}
+	return w.next(now, 0)
+}
+
+// next is the delay until the current channel's renewal, or until retry when one is due sooner.
+func (w *worker) next(now time.Time, retry time.Duration) time.Duration {
+	d := retry
+	if cur := w.state.Current; cur != nil && (d == 0 || cur.RenewAt.Sub(now) < d) {
+		d = max(cur.RenewAt.Sub(now), 0)
+	}
+	if len(w.state.Stale) > 0 {
+		stale := events.Backoff(RetryMin, RetryMax, w.failures+1)
+		if d == 0 || stale < d {
+			d = stale
+		}
+	}
+	if d == 0 {
+		d = RetryMin
+	}
+	return d
+}
+
+// subscribe registers a new channel.
+func (w *worker) subscribe(ctx context.Context, now time.Time) (*Channel, error) {
+	ttl := w.h.Limits.ChannelTTL
+	if t := w.h.Limits.Timeout; t > 0 && t < ttl {
+		ttl = t
+	}
+	ch := &Channel{ID: newID(), ExpiresAtMS: now.Add(ttl).UnixMilli()}
+	resp, err := w.send(ctx, w.ev.Subscribe, ch, false)
+	if err != nil {
+		return nil, fmt.Errorf("subscribe: %w", err)
+	}
+	ch.Response = resp
+	ch.CreatedAt = w.h.Now()
+	renew := time.Duration(float64(ttl) * w.h.Limits.RenewAt)
+	renew -= time.Duration(mathrand.Float64() * Jitter * float64(ttl))
+	ch.RenewAt = ch.CreatedAt.Add(renew)
+	return ch, nil
+}
+
+// send renders and sends a subscribe or unsubscribe request for ch and returns the decoded response body.
+func (w *worker) send(ctx context.Context, req *httpspec.Compiled, ch *Channel, withResponse bool) (any, error) {
+	if t := w.h.Limits.RequestTimeout; t > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, t)
+		defer cancel()
+	}
+	extra := map[string]any{"subscription": map[string]any{"id": ch.ID, "expires_at_ms": ch.ExpiresAtMS}}
+	if withResponse {
+		extra["subscribe"] = ch.Response
+	}
+	r, err := req.Build(ctx, w.h.Values(ctx, extra))
+	if err != nil {
+		return nil, err
+	}
+	resp, err := httpspec.Do(ctx, w.h.Client, r, w.h.Limits.ResponseBytes)
+	if err != nil {
+		return nil, err
+	}
+	return resp.Body, nil
+}
+
+// retryStale tries once more to unsubscribe each stale channel.
+func (w *worker) retryStale(ctx context.Context) {
+	if len(w.state.Stale) == 0 {
+		return
+	}
+	kept := w.state.Stale[:0]
+	for _, ch := range w.state.Stale {
+		if err := w.unsubscribe(ctx, &ch, "replaced"); err != nil {
+			kept = append(kept, ch)
+		}
+	}
+	w.state.Stale = kept
+	w.save(ctx)
+}
+
+// unsubscribe removes ch and reports the outcome; without an unsubscribe request the channel is left to expire.
+func (w *worker) unsubscribe(ctx context.Context, ch *Channel, reason string) error {
+	if w.ev.Unsubscribe == nil {
+		w.h.Observe(ctx, "subscription.removed", map[string]any{"subscription_id": ch.ID, "reason": reason,
+			"detail": "no unsubscribe request: the channel expires on its own"})
+		return nil
+	}
+	_, err := w.send(ctx, w.ev.Unsubscribe, ch, true)
+	if err != nil {
+		w.h.Observe(ctx, "subscription.unsubscribe_failed", map[string]any{"subscription_id": ch.ID,
+			"reason": reason, "error": err.Error()})
+		return fmt.Errorf("unsubscribe %s: %w", ch.ID, err)
+	}
+	w.h.Observe(ctx, "subscription.removed", map[string]any{"subscription_id": ch.ID, "reason": reason})
+	return nil
+}
+
+// Stop ends the renewals and unsubscribes every channel, retrying failures until ctx ends. Channels that could
+// not be unsubscribed stay in the state as stale.
+func (w *worker) Stop(ctx context.Context, reason string) error {
+	w.stopOnce.Do(func() {
+		w.stop()
+		if !w.loaded {
+			w.load(ctx)
+		}
+		todo := w.state.Stale
+		if w.state.Current != nil {
+			todo = append(todo, *w.state.Current)
+		}
+		w.state = State{}
+		var errs []error
+		for _, ch := range todo {
+			if err := w.unsubscribeWithin(ctx, &ch, reason); err != nil {
+				w.state.Stale = append(w.state.Stale, ch)
+				errs = append(errs, err)
+			}
+		}
+		w.save(ctx)
+		w.stopErr = errors.Join(errs...)
+	})
+	return w.stopErr
+}
+
+// unsubscribeWithin retries an unsubscribe on the wall clock until it succeeds or ctx ends.
+func (w *worker) unsubscribeWithin(ctx context.Context, ch *Channel, reason string) error {
+	for n := 1; ; n++ {
+		err := w.unsubscribe(ctx, ch, reason)
+		if err == nil {
+			return nil
+		}
+		t := time.NewTimer(events.Backoff(StopRetryMin, RetryMax, n))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+	}
+}
+
+func (w *worker) load(ctx context.Context) {
+	w.loaded = true
+	b, err := w.h.State.Load(ctx)
+	if err == nil && len(b) > 0 {
+		err = json.Unmarshal(b, &w.state)
+	}
+	if err != nil {
+		w.h.Logger.Warn("subscription state unreadable; subscribing afresh", "error", err)
+	}
+}
+
+func (w *worker) save(ctx context.Context) {
+	b, err := json.Marshal(w.state)
+	if err == nil {
+		err = w.h.State.Save(context.WithoutCancel(ctx), b)
+	}
+	if err != nil {
+		w.h.Logger.Error("subscription state not persisted", "error", err)
+	}
+}
+
+// newID returns a channel id: 32 random hex digits, which every platform's id syntax accepts.
+func newID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+var _ events.Background = (*Event)(nil)

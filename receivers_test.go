@@ -1,0 +1,432 @@
+package tool_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/commonagents-go/tool"
+	"github.com/commonagents-go/tool/tooltest"
+)
+
+// driveManifest is a Google-Drive-like subscription event; extra is appended to the event.
+func driveManifest(extra string) string {
+	return manifestHeader("drive") + `settings:
+  properties:
+    base_url: {type: string}
+parameters:
+  properties:
+    document_id: {type: string, require_binding: true}
+actions:
+  - name: noop
+    description: Does nothing.
+    execute:
+      cel:
+        expression: "1"
+events:
+  - name: edit
+    description: A watched document was edited.
+    message: "{event.payload.document_id} edited by {event.payload.editor}"
+` + extra + `    receive:
+      subscription:
+        filter: "event.payload.document_id == parameters.document_id"
+        subscribe:
+          method: POST
+          url: "{settings.base_url}/watch/{parameters.document_id}"
+          headers:
+            Authorization: "Bearer {auth.google()}"
+          json:
+            id: "{subscription.id}"
+            type: web_hook
+            address: "{runtime.api_root}/v1/webhooks/events/test/drive"
+            expiration: "{subscription.expires_at_ms}"
+        unsubscribe:
+          method: POST
+          url: "{settings.base_url}/stop"
+          json:
+            id: "{subscription.id}"
+            resourceId: "{subscribe.resource_id}"
+`
+}
+
+// driveTask starts a drive task against a stub; the stub's /watch answers with the given responses.
+func driveTask(t *testing.T, extra string, watch ...tooltest.Response) (*tool.Task, *tooltest.Server, *tooltest.Clock, *tooltest.Observer) {
+	t.Helper()
+	srv := tooltest.NewServer(t)
+	if len(watch) == 0 {
+		watch = []tooltest.Response{{Body: map[string]any{"resource_id": "res-1"}}}
+	}
+	srv.Handle("POST", "/watch/doc-1", watch...)
+	srv.Handle("POST", "/stop", tooltest.Response{Status: 204})
+	clock, obs := tooltest.NewClock(time.Time{}), tooltest.NewObserver()
+	tl := tooltest.Load(t, driveManifest(extra), tool.WithClock(clock), tool.WithObserver(obs),
+		tool.WithSettings(map[string]any{"base_url": srv.URL}), tool.WithAuth(tokens{"google": "tok-g"}),
+		tool.WithRuntimeInfo(tool.RuntimeInfo{APIRoot: "https://agents.example"}))
+	task := tooltest.NewTask(t, tl, tool.TaskConfig{Capability: tool.Capability{
+		Bindings: map[string]any{"document_id": "doc-1"}}})
+	return task, srv, clock, obs
+}
+
+// channels returns the subscription ids of the subscribe requests and those of the unsubscribe requests.
+func channels(srv *tooltest.Server) (subscribed, unsubscribed []string) {
+	for _, r := range srv.Requests() {
+		body, _ := r.JSON().(map[string]any)
+		id, _ := body["id"].(string)
+		switch r.Path {
+		case "/watch/doc-1":
+			subscribed = append(subscribed, id)
+		case "/stop":
+			unsubscribed = append(unsubscribed, id)
+		}
+	}
+	return subscribed, unsubscribed
+}
+
+var channelID = regexp.MustCompile(`^[0-9a-f]{32}$`)
+
+func TestSubscriptionSubscribeRequest(t *testing.T) {
+	tooltest.NoLeaks(t)
+	task, srv, clock, obs := driveTask(t, "")
+	req := srv.Wait(t, "/watch/doc-1", 1)[0]
+	if got := req.Header.Get("Authorization"); got != "Bearer tok-g" {
+		t.Errorf("Authorization = %q", got)
+	}
+	body, _ := req.JSON().(map[string]any)
+	id, _ := body["id"].(string)
+	if !channelID.MatchString(id) {
+		t.Errorf("subscription.id = %q, want 32 hex digits", id)
+	}
+	want := map[string]any{"id": id, "type": "web_hook", "address": "https://agents.example/v1/webhooks/events/test/drive",
+		// A field that is exactly one token keeps its JSON type: the expiry is a number of milliseconds.
+		"expiration": float64(clock.Now().Add(24 * time.Hour).UnixMilli())}
+	if fmt.Sprint(body) != fmt.Sprint(want) {
+		t.Errorf("subscribe body = %v\nwant %v", body, want)
+	}
+	created := obs.Wait(t, "subscription.created", 1)[0]
+	if created.Data["subscription_id"] != id || created.Data["event"] != "edit" {
+		t.Errorf("subscription.created = %v", created.Data)
+	}
+
+	// Pushes arrive like webhooks, with the same filter.
+	d, err := task.Deliver(context.Background(), &tool.Inbound{Body: []byte(`{"document_id":"doc-1","editor":"ann"}`)})
+	if err != nil || len(d.Activations) != 1 || d.Activations[0].Message != "doc-1 edited by ann" {
+		t.Fatalf("Deliver = %+v, %v", d, err)
+	}
+	d, err = task.Deliver(context.Background(), &tool.Inbound{Body: []byte(`{"document_id":"doc-2"}`)})
+	if err != nil || len(d.Activations) != 0 || d.Discarded[0].Reason != tool.ReasonFilterFalse {
+		t.Fatalf("Deliver of another document = %+v, %v", d, err)
+	}
+
+	if err := task.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	stop := srv.Requests("/stop")
+	if len(stop) != 1 {
+		t.Fatalf("%d unsubscribe requests after Close, want 1", len(stop))
+	}
+	if got := fmt.Sprint(stop[0].JSON()); got != fmt.Sprint(map[string]any{"id": id, "resourceId": "res-1"}) {
+		t.Errorf("unsubscribe body = %s", got)
+	}
+	if clock.Timers() != 0 {
+		t.Errorf("%d timers pending after Close", clock.Timers())
+	}
+}
+
+func TestSubscriptionRenewal(t *testing.T) {
+	tooltest.NoLeaks(t)
+	task, srv, clock, obs := driveTask(t, "",
+		tooltest.Response{Body: map[string]any{"resource_id": "res-1"}},
+		tooltest.Response{Status: 503, Body: "try later"}, // the first renewal fails and is retried
+		tooltest.Response{Body: map[string]any{"resource_id": "res-2"}})
+	obs.Wait(t, "subscription.created", 1)
+	clock.BlockUntil(t, 1)
+
+	// Nothing happens before the renewal time (80% of the 24h TTL, up to 5% earlier).
+	clock.Advance(18 * time.Hour)
+	clock.BlockUntil(t, 1)
+	if n := len(srv.Requests("/watch/doc-1")); n != 1 {
+		t.Fatalf("%d subscribe requests at 18h, want 1", n)
+	}
+	clock.Advance(1*time.Hour + 12*time.Minute) // 19.2h: renewal due whatever the jitter
+	failed := obs.Wait(t, "subscription.failed", 1)[0]
+	if failed.Data["renewal"] != true || failed.Data["retry_in"] != "1s" {
+		t.Errorf("subscription.failed = %v", failed.Data)
+	}
+	if n := len(srv.Requests("/stop")); n != 0 {
+		t.Fatalf("the old channel was unsubscribed although its replacement failed (%d requests)", n)
+	}
+	clock.BlockUntil(t, 1)
+	clock.Advance(time.Second)
+	renewed := obs.Wait(t, "subscription.renewed", 1)[0]
+	srv.Wait(t, "/stop", 1)
+
+	subs, unsubs := channels(srv)
+	if len(subs) != 3 || subs[0] == subs[2] || subs[1] == subs[2] {
+		t.Fatalf("subscribe ids = %v, want three distinct", subs)
+	}
+	if renewed.Data["previous"] != subs[0] || renewed.Data["subscription_id"] != subs[2] {
+		t.Errorf("subscription.renewed = %v", renewed.Data)
+	}
+	// Make-before-break: the old channel goes with its own subscribe.* values once the new one exists.
+	stop := srv.Requests("/stop")[0]
+	if got := fmt.Sprint(stop.JSON()); got != fmt.Sprint(map[string]any{"id": subs[0], "resourceId": "res-1"}) {
+		t.Errorf("unsubscribe of the old channel = %s", got)
+	}
+	if err := task.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	_, unsubs = channels(srv)
+	if !slices.Equal(unsubs, []string{subs[0], subs[2]}) {
+		t.Errorf("unsubscribed %v, want %v", unsubs, []string{subs[0], subs[2]})
+	}
+	if got := fmt.Sprint(srv.Requests("/stop")[1].JSON()); got != fmt.Sprint(map[string]any{"id": subs[2], "resourceId": "res-2"}) {
+		t.Errorf("unsubscribe at Close = %s", got)
+	}
+}
+
+func TestSubscriptionInterruptResume(t *testing.T) {
+	tooltest.NoLeaks(t)
+	task, srv, _, obs := driveTask(t, "", tooltest.Response{Body: map[string]any{"resource_id": "res-1"}},
+		tooltest.Response{Body: map[string]any{"resource_id": "res-2"}})
+	obs.Wait(t, "subscription.created", 1)
+	ctx := context.Background()
+	if err := task.Interrupt(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Interrupt returns once the channel is removed.
+	subs, unsubs := channels(srv)
+	if !slices.Equal(unsubs, subs) || len(subs) != 1 {
+		t.Fatalf("after Interrupt: subscribed %v, unsubscribed %v", subs, unsubs)
+	}
+	if removed := obs.Wait(t, "subscription.removed", 1)[0]; removed.Data["reason"] != "interrupted" {
+		t.Errorf("subscription.removed = %v", removed.Data)
+	}
+	if err := task.Resume(ctx); err != nil {
+		t.Fatal(err)
+	}
+	obs.Wait(t, "subscription.created", 2)
+	if err := task.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	subs, unsubs = channels(srv)
+	if len(subs) != 2 || subs[0] == subs[1] || !slices.Equal(unsubs, subs) {
+		t.Errorf("subscribed %v, unsubscribed %v: every channel must be removed once", subs, unsubs)
+	}
+}
+
+func TestSubscriptionExpiry(t *testing.T) {
+	tooltest.NoLeaks(t)
+	// The channel's TTL is capped by the event's 1h timeout: it is renewed at 48 min at the latest.
+	task, srv, clock, obs := driveTask(t, "    timeout: 1h\n",
+		tooltest.Response{Body: map[string]any{"resource_id": "res-1"}},
+		tooltest.Response{Body: map[string]any{"resource_id": "res-2"}})
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, f := range obs.Facts() {
+				t.Log(f.Time.Format(time.TimeOnly), f.Name, f.Data)
+			}
+
+		}
+	})
+	req := srv.Wait(t, "/watch/doc-1", 1)[0]
+	body, _ := req.JSON().(map[string]any)
+	if want := float64(clock.Now().Add(time.Hour).UnixMilli()); body["expiration"] != want {
+		t.Errorf("expiration = %v, want now + 1h = %v", body["expiration"], want)
+	}
+	obs.Wait(t, "subscription.created", 1)
+	clock.BlockUntil(t, 2) // the renewal and the expiry watchdog
+	clock.Advance(50 * time.Minute)
+	obs.Wait(t, "subscription.renewed", 1)
+	clock.BlockUntil(t, 2)
+	clock.Advance(11 * time.Minute) // no activity for 61 minutes
+	obs.Wait(t, "subscription.expired", 1)
+	removed := obs.Wait(t, "subscription.removed", 2)
+	if removed[1].Data["reason"] != "expired" {
+		t.Errorf("subscription.removed = %v", removed[1].Data)
+	}
+	subs, unsubs := channels(srv)
+	if len(subs) != 2 || !slices.Equal(unsubs, subs) {
+		t.Errorf("subscribed %v, unsubscribed %v", subs, unsubs)
+	}
+	// The task stays usable; Resume subscribes again.
+	if _, err := task.Invoke(context.Background(), "noop", nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := task.Resume(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	obs.Wait(t, "subscription.created", 2)
+}
+
+// feedManifest is a poll event; detect returns every item, so the seen set alone keeps items from refiring.
+func feedManifest() string {
+	return manifestHeader("feed") + `settings:
+  properties:
+    base_url: {type: string}
+parameters:
+  properties:
+    feed: {type: string, require_binding: true}
+actions:
+  - name: noop
+    description: Does nothing.
+    execute:
+      cel:
+        expression: "1"
+events:
+  - name: new_item
+    description: A new feed item.
+    message: "{event.title} ({event.payload.id})"
+    receive:
+      poll:
+        url: "{settings.base_url}/feed/{parameters.feed}?since={poll.last_fetched_at}"
+        detect: "response.items.filter(i, i.published_at >= '2000' && poll.last_fetched_at != '')"
+        filter: "event.payload.kind != 'draft'"
+        parameters:
+          title: "item.title"
+`
+}
+
+func item(id string) map[string]any {
+	return map[string]any{"id": id, "title": "item " + id, "published_at": "2026-01-01T00:00:00Z", "kind": "post"}
+}
+
+func items(ids ...string) tooltest.Response {
+	out := make([]any, len(ids))
+	for i, id := range ids {
+		out[i] = item(id)
+	}
+	return tooltest.Response{Body: map[string]any{"items": out}}
+}
+
+func TestPoll(t *testing.T) {
+	tooltest.NoLeaks(t)
+	srv := tooltest.NewServer(t)
+	draft := item("d")
+	draft["kind"] = "draft"
+	srv.Handle("GET", "/feed/f1",
+		items("a"),      // 0s: baseline, not fired
+		items("a", "b"), // 60s: b fires
+		items("a", "b"), // 120s: nothing new
+		tooltest.Response{Status: 500, Body: "down"}, // 180s: fails, backs off 2 intervals
+		tooltest.Response{Body: map[string]any{"items": []any{item("a"), item("b"), item("c"), draft}}}, // 300s: c fires
+		items("b", "c"), // 360s: b and c appear a third time: nothing
+	)
+	clock, obs, sink := tooltest.NewClock(time.Time{}), tooltest.NewObserver(), tooltest.NewSink()
+	start := clock.Now()
+	tl := tooltest.Load(t, feedManifest(), tool.WithClock(clock), tool.WithObserver(obs),
+		tool.WithSettings(map[string]any{"base_url": srv.URL}))
+	tooltest.NewTask(t, tl, tool.TaskConfig{Sink: sink, Capability: tool.Capability{Bindings: map[string]any{"feed": "f1"}}})
+
+	fetched := 1
+	// next advances the clock to the next poll and returns its fact: poll.fetched or poll.failed.
+	next := func(advance time.Duration, fact string) tool.Fact {
+		t.Helper()
+		clock.BlockUntil(t, 1)
+		clock.Advance(advance)
+		if fact == "poll.failed" {
+			return obs.Wait(t, fact, 1)[0]
+		}
+		fetched++
+		return obs.Wait(t, fact, fetched)[fetched-1]
+	}
+	if f := obs.Wait(t, "poll.fetched", 1)[0]; f.Data["baseline"] != true || f.Data["fired"] != 0 {
+		t.Errorf("first poll = %v, want a baseline that fires nothing", f.Data)
+	}
+	if f := next(time.Minute, "poll.fetched"); f.Data["fired"] != 1 {
+		t.Errorf("second poll = %v", f.Data)
+	}
+	next(time.Minute, "poll.fetched")
+	if f := next(time.Minute, "poll.failed"); f.Data["retry_in"] != "2m0s" {
+		t.Errorf("failed poll = %v, want a retry in two intervals", f.Data)
+	}
+	next(2*time.Minute, "poll.fetched")
+	next(time.Minute, "poll.fetched")
+
+	got := sink.Activations()
+	var messages []string
+	for _, a := range got {
+		messages = append(messages, a.Message)
+	}
+	if want := []string{"item b (b)", "item c (c)"}; !slices.Equal(messages, want) {
+		t.Errorf("activations = %q, want %q (baseline not fired, each new item once, drafts filtered)", messages, want)
+	}
+	if len(got) > 0 && (got[0].Event != "new_item" || got[0].Parameters["feed"] != "f1" || !got[0].ReceivedAt.Equal(start.Add(time.Minute))) {
+		t.Errorf("activation = %+v", got[0])
+	}
+	// poll.last_fetched_at: the start time for the first poll, then the last successful fetch; the failed fetch
+	// at 180s does not move it.
+	var since []string
+	for _, r := range srv.Requests("/feed/f1") {
+		since = append(since, r.Query.Get("since"))
+	}
+	at := func(s int) string { return start.Add(time.Duration(s) * time.Second).Format("2006-01-02T15:04:05Z") }
+	if want := []string{at(0), at(0), at(60), at(120), at(120), at(300)}; !slices.Equal(since, want) {
+		t.Errorf("since = %q\nwant    %q", since, want)
+	}
+}
+
+func TestPollRefusedItemIsOfferedAgain(t *testing.T) {
+	tooltest.NoLeaks(t)
+	srv := tooltest.NewServer(t)
+	srv.Handle("GET", "/feed/f1", items(), items("a"), items("a"))
+	clock, obs, sink := tooltest.NewClock(time.Time{}), tooltest.NewObserver(), tooltest.NewSink()
+	tl := tooltest.Load(t, feedManifest(), tool.WithClock(clock), tool.WithObserver(obs),
+		tool.WithSettings(map[string]any{"base_url": srv.URL}))
+	tooltest.NewTask(t, tl, tool.TaskConfig{Sink: sink, Capability: tool.Capability{Bindings: map[string]any{"feed": "f1"}}})
+	obs.Wait(t, "poll.fetched", 1)
+	sink.Refuse(errors.New("host busy"))
+	clock.BlockUntil(t, 1)
+	clock.Advance(time.Minute)
+	if f := obs.Wait(t, "poll.fetched", 2)[1]; f.Data["refused"] != 1 {
+		t.Fatalf("second poll = %v, want one refused item", f.Data)
+	}
+	sink.Refuse(nil)
+	clock.BlockUntil(t, 1)
+	clock.Advance(time.Minute)
+	if a := sink.Wait(t, 1); a[0].Payload.(map[string]any)["id"] != "a" {
+		t.Errorf("activation = %+v", a[0])
+	}
+	reqs := srv.Requests("/feed/f1")
+	if reqs[2].Query.Get("since") != reqs[1].Query.Get("since") {
+		t.Errorf("a poll whose item was refused moved the watermark: %q then %q",
+			reqs[1].Query.Get("since"), reqs[2].Query.Get("since"))
+	}
+}
+
+func TestPollInterruptRebaselines(t *testing.T) {
+	tooltest.NoLeaks(t)
+	srv := tooltest.NewServer(t)
+	srv.Handle("GET", "/feed/f1", items("a"), items("a", "b"), items("a", "b", "c"))
+	clock, obs, sink := tooltest.NewClock(time.Time{}), tooltest.NewObserver(), tooltest.NewSink()
+	tl := tooltest.Load(t, feedManifest(), tool.WithClock(clock), tool.WithObserver(obs),
+		tool.WithSettings(map[string]any{"base_url": srv.URL}))
+	task := tooltest.NewTask(t, tl, tool.TaskConfig{Sink: sink, Capability: tool.Capability{Bindings: map[string]any{"feed": "f1"}}})
+	obs.Wait(t, "poll.fetched", 1)
+	ctx := context.Background()
+	if err := task.Interrupt(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if clock.Timers() != 0 {
+		t.Fatalf("%d timers pending while interrupted", clock.Timers())
+	}
+	clock.Advance(time.Hour)
+	if n := len(srv.Requests()); n != 1 {
+		t.Fatalf("%d fetches, want none while interrupted", n-1)
+	}
+	if err := task.Resume(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// What appeared while interrupted does not pile up: the first poll after Resume baselines again.
+	if f := obs.Wait(t, "poll.fetched", 2)[1]; f.Data["baseline"] != true {
+		t.Errorf("poll after Resume = %v, want a baseline", f.Data)
+	}
+	clock.BlockUntil(t, 1)
+	clock.Advance(time.Minute)
+	if a := sink.Wait(t, 1); len(a) != 1 || a[0].Message != "item c (c)" {
+		t.Errorf("activations = %+v", a)
+	}
+}
