@@ -311,7 +311,7 @@ func TestPoll(t *testing.T) {
 		items("a"),      // 0s: baseline, not fired
 		items("a", "b"), // 60s: b fires
 		items("a", "b"), // 120s: nothing new
-		tooltest.Response{Status: 500, Body: "down"}, // 180s: fails, backs off 2 intervals
+		tooltest.Response{Status: 500, Body: "down"},                                                    // 180s: fails, backs off 2 intervals
 		tooltest.Response{Body: map[string]any{"items": []any{item("a"), item("b"), item("c"), draft}}}, // 300s: c fires
 		items("b", "c"), // 360s: b and c appear a third time: nothing
 	)
