@@ -192,7 +192,7 @@ func (t *Task) host(i int) *events.Host {
 			t.observe(ctx, fact, "", data)
 		},
 		Logger: o.logger.With("tool", t.tool.Name(), "task", t.id, "event", name),
-		Emit:   func(ctx context.Context, item any, at time.Time) error { return t.emit(ctx, i, item, at) },
+		Emit:   func(ctx context.Context, item any, at time.Time) (bool, error) { return t.emit(ctx, i, item, at) },
 		Limits: events.Limits{ChannelTTL: o.limits.ChannelTTL, RenewAt: o.limits.RenewAt,
 			PollInterval: o.limits.PollInterval, Timeout: t.events.timeouts[i],
 			RequestTimeout: o.limits.CallTimeout, ResponseBytes: o.limits.ResponseBytes},
@@ -217,11 +217,12 @@ func (v *eventValues) Resolve(ref interp.Ref) (any, error) {
 	return v.call.Resolve(ref)
 }
 
-// emit runs one polled item through the activation pipeline of event i (SPEC §9.4): a discard is reported as a
-// fact and handled; an error means the Sink did not take the activation.
-func (t *Task) emit(ctx context.Context, i int, item any, at time.Time) error {
+// emit runs one polled item through the activation pipeline of event i (SPEC §9.4) and reports whether it
+// activated the task: a discard is reported as a fact and handled; an error means the Sink did not take the
+// activation.
+func (t *Task) emit(ctx context.Context, i int, item any, at time.Time) (bool, error) {
 	if err := t.enter(); err != nil {
-		return err
+		return false, err
 	}
 	defer t.calls.Done()
 	ev := t.tool.events[i]
@@ -236,7 +237,7 @@ func (t *Task) emit(ctx context.Context, i int, item any, at time.Time) error {
 	}
 	d := &Delivery{TaskID: t.id}
 	if err := t.handle(ctx, d, i, pe); err != nil {
-		return fmt.Errorf("tool: poll %s of task %s: %w", ev.def.Name, t.id, err)
+		return false, fmt.Errorf("tool: poll %s of task %s: %w", ev.def.Name, t.id, err)
 	}
-	return nil
+	return len(d.Activations) > 0, nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strings"
 	"slices"
 	"testing"
 	"time"
@@ -343,8 +344,12 @@ func TestPoll(t *testing.T) {
 	if f := next(time.Minute, "poll.failed"); f.Data["retry_in"] != "2m0s" {
 		t.Errorf("failed poll = %v, want a retry in two intervals", f.Data)
 	}
-	next(2*time.Minute, "poll.fetched")
-	next(time.Minute, "poll.fetched")
+	if f := next(2*time.Minute, "poll.fetched"); f.Data["fired"] != 1 || f.Data["discarded"] != 1 {
+		t.Errorf("poll after the failure = %v, want c fired and the draft discarded", f.Data)
+	}
+	if f := next(time.Minute, "poll.fetched"); f.Data["fired"] != 0 || f.Data["discarded"] != 0 {
+		t.Errorf("last poll = %v, want nothing new", f.Data)
+	}
 
 	got := sink.Activations()
 	var messages []string
@@ -428,5 +433,36 @@ func TestPollInterruptRebaselines(t *testing.T) {
 	clock.Advance(time.Minute)
 	if a := sink.Wait(t, 1); len(a) != 1 || a[0].Message != "item c (c)" {
 		t.Errorf("activations = %+v", a)
+	}
+}
+
+func TestSubscriptionUnsubscribeFailureDoesNotHoldClose(t *testing.T) {
+	tooltest.NoLeaks(t)
+	srv := tooltest.NewServer(t)
+	srv.Handle("POST", "/watch/doc-1", tooltest.Response{Body: map[string]any{"resource_id": "res-1"}})
+	srv.Handle("POST", "/stop", tooltest.Response{Status: 500, Body: "broken"})
+	clock, obs := tooltest.NewClock(time.Time{}), tooltest.NewObserver()
+	tl := tooltest.Load(t, driveManifest(""), tool.WithClock(clock), tool.WithObserver(obs),
+		tool.WithSettings(map[string]any{"base_url": srv.URL}), tool.WithAuth(tokens{"google": "tok-g"}),
+		tool.WithLimits(tool.Limits{TeardownTimeout: 400 * time.Millisecond}))
+	task, err := tl.NewTask(context.Background(), tool.TaskConfig{Capability: tool.Capability{
+		Bindings: map[string]any{"document_id": "doc-1"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs.Wait(t, "subscription.created", 1)
+	start := time.Now()
+	err = task.Close(context.Background())
+	if took := time.Since(start); took > 2*time.Second {
+		t.Errorf("Close took %s with a failing unsubscribe, want about the teardown bound", took)
+	}
+	if err == nil || !strings.Contains(err.Error(), "unsubscribe") {
+		t.Errorf("Close = %v, want the unsubscribe failure", err)
+	}
+	if n := len(srv.Requests("/stop")); n < 2 {
+		t.Errorf("%d unsubscribe attempts, want retries within the bound", n)
+	}
+	if f := obs.Facts("subscription.unsubscribe_failed"); len(f) == 0 || f[0].Data["reason"] != "closed" {
+		t.Errorf("unsubscribe_failed facts = %v", f)
 	}
 }

@@ -60,9 +60,9 @@ type Host struct {
 	// Logger is the host's logger, with the task and event attached. Never nil.
 	Logger *slog.Logger
 	// Emit runs one item a poll detected through the task's activation pipeline (filter, extractions,
-	// message, Sink: SPEC §9.1) at time at. It returns an error only when the Sink did not accept the activation;
-	// a discarded item (filter false, interrupted, ...) is handled.
-	Emit func(ctx context.Context, item any, at time.Time) error
+	// message, Sink: SPEC §9.1) at time at and reports whether it activated the task. It returns an error only
+	// when the Sink did not accept the activation; a discarded item (filter false, interrupted, ...) is handled.
+	Emit func(ctx context.Context, item any, at time.Time) (activated bool, err error)
 	// Limits are the host's bounds for background work.
 	Limits Limits
 }

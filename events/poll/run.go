@@ -82,7 +82,7 @@ func (w *worker) step(ctx context.Context) time.Duration {
 		seen[fp] = true
 	}
 	current := make([]string, 0, len(items))
-	fired, refused := 0, 0
+	fired, discarded, refused := 0, 0, 0
 	for _, item := range items {
 		fp := Fingerprint(item)
 		if seen[fp] {
@@ -90,11 +90,16 @@ func (w *worker) step(ctx context.Context) time.Duration {
 			continue
 		}
 		if !baseline {
-			if err := w.h.Emit(ctx, item, fetchedAt); err != nil {
+			activated, err := w.h.Emit(ctx, item, fetchedAt)
+			switch {
+			case err != nil:
 				refused++ // not remembered: the next poll offers it again
 				continue
+			case activated:
+				fired++
+			default:
+				discarded++
 			}
-			fired++
 		}
 		seen[fp] = true
 		current = append(current, fp)
@@ -105,8 +110,8 @@ func (w *worker) step(ctx context.Context) time.Duration {
 		w.state.LastFetchedAt = fetchedAt
 	}
 	w.save(ctx)
-	w.h.Observe(ctx, "poll.fetched", map[string]any{"items": len(items), "fired": fired, "refused": refused,
-		"baseline": baseline})
+	w.h.Observe(ctx, "poll.fetched", map[string]any{"items": len(items), "fired": fired, "discarded": discarded,
+		"refused": refused, "baseline": baseline})
 	return w.interval
 }
 
