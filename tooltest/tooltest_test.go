@@ -3,7 +3,9 @@ package tooltest_test
 import (
 	"context"
 	"net/http"
+	"os"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -150,5 +152,32 @@ func TestSignerAndTaskHelpers(t *testing.T) {
 	}
 	if want := []string{"push 1", "push 2"}; !slices.Equal(got, want) {
 		t.Errorf("activations %q, want %q (the wrongly signed one discarded)", got, want)
+	}
+}
+
+// TestReadmeFeedExample is the README's tooltest example, run against examples/feed-poll's manifest without its
+// interval (so the host's default minute applies).
+func TestReadmeFeedExample(t *testing.T) {
+	tooltest.NoLeaks(t)
+	src, err := os.ReadFile("../examples/feed-poll/feed.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	manifest := strings.Replace(string(src), "        interval: 300ms\n", "", 1)
+	srv := tooltest.NewServer(t)
+	srv.Handle("GET", "/feeds/tech/items",
+		tooltest.Response{Body: map[string]any{"items": []any{}}},
+		tooltest.Response{Body: map[string]any{"items": []any{map[string]any{"id": 1, "title": "hi",
+			"url": "https://news.example/p/1", "published_at": "2026-01-01T00:00:30Z", "draft": false}}}})
+	clock, sink := tooltest.NewClock(time.Time{}), tooltest.NewSink()
+	tl := tooltest.Load(t, manifest, tool.WithClock(clock), tool.WithSettings(map[string]any{"api": srv.URL}))
+	tooltest.NewTask(t, tl, tool.TaskConfig{Sink: sink, Capability: tool.Capability{
+		Bindings: map[string]any{"feed_id": "tech"}}})
+
+	clock.BlockUntil(t, 1)
+	clock.Advance(time.Minute)
+	got := sink.Wait(t, 1)
+	if got[0].Message != "New post: hi — https://news.example/p/1" {
+		t.Errorf("message = %q", got[0].Message)
 	}
 }
