@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"strings"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
