@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -554,3 +555,98 @@ openapi:
 		t.Errorf("the document was fetched %d times, want once", n)
 	}
 }
+
+func loadDocument(t testing.TB, name string, opts ...tool.Option) *tool.Tool {
+	t.Helper()
+	m := "kind: commonagents.info/v1beta2/tool\nnamespace: tests\nname: api\ndescription: An API.\nopenapi:\n  url: " +
+		testdata(t, name) + "\n  base_url: http://api.example\n"
+	tl, err := tool.Load(context.Background(), []byte(m), opts...)
+	if err != nil {
+		t.Fatalf("Load %s: %v", name, err)
+	}
+	return tl
+}
+
+// TestOpenAPI31 loads real OpenAPI 3.1 documents: SendGrid's v3 API (1,093 $refs, nullable properties, 334
+// operations) and a sample with type lists and recursive $refs but no operationIds.
+func TestOpenAPI31(t *testing.T) {
+	t.Parallel()
+	tl := loadDocument(t, "sendgrid-v3.json")
+	fns := tl.Functions(tool.Capability{})
+	skipped := tl.Skipped()
+	if len(fns)+len(skipped) != 334 || len(fns) < 300 {
+		t.Errorf("%d functions and %d skipped, want 334 operations, most of them functions", len(fns), len(skipped))
+	}
+	for _, s := range skipped {
+		if s.Kind != "openapi" || s.Name == "" || !strings.Contains(s.Reason, "both become the action parameter") {
+			t.Errorf("unexpected skip %+v", s)
+		}
+	}
+	f, ok := functionByAction(fns, "POST_alerts")
+	if !ok {
+		t.Fatal("no POST_alerts")
+	}
+	var s struct {
+		Properties struct {
+			Body struct {
+				Properties map[string]struct {
+					Type any `json:"type"`
+				} `json:"properties"`
+			} `json:"body"`
+		} `json:"properties"`
+	}
+	if err := json.Unmarshal(f.Parameters, &s); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Properties.Body.Properties["email_to"].Type; !reflect.DeepEqual(got, []any{"string", "null"}) {
+		t.Errorf("nullable email_to has type %v, want [string null]", got)
+	}
+	if strings.Contains(string(f.Parameters), "$ref") || strings.Contains(string(f.Parameters), "nullable") {
+		t.Errorf("schema still has $ref or nullable: %s", f.Parameters)
+	}
+
+	sample := loadDocument(t, "swaggest-sample-3.1.json")
+	if n := len(sample.Functions(tool.Capability{})); n != 0 {
+		t.Errorf("%d functions from a document without operationIds", n)
+	}
+	want := []tool.Skipped{
+		{Kind: "openapi", Name: "GET /somewhere/{in_path}", Reason: "the operation has no operationId"},
+		{Kind: "openapi", Name: "POST /somewhere/{in_path}", Reason: "the operation has no operationId"},
+	}
+	if got := sample.Skipped(); !reflect.DeepEqual(got, want) {
+		t.Errorf("Skipped() = %+v", got)
+	}
+}
+
+// TestLLMSchemas checks every function of the large document against the rules LLM providers apply to tool
+// definitions (SPEC §3.5).
+func TestLLMSchemas(t *testing.T) {
+	t.Parallel()
+	tl := loadDocument(t, "sendgrid-v3.json")
+	for _, f := range tl.Functions(tool.Capability{Key: "sendgrid"}) {
+		var s map[string]any
+		if err := json.Unmarshal(f.Parameters, &s); err != nil {
+			t.Fatalf("%s: %v", f.Name, err)
+		}
+		if s["type"] != "object" || s["additionalProperties"] != false {
+			t.Errorf("%s: not a closed object schema", f.Name)
+		}
+		props, _ := s["properties"].(map[string]any)
+		for name := range props {
+			if !propertyName.MatchString(name) {
+				t.Errorf("%s: property %q is not accepted by LLM providers", f.Name, name)
+			}
+		}
+		if len(f.Description) == 0 || len([]rune(f.Description)) > 1024 {
+			t.Errorf("%s: description of %d characters", f.Name, len([]rune(f.Description)))
+		}
+		if !functionName.MatchString(f.Name) {
+			t.Errorf("function name %q", f.Name)
+		}
+	}
+}
+
+var (
+	propertyName = regexp.MustCompile(`^[a-zA-Z0-9_.-]{1,64}$`)
+	functionName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,128}$`)
+)

@@ -151,6 +151,7 @@ func convert(path, method string, item *openapi3.PathItem, op *openapi3.Operatio
 	if required == nil {
 		required = []any{}
 	}
+	sort.Slice(required, func(i, j int) bool { return required[i].(string) < required[j].(string) })
 	o.schema = map[string]any{"type": "object", "properties": props, "required": required}
 	return o, nil
 }
