@@ -30,18 +30,14 @@ func (t *Tool) Skipped() []Skipped { return append([]Skipped(nil), t.skipped...)
 // FactActionSkipped is the fact Load reports for each Skipped item; its Data holds kind, name and reason.
 const FactActionSkipped = "tool.action.skipped"
 
-// expand adds the actions of every top-level block whose backend implements runtime.Expander (SPEC §7.5, §7.6).
-// A block expands only when it has no problems of its own and no declared action uses its backend: declared
-// actions bound to it (an action-level openapi block with operation_id, an mcp action with tool_name) are then
-// the selection. Expanded actions get their parameters through the same schema rules as declared ones; one
-// whose schema cannot be used, whose parameters conflict with the root's, or whose function name another
+// expand adds the actions of every top-level block whose backend implements runtime.Expander (SPEC §7.5, §7.6),
+// after declared actions bound to one of its items got their parameters (bindDeclared). A block with problems of
+// its own does not expand. Expanded actions get their parameters through the same schema rules as declared ones;
+// one whose schema cannot be used, whose parameters conflict with the root's, or whose function name another
 // expanded action already takes is skipped with the reason. A name taken by a declared action or event is a
 // problem at the block's path.
 func (l *loader) expand(root map[string]any, t *Tool) {
-	used := map[string]bool{}
-	for _, a := range t.actions {
-		used[a.kind] = true
-	}
+	l.bindDeclared(t)
 	kinds := make([]string, 0)
 	for kind := range sharedBlocks(l.m) {
 		kinds = append(kinds, kind)
@@ -50,7 +46,7 @@ func (l *loader) expand(root map[string]any, t *Tool) {
 	for _, kind := range kinds {
 		backend, ok := l.opts.runtimes.Lookup(kind)
 		ex, canExpand := backend.(runtime.Expander)
-		if !ok || !canExpand || used[kind] || l.hasProblemsAt(kind) {
+		if !ok || !canExpand || l.hasProblemsAt(kind) {
 			continue
 		}
 		p := field.NewPath(kind)
@@ -121,20 +117,76 @@ func (l *loader) addExpanded(t *Tool, kind string, backend runtime.Runtime, exp 
 	}
 }
 
-// expandedAction turns e into an action as a declared one is built; it returns the reason when it cannot.
-func (l *loader) expandedAction(kind string, backend runtime.Runtime, e runtime.Expanded) (*action, string) {
-	raw, err := json.Marshal(e.Parameters)
+// sourceParameters is implemented by prepared actions bound to an item of a document (an OpenAPI operation): they
+// know the parameters the item takes, as a JSON Schema object.
+type sourceParameters interface {
+	Parameters() map[string]any
+}
+
+// bindDeclared gives each declared action bound to a document item (operation_id) the item's parameters when it
+// declares none, and otherwise checks that it declares every parameter the item requires.
+func (l *loader) bindDeclared(t *Tool) {
+	for i, a := range t.actions {
+		src, ok := a.prepared.(sourceParameters)
+		if !ok || src.Parameters() == nil {
+			continue
+		}
+		p := field.NewPath("actions").Index(i)
+		bp := p.Child("execute").Key(a.kind)
+		if len(a.def.Parameters) == 0 {
+			own, _, reason := compileSource(src.Parameters())
+			if own == nil {
+				l.errs.Add(field.Invalid(bp, "the parameters of the bound operation cannot be used: %s", reason))
+				continue
+			}
+			a.own = own
+			a.params = l.mergeParams(p.Child("parameters"), own.Properties())
+			a.prepareLLM(l.rootParams)
+			continue
+		}
+		required, _ := src.Parameters()["required"].([]any)
+		for _, r := range required {
+			name, _ := r.(string)
+			if !hasParam(a.params, name) {
+				l.errs.Add(field.Required(bp, "the bound operation requires the parameter %q: declare it in the action's parameters", name))
+			}
+		}
+	}
+}
+
+func hasParam(params []schema.Property, name string) bool {
+	for _, p := range params {
+		if p.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// compileSource compiles parameters a backend derived from a document, as a manifest's parameters are compiled; it
+// returns the JSON too, or the reason it cannot.
+func compileSource(params map[string]any) (*schema.Schema, json.RawMessage, string) {
+	raw, err := json.Marshal(params)
 	if err != nil {
-		return nil, "its parameters cannot be encoded as JSON"
+		return nil, nil, "not encodable as JSON"
 	}
 	// Compile a decoded copy, so the schema compiler sees JSON numbers as a manifest's schemas have them.
 	var doc any
 	if err := json.Unmarshal(raw, &doc); err != nil {
-		return nil, "its parameters cannot be decoded"
+		return nil, nil, "not decodable"
 	}
 	own, errs := schema.Compile(doc, field.NewPath("parameters"), schema.Options{Parameters: true})
 	if len(errs) > 0 {
-		return nil, "its parameters are not a usable JSON Schema: " + errs[0].Error()
+		return nil, nil, "not a usable JSON Schema: " + errs[0].Error()
+	}
+	return own, raw, ""
+}
+
+// expandedAction turns e into an action as a declared one is built; it returns the reason when it cannot.
+func (l *loader) expandedAction(kind string, backend runtime.Runtime, e runtime.Expanded) (*action, string) {
+	own, raw, reason := compileSource(e.Parameters)
+	if own == nil {
+		return nil, "its parameters are " + reason
 	}
 	for _, prop := range own.Properties() {
 		for _, r := range l.rootProperties {

@@ -146,8 +146,12 @@ func fetch(ctx context.Context, u *url.URL) ([]byte, error) {
 	req.Header.Set("Accept", "application/json, application/yaml;q=0.9, */*;q=0.5")
 	resp, err := loadClient.Do(req)
 	if err != nil {
-		// The error names the URL, which the manifest author wrote: no secret is in it.
-		return nil, fmt.Errorf("fetching the OpenAPI document: %w", err)
+		// *url.Error quotes the whole URL; name it without its password.
+		var uerr *url.Error
+		if errors.As(err, &uerr) {
+			err = uerr.Err
+		}
+		return nil, fmt.Errorf("fetching the OpenAPI document %s: %w", u.Redacted(), err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {

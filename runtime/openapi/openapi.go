@@ -64,7 +64,12 @@ type Action struct {
 	params  []param
 	body    bool
 	path    []pathPart
+	schema  map[string]any
 }
+
+// Parameters returns the operation's parameters as a JSON Schema object, every $ref resolved: what an action bound
+// with operation_id takes when it declares no parameters of its own. The caller must not modify it.
+func (a *Action) Parameters() map[string]any { return a.schema }
 
 // Traits derives catalog flags from the operation's HTTP method, as stateless_http does.
 func (a *Action) Traits() runtime.Traits { return statelesshttp.HTTPTraits(a.Method) }
@@ -78,8 +83,9 @@ func (Backend) Kind() string { return Kind }
 var operationID = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)
 
 // Prepare validates an action's openapi block against the shared one, reads the document (bounded by ctx) and
-// binds the action to the operation named by operation_id. Every parameter the operation requires must be a
-// declared parameter of the action (or the root): the action's own schema is what the LLM sees.
+// binds the action to the operation named by operation_id. The operation's parameters are offered to the loader
+// through Action.Parameters: an action that declares none takes them, one that declares its own must declare
+// every parameter the operation requires.
 func (Backend) Prepare(ctx context.Context, b *runtime.Block) (runtime.Action, error) {
 	var cfg Config
 	var shared Shared
@@ -128,26 +134,7 @@ func (Backend) Prepare(ctx context.Context, b *runtime.Block) (runtime.Action, e
 		return a, err
 	}
 	fill(a, o, parts, base)
-	for _, name := range requiredArgs(o) {
-		if _, e := b.Check.Template(idPath, "{parameters['"+name+"']}", interp.RootParameters); len(e) > 0 {
-			errs.Add(field.Required(idPath, "operation %q requires the parameter %q: declare it in the action's parameters",
-				cfg.OperationID, name))
-		}
-	}
 	return a, errs.Err()
-}
-
-func requiredArgs(o *operation) []string {
-	var out []string
-	for _, p := range o.params {
-		if p.required {
-			out = append(out, p.arg)
-		}
-	}
-	if o.bodyRequired {
-		out = append(out, BodyParameter)
-	}
-	return out
 }
 
 // document reads the document at raw (see load); a failure is a problem at p.
@@ -166,6 +153,7 @@ func document(ctx context.Context, p *field.Path, raw, baseDir string) (*openapi
 // fill completes a from a converted operation.
 func fill(a *Action, o *operation, parts *sharedParts, base *interp.URL) {
 	a.Method, a.Path, a.params, a.body, a.Timeout = o.method, o.path, o.params, o.body, parts.timeout
+	a.schema = o.schema
 	a.path = splitPath(o.path, o.params)
 	a.Request = &httpspec.Compiled{Method: o.method, URL: base, Headers: parts.headers}
 }

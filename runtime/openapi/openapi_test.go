@@ -450,8 +450,11 @@ openapi:
 actions:
   - name: pet
     description: A pet.
+    parameters:
+      properties:
+        id: {type: integer}
     execute:
-      openapi: {operation_id: getPetById}`, "actions[0].execute.openapi.operation_id", "required", `"petId"`},
+      openapi: {operation_id: getPetById}`, "actions[0].execute.openapi", "required", `"petId"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -466,7 +469,8 @@ actions:
 	}
 }
 
-// TestBoundAction binds a declared action to one operation with operation_id.
+// TestBoundAction binds declared actions to one operation with operation_id: one declares its parameters, the
+// other takes the operation's. The top-level block still expands into every operation.
 func TestBoundAction(t *testing.T) {
 	t.Parallel()
 	srv := newServer(t)
@@ -482,28 +486,49 @@ actions:
     description: Reads a pet.
     parameters:
       properties:
-        petId: {type: integer}
+        petId: {type: integer, description: The pet.}
     execute:
       openapi: {operation_id: getPetById}
+  - name: find_pets
+    description: Finds pets by status.
+    execute:
+      openapi: {operation_id: findPetsByStatus}
 `
 	tl, err := tool.Load(context.Background(), []byte(manifest), tool.WithHTTPClient(srv.Client()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fns := tl.Functions(tool.Capability{}); len(fns) != 1 || fns[0].Action != "get_pet" {
-		t.Fatalf("functions = %+v (a bound action keeps the block from expanding)", fns)
+	fns := tl.Functions(tool.Capability{})
+	if len(fns) != 20 || fns[0].Action != "get_pet" || fns[1].Action != "find_pets" {
+		t.Fatalf("%d functions, first %s, %s; want get_pet, find_pets and 18 operations", len(fns), fns[0].Action, fns[1].Action)
+	}
+	if got := canonical(t, fns[0].Parameters); got != `{"additionalProperties":false,"properties":{"petId":{"description":"The pet.","type":"integer"}},"required":["petId"],"type":"object"}` {
+		t.Errorf("get_pet schema = %s", got)
+	}
+	if !strings.Contains(string(fns[1].Parameters), `"enum":["available","pending","sold"]`) {
+		t.Errorf("find_pets did not take the operation's parameters: %s", fns[1].Parameters)
 	}
 	task, err := tl.NewTask(context.Background(), tool.TaskConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer task.Close(context.Background())
-	res, err := task.Invoke(context.Background(), "get_pet", map[string]any{"petId": 42})
-	if err != nil || res.IsError {
-		t.Fatalf("Invoke: %v %+v", err, res)
+	calls := []struct {
+		action string
+		args   map[string]any
+		want   string
+	}{
+		{"get_pet", map[string]any{"petId": 42}, "GET /v3/pet/42?"},
+		{"find_pets", map[string]any{"status": "pending"}, "GET /v3/pet/findByStatus?status=pending"},
 	}
-	if r := srv.last(t); r.Method != "GET" || r.EscapedPath != "/v3/pet/42" {
-		t.Errorf("sent %s %s", r.Method, r.EscapedPath)
+	for _, c := range calls {
+		res, err := task.Invoke(context.Background(), c.action, c.args)
+		if err != nil || res.IsError {
+			t.Fatalf("Invoke %s: %v %+v", c.action, err, res)
+		}
+		if r := srv.last(t); r.Method+" "+r.EscapedPath+"?"+r.RawQuery != c.want {
+			t.Errorf("%s sent %s %s?%s, want %s", c.action, r.Method, r.EscapedPath, r.RawQuery, c.want)
+		}
 	}
 }
 
