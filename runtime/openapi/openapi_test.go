@@ -16,6 +16,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	tool "github.com/commonagents-go/tool"
 	"github.com/commonagents-go/tool/internal/leakcheck"
@@ -675,3 +676,48 @@ var (
 	propertyName = regexp.MustCompile(`^[a-zA-Z0-9_.-]{1,64}$`)
 	functionName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,128}$`)
 )
+
+func TestHeaderInjection(t *testing.T) {
+	t.Parallel()
+	srv := newServer(t)
+	tl := loadPetstore(t, srv)
+	task, err := tl.NewTask(context.Background(), tool.TaskConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer task.Close(context.Background())
+	for _, v := range []string{"k\r\nX-Injected: 1", "k\nX: y", "k\x00"} {
+		res, err := task.Invoke(context.Background(), "deletePet", map[string]any{"petId": 1, "api_key": v})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !res.IsError || res.Error.Kind != tool.KindInvalidArguments {
+			t.Errorf("%q: result %+v", v, res.Error)
+		}
+	}
+	if n := srv.count(); n != 0 {
+		t.Errorf("%d requests sent", n)
+	}
+}
+
+// TestLoadBoundedByContext: a document server that does not answer cannot hold Load past its context.
+func TestLoadBoundedByContext(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	stuck := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer stuck.Close()
+	defer close(release)
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	m := "kind: commonagents.info/v1beta2/tool\nnamespace: tests\nname: api\ndescription: An API.\nopenapi:\n  url: " +
+		stuck.URL + "/openapi.json\n"
+	_, err := tool.Load(ctx, []byte(m))
+	if ps := problems(t, err); !hasProblem(ps, "openapi.url", "invalid", "cannot load the OpenAPI document") {
+		t.Errorf("problems = %+v", ps)
+	}
+}
