@@ -43,6 +43,7 @@ func Load(ctx context.Context, manifest []byte, opts ...Option) (*Tool, error) {
 		// Locating warnings re-reads the source: do it only if the host asks for them.
 		t.warnings = sync.OnceValue(func() []Problem { return l.problems(l.warns) })
 	}
+	t.reportSkipped(ctx)
 	return t, nil
 }
 
@@ -111,6 +112,7 @@ func (l *loader) load() *Tool {
 	l.uniqueNames()
 	t.actions = l.actions(root, actionDocs)
 	l.sharedBlocks(root, t.actions)
+	l.expand(root, t)
 	t.events = l.events(eventDocs)
 	t.index()
 	return t

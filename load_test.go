@@ -50,8 +50,9 @@ func TestLoadOK(t *testing.T) {
 				t.Fatalf("Load: %v", err)
 			}
 			fns := tl.Functions(tool.Capability{})
-			if len(fns) != len(tl.Manifest().Actions) {
-				t.Errorf("Functions returned %d, manifest has %d actions", len(fns), len(tl.Manifest().Actions))
+			// A top-level openapi block adds one action per operation of its document (18 of the Petstore's 19).
+			if want := len(tl.Manifest().Actions) + expandedOK[filepath.Base(file)]; len(fns) != want {
+				t.Errorf("Functions returned %d, want %d", len(fns), want)
 			}
 			for _, fn := range fns {
 				assertLLMSchema(t, fn)
@@ -59,6 +60,9 @@ func TestLoadOK(t *testing.T) {
 		})
 	}
 }
+
+// expandedOK counts the actions the top-level blocks of testdata/ok manifests expand into.
+var expandedOK = map[string]int{"openapi.yaml": 18}
 
 func assertProblem(t *testing.T, err error, path, typ string) {
 	t.Helper()

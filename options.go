@@ -29,6 +29,7 @@ type options struct {
 	receivers   *events.Registry
 	limits      Limits
 	baseDir     string
+	discover    bool // WithDiscovery
 	// Webhook signatures (SPEC §9.2).
 	webhookSecret []byte
 	verifiers     []webhook.Verifier
@@ -152,6 +153,13 @@ func WithHTTPClient(c *http.Client) Option {
 		o.httpClient = c
 		return nil
 	}
+}
+
+// WithDiscovery lets Load contact live servers to list the actions a top-level block offers (SPEC §7.6: an mcp
+// block's tools/list, which starts the server). Default false. Reading an OpenAPI document needs no consent: it
+// is always fetched at Load (SPEC §7.5).
+func WithDiscovery(on bool) Option {
+	return func(o *options) error { o.discover = on; return nil }
 }
 
 // WithAuth sets the provider behind {auth.<provider>()}.

@@ -21,6 +21,7 @@ type Tool struct {
 	events         []*event
 	actionByName   map[string]*action
 	warnings       func() []Problem // nil when there are none
+	skipped        []Skipped        // what top-level blocks offered but could not become actions
 
 	// Derived at load for tasks.
 	levels       []*schema.Schema           // parameter schemas of every level: root, actions, events

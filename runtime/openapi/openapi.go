@@ -1,15 +1,26 @@
 // Package openapi is the openapi action backend (SPEC §7.5): actions derived from the operations of an OpenAPI
-// 3.0 or 3.1 document. This package validates the blocks; fetching documents and expanding operations arrive with
-// the OpenAPI work. Importing the root package registers it.
+// 3.0 or 3.1 document. Importing the root package registers it.
+//
+// The document is read with kin-openapi, which resolves every $ref (local, other files, http(s) URLs) in place
+// and reads both 3.0 and 3.1 (type lists, numeric exclusive bounds, const, prefixItems). It is fetched once per
+// location and process, within Load's context. A top-level openapi block expands (runtime.Expander) into one
+// action per operation with an operationId; an action-level block with operation_id binds one declared action
+// to one operation. Invoke builds the request from the operation with internal/httpspec (base URL, headers, auth)
+// and sends it with httpspec.Do, which classifies failures as stateless_http does (SPEC §7.3).
 package openapi
 
 import (
 	"context"
 	"net/url"
 	"regexp"
+	"time"
 
 	"github.com/commonagents-go/tool/field"
+	"github.com/commonagents-go/tool/internal/httpspec"
+	"github.com/commonagents-go/tool/interp"
 	"github.com/commonagents-go/tool/runtime"
+	"github.com/commonagents-go/tool/runtime/statelesshttp"
+	"github.com/getkin/kin-openapi/openapi3"
 )
 
 // Kind is the execute-block key of this backend.
@@ -21,9 +32,14 @@ func init() { runtime.Default().MustRegister(Backend{}) }
 type Shared struct {
 	// URL locates the document: an http(s) URL or a file path (relative to the manifest).
 	URL string `json:"url"`
-	// BaseURL overrides the document's servers[0] (extension).
-	BaseURL string            `json:"base_url,omitempty"`
+	// BaseURL overrides the document's servers (extension). It may start with a {settings.*} or {runtime.*}
+	// token.
+	BaseURL string `json:"base_url,omitempty"`
+	// Headers are sent with every request, e.g. Authorization: "Bearer {auth.github()}". They are templates with
+	// the roots of action execute fields (SPEC §4.2).
 	Headers map[string]string `json:"headers,omitempty"`
+	// Timeout bounds one call (extension; default the host's call timeout, else 30s).
+	Timeout string `json:"timeout,omitempty"`
 }
 
 // Config is an action-level openapi block.
@@ -33,16 +49,30 @@ type Config struct {
 	OperationID string `json:"operation_id"`
 }
 
-// Action is a prepared openapi action.
+// Action is a prepared openapi action: one operation of a document. It is immutable.
 type Action struct {
+	// DocumentURL is the document's location as the manifest gives it; OperationID names the operation.
 	DocumentURL string
 	OperationID string
+	// Method and Path are the operation's (Path is the template, e.g. /pets/{petId}).
+	Method string
+	Path   string
+	// Request holds the method, the base URL and the block's headers; Invoke adds the operation's path, query,
+	// header and cookie parameters and the JSON body.
+	Request *httpspec.Compiled
+	Timeout time.Duration
+	params  []param
+	body    bool
+	path    []pathPart
+	schema  map[string]any
 }
 
-// Traits reports a network call whose effect the document decides; unknown is treated as destructive.
-func (a *Action) Traits() runtime.Traits {
-	return runtime.Traits{Owner: "http", OpenWorld: true, Destructive: true, Capabilities: []string{"network"}}
-}
+// Parameters returns the operation's parameters as a JSON Schema object, every $ref resolved: what an action bound
+// with operation_id takes when it declares no parameters of its own. The caller must not modify it.
+func (a *Action) Parameters() map[string]any { return a.schema }
+
+// Traits derives catalog flags from the operation's HTTP method, as stateless_http does.
+func (a *Action) Traits() runtime.Traits { return statelesshttp.HTTPTraits(a.Method) }
 
 // Backend implements runtime.Runtime for openapi.
 type Backend struct{}
@@ -52,28 +82,80 @@ func (Backend) Kind() string { return Kind }
 
 var operationID = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)
 
-// Prepare validates an action's openapi block against the shared one.
-func (Backend) Prepare(_ context.Context, b *runtime.Block) (runtime.Action, error) {
+// Prepare validates an action's openapi block against the shared one, reads the document (bounded by ctx) and
+// binds the action to the operation named by operation_id. The operation's parameters are offered to the loader
+// through Action.Parameters: an action that declares none takes them, one that declares its own must declare
+// every parameter the operation requires.
+func (Backend) Prepare(ctx context.Context, b *runtime.Block) (runtime.Action, error) {
 	var cfg Config
 	var shared Shared
 	errs := b.Decode(&cfg)
 	errs = append(errs, b.DecodeShared(&shared)...)
 	a := &Action{DocumentURL: cfg.URL, OperationID: cfg.OperationID}
+	urlPath := b.Path.Child("url")
 	if cfg.URL != "" {
-		errs = append(errs, checkURL(b.Path.Child("url"), cfg.URL)...)
+		errs = append(errs, checkURL(urlPath, cfg.URL)...)
 	} else {
-		a.DocumentURL = shared.URL
+		a.DocumentURL, urlPath = shared.URL, b.SharedPath.Child("url")
 		if b.Shared == nil {
 			errs.Add(field.Required(b.Path.Child("url"), "url is required when there is no top-level openapi block"))
 		}
 	}
+	idPath := b.Path.Child("operation_id")
 	switch {
 	case cfg.OperationID == "":
-		errs.Add(field.Required(b.Path.Child("operation_id"), "operation_id is required in an action-level openapi block"))
+		errs.Add(field.Required(idPath, "operation_id is required in an action-level openapi block"))
 	case !operationID.MatchString(cfg.OperationID):
-		errs.Add(field.Invalid(b.Path.Child("operation_id"), "%q is not a valid operationId", cfg.OperationID))
+		errs.Add(field.Invalid(idPath, "%q is not a valid operationId", cfg.OperationID))
 	}
+	sp := b.SharedPath
+	if sp == nil {
+		sp = field.NewPath(Kind)
+	}
+	parts, e := compileShared(b.Check, sp, &shared)
+	errs = append(errs, e...)
+	if len(errs) > 0 {
+		return a, errs.Err()
+	}
+	doc, err := document(ctx, urlPath, a.DocumentURL, b.BaseDir)
+	if err != nil {
+		return a, err
+	}
+	path, method, item, op := find(doc, cfg.OperationID)
+	if op == nil {
+		return a, field.Invalid(idPath, "the document has no operation with operationId %q", cfg.OperationID)
+	}
+	o, err := convert(path, method, item, op)
+	if err != nil {
+		return a, field.Invalid(idPath, "operation %q cannot be used: %v", cfg.OperationID, err)
+	}
+	base, err := parts.base(b.Check, doc, a.DocumentURL, item, op)
+	if err != nil {
+		return a, err
+	}
+	fill(a, o, parts, base)
 	return a, errs.Err()
+}
+
+// document reads the document at raw (see load); a failure is a problem at p.
+func document(ctx context.Context, p *field.Path, raw, baseDir string) (*openapi3.T, error) {
+	loc, err := location(raw, baseDir)
+	if err != nil {
+		return nil, field.Invalid(p, "%v", err)
+	}
+	doc, err := load(ctx, loc)
+	if err != nil {
+		return nil, field.Invalid(p, "cannot load the OpenAPI document: %v", err)
+	}
+	return doc, nil
+}
+
+// fill completes a from a converted operation.
+func fill(a *Action, o *operation, parts *sharedParts, base *interp.URL) {
+	a.Method, a.Path, a.params, a.body, a.Timeout = o.method, o.path, o.params, o.body, parts.timeout
+	a.schema = o.schema
+	a.path = splitPath(o.path, o.params)
+	a.Request = &httpspec.Compiled{Method: o.method, URL: base, Headers: parts.headers}
 }
 
 // checkURL accepts an http(s) URL, a file: URL or a file path.
@@ -98,29 +180,21 @@ func checkURL(p *field.Path, s string) field.List {
 	}
 }
 
-// ValidateShared checks the top-level openapi block once.
+// ValidateShared checks the top-level openapi block once; the document itself is read by Expand.
 func (Backend) ValidateShared(_ context.Context, b *runtime.Block) error {
 	var shared Shared
 	errs := b.DecodeShared(&shared)
 	errs = append(errs, checkURL(b.SharedPath.Child("url"), shared.URL)...)
-	if shared.BaseURL != "" {
-		_, e := b.Check.URL(b.SharedPath.Child("base_url"), shared.BaseURL, "", runtime.ExecuteRoots...)
-		errs = append(errs, e...)
-	}
-	for name, v := range shared.Headers {
-		_, e := b.Check.Template(b.SharedPath.Child("headers").Key(name), v, runtime.ExecuteRoots...)
+	if len(errs) == 0 {
+		_, e := compileShared(b.Check, b.SharedPath, &shared)
 		errs = append(errs, e...)
 	}
 	return errs.Err()
 }
 
-// Initialize is not built yet: execution arrives with the OpenAPI work.
-func (Backend) Initialize(context.Context, *runtime.Init) (runtime.Instance, error) {
-	return nil, runtime.ErrNotImplemented
-}
-
 var (
 	_ runtime.Runtime         = Backend{}
 	_ runtime.SharedValidator = Backend{}
+	_ runtime.Expander        = Backend{}
 	_ runtime.Describer       = (*Action)(nil)
 )

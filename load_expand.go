@@ -1,0 +1,241 @@
+package tool
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"sort"
+
+	"github.com/commonagents-go/tool/field"
+	"github.com/commonagents-go/tool/internal/schema"
+	"github.com/commonagents-go/tool/interp"
+	"github.com/commonagents-go/tool/runtime"
+)
+
+// Skipped is an item of a top-level runtime block that did not become an action (an OpenAPI operation without
+// operationId, an MCP tool whose schema cannot be used), with the reason. Load reports each one to the observer
+// as a "tool.action.skipped" fact and Tool.Skipped lists them: nothing is dropped silently.
+type Skipped struct {
+	// Kind is the backend of the block, e.g. "openapi".
+	Kind string `json:"kind"`
+	// Name identifies the item: an operationId, "GET /pets/{id}" when it has none, an MCP tool name.
+	Name   string `json:"name"`
+	Reason string `json:"reason"`
+}
+
+// Skipped returns what the top-level blocks offered but Load could not turn into actions, in document order.
+func (t *Tool) Skipped() []Skipped { return append([]Skipped(nil), t.skipped...) }
+
+// FactActionSkipped is the fact Load reports for each Skipped item; its Data holds kind, name and reason.
+const FactActionSkipped = "tool.action.skipped"
+
+// expand adds the actions of every top-level block whose backend implements runtime.Expander (SPEC §7.5, §7.6),
+// after declared actions bound to one of its items got their parameters (bindDeclared). A block with problems of
+// its own does not expand. Expanded actions get their parameters through the same schema rules as declared ones;
+// one whose schema cannot be used, whose parameters conflict with the root's, or whose function name another
+// expanded action already takes is skipped with the reason. A name taken by a declared action or event is a
+// problem at the block's path.
+func (l *loader) expand(root map[string]any, t *Tool) {
+	l.bindDeclared(t)
+	kinds := make([]string, 0)
+	for kind := range sharedBlocks(l.m) {
+		kinds = append(kinds, kind)
+	}
+	sort.Strings(kinds)
+	for _, kind := range kinds {
+		backend, ok := l.opts.runtimes.Lookup(kind)
+		ex, canExpand := backend.(runtime.Expander)
+		if !ok || !canExpand || l.hasProblemsAt(kind) {
+			continue
+		}
+		p := field.NewPath(kind)
+		block := &runtime.Block{Kind: kind, Tool: l.m.Name, Shared: root[kind], SharedPath: p,
+			Check: l.checkerFor(l.rootProps(), false), BaseDir: l.opts.baseDir, Discover: l.opts.discover,
+			Values: loadValues{t}}
+		exp, err := ex.Expand(l.ctx, block)
+		if err != nil {
+			l.errs = append(l.errs, blockErrors(p, err)...)
+			continue
+		}
+		if exp == nil {
+			continue
+		}
+		l.addExpanded(t, kind, backend, exp)
+	}
+}
+
+// hasProblemsAt reports whether a problem was found in the top-level block kind.
+func (l *loader) hasProblemsAt(kind string) bool {
+	for _, e := range l.errs {
+		if e.Path == kind || len(e.Path) > len(kind) && e.Path[:len(kind)] == kind && (e.Path[len(kind)] == '.' || e.Path[len(kind)] == '[') {
+			return true
+		}
+	}
+	return false
+}
+
+func (l *loader) addExpanded(t *Tool, kind string, backend runtime.Runtime, exp *runtime.Expansion) {
+	p := field.NewPath(kind)
+	taken := map[string]string{} // function-name suffix → action or event name
+	for _, a := range l.m.Actions {
+		taken[sanitize(a.Name)] = a.Name
+	}
+	declared := map[string]bool{}
+	for _, a := range l.m.Actions {
+		declared[a.Name] = true
+	}
+	for _, e := range l.m.Events {
+		declared[e.Name] = true
+	}
+	skip := func(name, reason string) {
+		t.skipped = append(t.skipped, Skipped{Kind: kind, Name: name, Reason: reason})
+	}
+	for _, s := range exp.Skipped {
+		skip(s.Name, s.Reason)
+	}
+	for _, e := range exp.Actions {
+		if declared[e.Name] {
+			l.errs.Add(field.Duplicate(p, "%s expands into an action named %q, which is already the name of a declared action or event", kind, e.Name))
+			continue
+		}
+		if first, dup := taken[sanitize(e.Name)]; dup {
+			if _, own := declared[first]; own {
+				l.errs.Add(field.Duplicate(p, "%s expands into an action %q whose function name is that of the declared action %q", kind, e.Name, first))
+			} else {
+				skip(e.Name, fmt.Sprintf("its function name is that of the action %q", first))
+			}
+			continue
+		}
+		a, reason := l.expandedAction(kind, backend, e)
+		if a == nil {
+			skip(e.Name, reason)
+			continue
+		}
+		taken[sanitize(e.Name)] = e.Name
+		t.actions = append(t.actions, a)
+	}
+}
+
+// sourceParameters is implemented by prepared actions bound to an item of a document (an OpenAPI operation): they
+// know the parameters the item takes, as a JSON Schema object.
+type sourceParameters interface {
+	Parameters() map[string]any
+}
+
+// bindDeclared gives each declared action bound to a document item (operation_id) the item's parameters when it
+// declares none, and otherwise checks that it declares every parameter the item requires.
+func (l *loader) bindDeclared(t *Tool) {
+	for i, a := range t.actions {
+		src, ok := a.prepared.(sourceParameters)
+		if !ok || src.Parameters() == nil {
+			continue
+		}
+		p := field.NewPath("actions").Index(i)
+		bp := p.Child("execute").Key(a.kind)
+		if len(a.def.Parameters) == 0 {
+			own, _, reason := compileSource(src.Parameters())
+			if own == nil {
+				l.errs.Add(field.Invalid(bp, "the parameters of the bound operation cannot be used: %s", reason))
+				continue
+			}
+			a.own = own
+			a.params = l.mergeParams(p.Child("parameters"), own.Properties())
+			a.prepareLLM(l.rootParams)
+			continue
+		}
+		required, _ := src.Parameters()["required"].([]any)
+		for _, r := range required {
+			name, _ := r.(string)
+			if !hasParam(a.params, name) {
+				l.errs.Add(field.Required(bp, "the bound operation requires the parameter %q: declare it in the action's parameters", name))
+			}
+		}
+	}
+}
+
+func hasParam(params []schema.Property, name string) bool {
+	for _, p := range params {
+		if p.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// compileSource compiles parameters a backend derived from a document, as a manifest's parameters are compiled; it
+// returns the JSON too, or the reason it cannot.
+func compileSource(params map[string]any) (*schema.Schema, json.RawMessage, string) {
+	raw, err := json.Marshal(params)
+	if err != nil {
+		return nil, nil, "not encodable as JSON"
+	}
+	// Compile a decoded copy, so the schema compiler sees JSON numbers as a manifest's schemas have them.
+	var doc any
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		return nil, nil, "not decodable"
+	}
+	own, errs := schema.Compile(doc, field.NewPath("parameters"), schema.Options{Parameters: true})
+	if len(errs) > 0 {
+		return nil, nil, "not a usable JSON Schema: " + errs[0].Error()
+	}
+	return own, raw, ""
+}
+
+// expandedAction turns e into an action as a declared one is built; it returns the reason when it cannot.
+func (l *loader) expandedAction(kind string, backend runtime.Runtime, e runtime.Expanded) (*action, string) {
+	own, raw, reason := compileSource(e.Parameters)
+	if own == nil {
+		return nil, "its parameters are " + reason
+	}
+	for _, prop := range own.Properties() {
+		for _, r := range l.rootProperties {
+			if r.Name == prop.Name && !reflect.DeepEqual(r.Schema, prop.Schema) {
+				return nil, fmt.Sprintf("its parameter %q is also a root parameter with a different definition", prop.Name)
+			}
+		}
+	}
+	def := &Action{Name: e.Name, Description: e.Description, Parameters: raw,
+		Execute: map[string]json.RawMessage{kind: json.RawMessage("null")}, Annotations: annotationsOf(e.Annotations)}
+	a := &action{def: def, kind: kind, backend: backend, prepared: e.Action, own: own}
+	a.params = l.mergeParams(field.NewPath(kind), own.Properties())
+	a.prepareLLM(l.rootParams)
+	return a, ""
+}
+
+// annotationsOf turns a source's catalog hints into manifest annotations; nil stays nil.
+func annotationsOf(tr *runtime.Traits) *Annotations {
+	if tr == nil {
+		return nil
+	}
+	b := func(v bool) *bool { return &v }
+	return &Annotations{ReadOnly: b(tr.ReadOnly), Destructive: b(tr.Destructive), Idempotent: b(tr.Idempotent),
+		ConcurrencySafe: b(tr.ConcurrencySafe), OpenWorld: b(tr.OpenWorld), Capabilities: tr.Capabilities}
+}
+
+// reportSkipped tells the observer about every skipped item, once, at load.
+func (t *Tool) reportSkipped(ctx context.Context) {
+	obs := t.opts.observer
+	if obs == nil {
+		return
+	}
+	for _, s := range t.skipped {
+		obs.Observe(ctx, Fact{Name: FactActionSkipped, Tool: t.Name(), Time: t.opts.clock.Now(),
+			Data: map[string]any{"kind": s.Kind, "name": s.Name, "reason": s.Reason}})
+	}
+}
+
+// loadValues resolves the roots available at load (runtime.Block.Values): settings and runtime.
+type loadValues struct{ t *Tool }
+
+func (v loadValues) Resolve(ref interp.Ref) (any, error) {
+	switch ref.Root {
+	case interp.RootSettings:
+		return v.t.setting(ref)
+	case interp.RootRuntime:
+		info := v.t.opts.info
+		return lookup(map[string]any{"version": info.Version, "api_root": info.APIRoot,
+			"dashboard_url": info.DashboardURL}, ref.Steps), nil
+	}
+	return nil, fmt.Errorf("{%s}: %s values are not available at load", ref.Text, ref.Root)
+}

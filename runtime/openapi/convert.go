@@ -1,0 +1,295 @@
+package openapi
+
+import (
+	"errors"
+	"regexp"
+	"sort"
+
+	"github.com/getkin/kin-openapi/openapi3"
+)
+
+// maxSchemaNodes bounds the schemas of one operation once every $ref is inlined: a document whose shared
+// components expand into more is skipped with a reason rather than handed to the LLM.
+const maxSchemaNodes = 20000
+
+var errSchemaTooLarge = errors.New("its schemas expand into more than 20000 nodes once $refs are inlined")
+
+// converter turns OpenAPI 3.0 and 3.1 schemas, with every $ref already resolved by kin-openapi, into the
+// draft-07 JSON Schema documents action parameters are (SPEC §3.1): `nullable: true` becomes a type list with
+// "null", 3.0's boolean exclusive bounds become numbers, prefixItems becomes a list of items, dependentRequired
+// and dependentSchemas become dependencies, and what draft-07 does not know (discriminator, xml, externalDocs,
+// unevaluated*, $defs, $id, $anchor, $dynamicRef) is left out. A schema met again inside itself (a recursive
+// $ref) becomes `{}`, any value, with its description kept.
+type converter struct {
+	stack []*openapi3.Schema
+	nodes int
+	err   error
+}
+
+func (c *converter) ref(r *openapi3.SchemaRef) any {
+	if r == nil || r.Value == nil {
+		return map[string]any{}
+	}
+	return c.schema(r.Value)
+}
+
+func (c *converter) schema(s *openapi3.Schema) any {
+	if c.nodes++; c.nodes > maxSchemaNodes {
+		c.err = errSchemaTooLarge
+		return map[string]any{}
+	}
+	if s.Always != nil {
+		return *s.Always
+	}
+	for _, seen := range c.stack {
+		if seen == s {
+			out := map[string]any{}
+			if s.Description != "" {
+				out["description"] = s.Description
+			}
+			return out
+		}
+	}
+	c.stack = append(c.stack, s)
+	defer func() { c.stack = c.stack[:len(c.stack)-1] }()
+
+	out := map[string]any{}
+	c.types(s, out)
+	c.annotations(s, out)
+	c.numeric(s, out)
+	c.strings(s, out)
+	c.arrays(s, out)
+	c.objects(s, out)
+	c.logic(s, out)
+	return out
+}
+
+func (c *converter) types(s *openapi3.Schema, out map[string]any) {
+	types := append([]string(nil), s.Type.Slice()...)
+	if s.Nullable && len(types) > 0 && !s.Type.IncludesNull() {
+		types = append(types, openapi3.TypeNull)
+	}
+	switch len(types) {
+	case 0:
+	case 1:
+		out["type"] = types[0]
+	default:
+		list := make([]any, len(types))
+		for i, t := range types {
+			list[i] = t
+		}
+		out["type"] = list
+	}
+	if len(s.Enum) > 0 {
+		enum := append([]any(nil), s.Enum...)
+		if s.Nullable && !containsNil(enum) {
+			enum = append(enum, nil)
+		}
+		out["enum"] = enum
+	}
+	if s.Const != nil {
+		out["const"] = s.Const
+	}
+}
+
+func containsNil(list []any) bool {
+	for _, v := range list {
+		if v == nil {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *converter) annotations(s *openapi3.Schema, out map[string]any) {
+	setString(out, "title", s.Title)
+	setString(out, "description", s.Description)
+	setString(out, "format", s.Format)
+	setString(out, "contentMediaType", s.ContentMediaType)
+	setString(out, "contentEncoding", s.ContentEncoding)
+	if s.Default != nil {
+		out["default"] = s.Default
+	}
+	switch {
+	case len(s.Examples) > 0:
+		out["examples"] = append([]any(nil), s.Examples...)
+	case s.Example != nil:
+		out["examples"] = []any{s.Example}
+	}
+	setTrue(out, "readOnly", s.ReadOnly)
+	setTrue(out, "writeOnly", s.WriteOnly)
+	setTrue(out, "deprecated", s.Deprecated)
+}
+
+func (c *converter) numeric(s *openapi3.Schema, out map[string]any) {
+	if s.Min != nil {
+		out["minimum"] = *s.Min
+	}
+	if s.Max != nil {
+		out["maximum"] = *s.Max
+	}
+	switch {
+	case s.ExclusiveMin.Value != nil:
+		out["exclusiveMinimum"] = *s.ExclusiveMin.Value
+	case s.ExclusiveMin.IsTrue() && s.Min != nil:
+		out["exclusiveMinimum"] = *s.Min
+		delete(out, "minimum")
+	}
+	switch {
+	case s.ExclusiveMax.Value != nil:
+		out["exclusiveMaximum"] = *s.ExclusiveMax.Value
+	case s.ExclusiveMax.IsTrue() && s.Max != nil:
+		out["exclusiveMaximum"] = *s.Max
+		delete(out, "maximum")
+	}
+	if s.MultipleOf != nil && *s.MultipleOf > 0 {
+		out["multipleOf"] = *s.MultipleOf
+	}
+}
+
+func (c *converter) strings(s *openapi3.Schema, out map[string]any) {
+	if s.MinLength > 0 {
+		out["minLength"] = s.MinLength
+	}
+	if s.MaxLength != nil {
+		out["maxLength"] = *s.MaxLength
+	}
+	// ECMA-262 patterns that Go's RE2 cannot compile (lookaheads, backreferences) are left out: the server still
+	// checks them, and gojsonschema would otherwise reject the whole schema.
+	if s.Pattern != "" && compiles(s.Pattern) {
+		out["pattern"] = s.Pattern
+	}
+}
+
+func compiles(pattern string) bool {
+	_, err := regexp.Compile(pattern)
+	return err == nil
+}
+
+func (c *converter) arrays(s *openapi3.Schema, out map[string]any) {
+	if s.MinItems > 0 {
+		out["minItems"] = s.MinItems
+	}
+	if s.MaxItems != nil {
+		out["maxItems"] = *s.MaxItems
+	}
+	setTrue(out, "uniqueItems", s.UniqueItems)
+	if len(s.PrefixItems) > 0 {
+		out["items"] = c.list(s.PrefixItems)
+		if s.Items != nil {
+			out["additionalItems"] = c.ref(s.Items)
+		}
+	} else if s.Items != nil {
+		out["items"] = c.ref(s.Items)
+	}
+	if s.Contains != nil {
+		out["contains"] = c.ref(s.Contains)
+	}
+}
+
+func (c *converter) objects(s *openapi3.Schema, out map[string]any) {
+	if len(s.Properties) > 0 {
+		out["properties"] = c.schemas(s.Properties, false)
+	}
+	if len(s.PatternProperties) > 0 {
+		if props := c.schemas(s.PatternProperties, true); len(props) > 0 {
+			out["patternProperties"] = props
+		}
+	}
+	if len(s.Required) > 0 {
+		req := make([]any, len(s.Required))
+		for i, r := range s.Required {
+			req[i] = r
+		}
+		out["required"] = req
+	}
+	if s.MinProps > 0 {
+		out["minProperties"] = s.MinProps
+	}
+	if s.MaxProps != nil {
+		out["maxProperties"] = *s.MaxProps
+	}
+	switch ap := s.AdditionalProperties; {
+	case ap.Schema != nil:
+		out["additionalProperties"] = c.ref(ap.Schema)
+	case ap.Has != nil:
+		out["additionalProperties"] = *ap.Has
+	}
+	if s.PropertyNames != nil {
+		out["propertyNames"] = c.ref(s.PropertyNames)
+	}
+	deps := map[string]any{}
+	for name, req := range s.DependentRequired {
+		list := make([]any, len(req))
+		for i, r := range req {
+			list[i] = r
+		}
+		deps[name] = list
+	}
+	for name, sub := range s.DependentSchemas {
+		deps[name] = c.ref(sub)
+	}
+	if len(deps) > 0 {
+		out["dependencies"] = deps
+	}
+}
+
+func (c *converter) logic(s *openapi3.Schema, out map[string]any) {
+	if len(s.AllOf) > 0 {
+		out["allOf"] = c.list(s.AllOf)
+	}
+	if len(s.AnyOf) > 0 {
+		out["anyOf"] = c.list(s.AnyOf)
+	}
+	if len(s.OneOf) > 0 {
+		out["oneOf"] = c.list(s.OneOf)
+	}
+	if s.Not != nil {
+		out["not"] = c.ref(s.Not)
+	}
+	if s.If != nil {
+		out["if"] = c.ref(s.If)
+		if s.Then != nil {
+			out["then"] = c.ref(s.Then)
+		}
+		if s.Else != nil {
+			out["else"] = c.ref(s.Else)
+		}
+	}
+}
+
+func (c *converter) list(refs openapi3.SchemaRefs) []any {
+	out := make([]any, len(refs))
+	for i, r := range refs {
+		out[i] = c.ref(r)
+	}
+	return out
+}
+
+// schemas converts a name → schema map in sorted order, so the node budget is spent deterministically.
+func (c *converter) schemas(m openapi3.Schemas, patterns bool) map[string]any {
+	names := make([]string, 0, len(m))
+	for name := range m {
+		if !patterns || compiles(name) {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	out := make(map[string]any, len(names))
+	for _, name := range names {
+		out[name] = c.ref(m[name])
+	}
+	return out
+}
+
+func setString(out map[string]any, k, v string) {
+	if v != "" {
+		out[k] = v
+	}
+}
+
+func setTrue(out map[string]any, k string, v bool) {
+	if v {
+		out[k] = true
+	}
+}

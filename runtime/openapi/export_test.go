@@ -1,0 +1,4 @@
+package openapi
+
+// ForgetDocuments empties the process-wide document cache, so a benchmark can measure a cold Load.
+func ForgetDocuments() { documents.Clear() }

@@ -1,0 +1,317 @@
+package openapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/textproto"
+	"net/url"
+	"sort"
+	"strings"
+
+	"github.com/commonagents-go/tool/internal/httpspec"
+	"github.com/commonagents-go/tool/interp"
+	"github.com/commonagents-go/tool/runtime"
+	"github.com/commonagents-go/tool/runtime/statelesshttp"
+)
+
+// pathPart is literal path text (param < 0) or the path parameter params[param].
+type pathPart struct {
+	lit   string
+	param int
+}
+
+// splitPath splits a path template into literal text and the indexes of its parameters in params.
+func splitPath(path string, params []param) []pathPart {
+	var parts []pathPart
+	last := 0
+	for _, m := range pathTemplate.FindAllStringSubmatchIndex(path, -1) {
+		if m[0] > last {
+			parts = append(parts, pathPart{lit: path[last:m[0]], param: -1})
+		}
+		name := path[m[2]:m[3]]
+		for i, p := range params {
+			if p.in == "path" && p.name == name {
+				parts = append(parts, pathPart{param: i})
+				break
+			}
+		}
+		last = m[1]
+	}
+	if last < len(path) {
+		parts = append(parts, pathPart{lit: path[last:], param: -1})
+	}
+	return parts
+}
+
+// Initialize returns an instance that sends every call with in.HTTPClient under in.Limits. It does no I/O.
+func (Backend) Initialize(_ context.Context, in *runtime.Init) (runtime.Instance, error) {
+	if in.HTTPClient == nil {
+		return nil, runtime.Unrecoverable(errors.New("openapi: no HTTP client"))
+	}
+	return &instance{client: in.HTTPClient, limits: in.Limits}, nil
+}
+
+// instance is stateless, so it is safe for concurrent use.
+type instance struct {
+	client *http.Client
+	limits runtime.Limits
+}
+
+// Invoke sends one request for the operation, bounded by the block's timeout (else Limits.CallTimeout, else 30s)
+// and by ctx. The base URL, the block's headers and the auth they use render as in stateless_http; path
+// parameters are each escaped as one path segment ("/" included, so a value never adds a segment, and a value
+// "." or ".." is a recoverable invalid_arguments error); query, header and cookie parameters follow their
+// OpenAPI style; the body parameter is sent as JSON. Failures are classified as stateless_http classifies them
+// (SPEC §7.3).
+func (i *instance) Invoke(ctx context.Context, a runtime.Action, call *runtime.Call) (*runtime.Result, error) {
+	act, ok := a.(*Action)
+	if !ok {
+		return nil, runtime.Unrecoverable(fmt.Errorf("openapi: action of type %T", a))
+	}
+	ctx, cancel := context.WithTimeout(ctx, statelesshttp.CallTimeout(act.Timeout, i.limits))
+	defer cancel()
+	req, err := act.Request.Build(ctx, call.Values)
+	if err != nil {
+		if rerr := httpspec.Recoverable(err); rerr != nil {
+			return runtime.Fail(rerr), nil
+		}
+		return nil, err
+	}
+	if rerr := act.apply(req, call.Args); rerr != nil {
+		return runtime.Fail(rerr), nil
+	}
+	res := &runtime.Result{BytesOut: max(req.ContentLength, 0)}
+	resp, err := httpspec.Do(ctx, i.client, req, i.limits.ResponseBytes)
+	if resp != nil {
+		res.BytesIn = resp.Size
+		res.ServerData = map[string]any{"status": resp.Status, "headers": map[string][]string(resp.Header)}
+	}
+	if err == nil {
+		res.Output = resp.Body
+		return res, nil
+	}
+	rerr := httpspec.Recoverable(err)
+	if rerr == nil {
+		return nil, err
+	}
+	if resp != nil && resp.Status >= 400 {
+		res.ServerData["body"] = httpspec.Excerpt(resp.Raw, httpspec.ErrorBodyLimit)
+	}
+	res.Error = rerr
+	return res, nil
+}
+
+// Teardown does nothing: the instance holds no resources.
+func (*instance) Teardown(context.Context) error { return nil }
+
+// apply adds the operation's parameters and body to req.
+func (a *Action) apply(req *http.Request, args map[string]any) *runtime.Error {
+	if err := a.applyPath(req.URL, args); err != nil {
+		return err
+	}
+	var query, cookies []string
+	if req.URL.RawQuery != "" {
+		query = append(query, req.URL.RawQuery)
+	}
+	for _, p := range a.params {
+		v, ok := args[p.arg]
+		if !ok || v == nil {
+			continue
+		}
+		switch p.in {
+		case "query":
+			query = appendQuery(query, p, v)
+		case "header":
+			text := simple(v, p.explode)
+			if !validHeaderValue(text) {
+				return runtime.Errorf(runtime.KindInvalidArguments,
+					"parameter %s: a header value must not contain control characters such as CR, LF or NUL", p.arg)
+			}
+			// The block's headers (authentication) win over the LLM's values.
+			if key := textproto.CanonicalMIMEHeaderKey(p.name); req.Header.Get(key) == "" {
+				req.Header[key] = []string{text}
+			}
+		case "cookie":
+			cookies = append(cookies, p.name+"="+url.QueryEscape(simple(v, false)))
+		}
+	}
+	req.URL.RawQuery = strings.Join(query, "&")
+	if len(cookies) > 0 {
+		req.Header.Add("Cookie", strings.Join(cookies, "; "))
+	}
+	if body, ok := args[BodyParameter]; ok && a.body && req.Method != http.MethodGet && req.Method != http.MethodHead {
+		return setBody(req, body)
+	}
+	return nil
+}
+
+// applyPath appends the operation's path, with its parameters, to the base URL's path.
+func (a *Action) applyPath(u *url.URL, args map[string]any) *runtime.Error {
+	var b strings.Builder
+	b.WriteString(strings.TrimSuffix(u.EscapedPath(), "/"))
+	for _, part := range a.path {
+		if part.param < 0 {
+			b.WriteString(part.lit)
+			continue
+		}
+		p := a.params[part.param]
+		v, ok := args[p.arg]
+		if !ok || v == nil {
+			return runtime.Errorf(runtime.KindMissingFields, "path parameter %s is required", p.arg)
+		}
+		seg, err := pathValue(v, p.explode)
+		if err != "" {
+			return runtime.Errorf(runtime.KindInvalidArguments, "parameter %s: %s", p.arg, err)
+		}
+		b.WriteString(seg)
+	}
+	raw := b.String()
+	decoded, err := url.PathUnescape(raw)
+	if err != nil {
+		return runtime.Errorf(runtime.KindInvalidArguments, "the request path cannot be built")
+	}
+	u.Path, u.RawPath = decoded, raw
+	return nil
+}
+
+// pathValue renders a path parameter (style simple) as one escaped segment; it returns why it cannot.
+func pathValue(v any, explode bool) (string, string) {
+	var items []string
+	switch v := v.(type) {
+	case []any:
+		for _, e := range v {
+			items = append(items, url.PathEscape(interp.Text(e)))
+		}
+	case map[string]any:
+		for _, k := range sortedKeys(v) {
+			if explode {
+				items = append(items, url.PathEscape(k)+"="+url.PathEscape(interp.Text(v[k])))
+			} else {
+				items = append(items, url.PathEscape(k), url.PathEscape(interp.Text(v[k])))
+			}
+		}
+	default:
+		text := interp.Text(v)
+		switch text {
+		case "":
+			return "", "a path parameter must not be empty"
+		case ".", "..":
+			return "", "a path parameter must not be . or .."
+		}
+		return url.PathEscape(text), ""
+	}
+	seg := strings.Join(items, ",")
+	if seg == "" || seg == "." || seg == ".." {
+		return "", "a path parameter must not be empty, . or .."
+	}
+	return seg, ""
+}
+
+// appendQuery adds the query pairs of one parameter (styles form, spaceDelimited, pipeDelimited, deepObject).
+func appendQuery(query []string, p param, v any) []string {
+	name := url.QueryEscape(p.name)
+	switch v := v.(type) {
+	case []any:
+		items := make([]string, len(v))
+		for i, e := range v {
+			items[i] = url.QueryEscape(interp.Text(e))
+		}
+		switch {
+		case p.style == "spaceDelimited":
+			return append(query, name+"="+strings.Join(items, "%20"))
+		case p.style == "pipeDelimited":
+			return append(query, name+"="+strings.Join(items, "|"))
+		case p.explode:
+			for _, item := range items {
+				query = append(query, name+"="+item)
+			}
+			return query
+		}
+		return append(query, name+"="+strings.Join(items, ","))
+	case map[string]any:
+		keys := sortedKeys(v)
+		switch {
+		case p.style == "deepObject":
+			for _, k := range keys {
+				query = append(query, url.QueryEscape(p.name+"["+k+"]")+"="+url.QueryEscape(interp.Text(v[k])))
+			}
+			return query
+		case p.explode:
+			for _, k := range keys {
+				query = append(query, url.QueryEscape(k)+"="+url.QueryEscape(interp.Text(v[k])))
+			}
+			return query
+		}
+		items := make([]string, 0, 2*len(keys))
+		for _, k := range keys {
+			items = append(items, url.QueryEscape(k), url.QueryEscape(interp.Text(v[k])))
+		}
+		return append(query, name+"="+strings.Join(items, ","))
+	}
+	return append(query, name+"="+url.QueryEscape(interp.Text(v)))
+}
+
+// simple renders a header or cookie value (style simple): arrays comma-separated, objects as k,v or k=v pairs.
+func simple(v any, explode bool) string {
+	switch v := v.(type) {
+	case []any:
+		items := make([]string, len(v))
+		for i, e := range v {
+			items[i] = interp.Text(e)
+		}
+		return strings.Join(items, ",")
+	case map[string]any:
+		var items []string
+		for _, k := range sortedKeys(v) {
+			if explode {
+				items = append(items, k+"="+interp.Text(v[k]))
+			} else {
+				items = append(items, k, interp.Text(v[k]))
+			}
+		}
+		return strings.Join(items, ",")
+	}
+	return interp.Text(v)
+}
+
+// setBody encodes body as JSON (no HTML escaping, as stateless_http bodies) and sets it on req.
+func setBody(req *http.Request, body any) *runtime.Error {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(body); err != nil {
+		return runtime.Errorf(runtime.KindInvalidArguments, "parameter %s cannot be encoded as JSON", BodyParameter)
+	}
+	data := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+	req.Body = io.NopCloser(bytes.NewReader(data))
+	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil }
+	req.ContentLength = int64(len(data))
+	if req.Header.Get("Content-Type") == "" {
+		req.Header["Content-Type"] = []string{"application/json"}
+	}
+	return nil
+}
+
+// validHeaderValue rejects every control character but horizontal tab (SPEC §4.3).
+func validHeaderValue(v string) bool {
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; c < ' ' && c != '\t' || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,356 @@
+package openapi
+
+import (
+	"fmt"
+	"mime"
+	"net/http"
+	"regexp"
+	"sort"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/getkin/kin-openapi/openapi3"
+)
+
+// BodyParameter is the name of the parameter that carries an operation's JSON request body.
+const BodyParameter = "body"
+
+// MaxDescription bounds an action description taken from an operation, in runes: longer ones are cut (OpenAI
+// refuses function descriptions over 1024 characters).
+const MaxDescription = 1024
+
+// param is one parameter of an operation, in the form Invoke needs.
+type param struct {
+	name     string // as the document names it (sent on the wire)
+	arg      string // the action parameter that carries it
+	in       string // path, query, header or cookie
+	style    string
+	explode  bool
+	required bool
+}
+
+// operation is an operation of the document converted into an action's parts.
+type operation struct {
+	id, method, path string
+	description      string
+	params           []param
+	body             bool // the operation takes a JSON body in BodyParameter
+	bodyRequired     bool
+	schema           map[string]any // the action's parameters: type object, properties, required
+}
+
+// walk calls fn for every operation of doc in a stable order: paths sorted, methods in http.Method order.
+func walk(doc *openapi3.T, fn func(path, method string, item *openapi3.PathItem, op *openapi3.Operation)) {
+	if doc.Paths == nil {
+		return
+	}
+	paths := doc.Paths.Map()
+	keys := make([]string, 0, len(paths))
+	for k := range paths {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, p := range keys {
+		item := paths[p]
+		if item == nil {
+			continue
+		}
+		for _, m := range methodOrder {
+			if op := item.GetOperation(m); op != nil {
+				fn(p, m, item, op)
+			}
+		}
+	}
+}
+
+var methodOrder = []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+	http.MethodDelete, http.MethodOptions, http.MethodTrace}
+
+// find returns the operation with operationId id.
+func find(doc *openapi3.T, id string) (path, method string, item *openapi3.PathItem, op *openapi3.Operation) {
+	walk(doc, func(p, m string, i *openapi3.PathItem, o *openapi3.Operation) {
+		if op == nil && o.OperationID == id {
+			path, method, item, op = p, m, i, o
+		}
+	})
+	return
+}
+
+// argName maps a document parameter name to an action parameter name the LLM providers accept (property keys
+// matching ^[a-zA-Z0-9_.-]{1,64}$): other characters become "_".
+func argName(name string) string {
+	out := strings.Map(func(r rune) rune {
+		if r == '_' || r == '.' || r == '-' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' {
+			return r
+		}
+		return '_'
+	}, name)
+	if len(out) > 64 {
+		out = out[:64]
+	}
+	return out
+}
+
+// convert builds an operation; the error says why it cannot become an action.
+func convert(path, method string, item *openapi3.PathItem, op *openapi3.Operation) (*operation, error) {
+	o := &operation{id: op.OperationID, method: method, path: path, description: describe(op, method, path)}
+	if err := checkPath(path); err != nil {
+		return nil, err
+	}
+	c := &converter{}
+	props := map[string]any{}
+	var required []any
+	seen := map[string]string{}
+	for _, pr := range merged(item.Parameters, op.Parameters) {
+		p, schema, err := parameter(c, pr)
+		if err != nil {
+			return nil, err
+		}
+		if p == nil {
+			continue
+		}
+		if first, dup := seen[p.arg]; dup {
+			return nil, fmt.Errorf("parameters %s and %s %q both become the action parameter %q", first, p.in, p.name, p.arg)
+		}
+		seen[p.arg] = fmt.Sprintf("%s %q", p.in, p.name)
+		props[p.arg] = schema
+		if p.required {
+			required = append(required, p.arg)
+		}
+		o.params = append(o.params, *p)
+	}
+	if err := pathParamsDeclared(path, o.params); err != nil {
+		return nil, err
+	}
+	if rb := op.RequestBody; rb != nil && rb.Value != nil {
+		mt, err := jsonMedia(rb.Value.Content)
+		if err != nil {
+			return nil, err
+		}
+		if first, dup := seen[BodyParameter]; dup {
+			return nil, fmt.Errorf("parameter %s is named like the request body parameter %q", first, BodyParameter)
+		}
+		body := map[string]any{}
+		if mt != nil && mt.Schema != nil {
+			if b, ok := c.ref(mt.Schema).(map[string]any); ok {
+				body = b
+			}
+		}
+		if _, has := body["description"]; !has && rb.Value.Description != "" {
+			body["description"] = rb.Value.Description
+		}
+		props[BodyParameter] = body
+		o.body, o.bodyRequired = true, rb.Value.Required
+		if rb.Value.Required {
+			required = append(required, BodyParameter)
+		}
+	}
+	if c.err != nil {
+		return nil, c.err
+	}
+	if required == nil {
+		required = []any{}
+	}
+	sort.Slice(required, func(i, j int) bool { return required[i].(string) < required[j].(string) })
+	o.schema = map[string]any{"type": "object", "properties": props, "required": required}
+	return o, nil
+}
+
+// merged returns the path item's parameters overridden by the operation's (same name and location).
+func merged(shared, own openapi3.Parameters) []*openapi3.ParameterRef {
+	out := make([]*openapi3.ParameterRef, 0, len(shared)+len(own))
+	key := func(r *openapi3.ParameterRef) string {
+		if r == nil || r.Value == nil {
+			return ""
+		}
+		return r.Value.In + "\x00" + r.Value.Name
+	}
+	overridden := map[string]bool{}
+	for _, r := range own {
+		overridden[key(r)] = true
+	}
+	for _, r := range shared {
+		if !overridden[key(r)] {
+			out = append(out, r)
+		}
+	}
+	return append(out, own...)
+}
+
+// ignoredHeaders are header parameters the OpenAPI specification says to ignore: the request's media types and
+// its authorization come from elsewhere (the manifest's headers).
+var ignoredHeaders = map[string]bool{"Accept": true, "Content-Type": true, "Authorization": true}
+
+// parameter converts one parameter; it returns a nil param for one that is ignored.
+func parameter(c *converter, r *openapi3.ParameterRef) (*param, any, error) {
+	if r == nil || r.Value == nil {
+		return nil, nil, nil
+	}
+	v := r.Value
+	p := &param{name: v.Name, arg: argName(v.Name), in: v.In, style: v.Style, required: v.Required}
+	if v.Name == "" {
+		return nil, nil, fmt.Errorf("a %s parameter has no name", v.In)
+	}
+	if v.In == openapi3.ParameterInHeader && ignoredHeaders[http.CanonicalHeaderKey(v.Name)] {
+		return nil, nil, nil
+	}
+	if v.Schema == nil {
+		return nil, nil, fmt.Errorf("parameter %q is described by content, not a schema (unsupported)", v.Name)
+	}
+	var defaultStyle string
+	switch v.In {
+	case openapi3.ParameterInPath:
+		defaultStyle, p.required = openapi3.SerializationSimple, true
+	case openapi3.ParameterInQuery:
+		defaultStyle = openapi3.SerializationForm
+	case openapi3.ParameterInHeader:
+		defaultStyle = openapi3.SerializationSimple
+		if !validHeaderName(v.Name) {
+			return nil, nil, fmt.Errorf("header parameter %q is not a valid header name", v.Name)
+		}
+	case openapi3.ParameterInCookie:
+		defaultStyle = openapi3.SerializationForm
+	default:
+		return nil, nil, fmt.Errorf("parameter %q is in %q (unsupported)", v.Name, v.In)
+	}
+	if p.style == "" {
+		p.style = defaultStyle
+	}
+	p.explode = p.style == openapi3.SerializationForm
+	if v.Explode != nil {
+		p.explode = *v.Explode
+	}
+	shape := shapeOf(v.Schema.Value)
+	if err := supported(p, shape); err != nil {
+		return nil, nil, err
+	}
+	schema := c.ref(v.Schema)
+	if m, ok := schema.(map[string]any); ok {
+		if _, has := m["description"]; !has && v.Description != "" {
+			m["description"] = v.Description
+		}
+		if v.Deprecated {
+			m["deprecated"] = true
+		}
+	}
+	return p, schema, nil
+}
+
+// shapeOf tells primitive, array and object schemas apart, for the serialization styles.
+func shapeOf(s *openapi3.Schema) string {
+	if s == nil {
+		return "primitive"
+	}
+	switch {
+	case s.Type.Includes(openapi3.TypeArray):
+		return "array"
+	case s.Type.Includes(openapi3.TypeObject) || len(s.Properties) > 0:
+		return "object"
+	}
+	return "primitive"
+}
+
+// supported accepts the serialization styles Invoke implements (OpenAPI 3 "Style Values").
+func supported(p *param, shape string) error {
+	ok := false
+	switch p.in + "/" + p.style {
+	case "path/simple", "header/simple":
+		ok = true
+	case "query/form":
+		ok = true
+	case "query/spaceDelimited", "query/pipeDelimited":
+		ok = shape == "array"
+	case "query/deepObject":
+		ok = shape == "object"
+	case "cookie/form":
+		ok = shape == "primitive" || shape == "array" && !p.explode
+	}
+	if !ok {
+		return fmt.Errorf("%s parameter %q has style %s for a%s value (unsupported)", p.in, p.name, p.style,
+			map[string]string{"primitive": " primitive", "array": "n array", "object": "n object"}[shape])
+	}
+	return nil
+}
+
+var pathTemplate = regexp.MustCompile(`\{([^{}/]+)\}`)
+
+// checkPath refuses path templates whose literal parts would need escaping or could change the URL's structure.
+func checkPath(path string) error {
+	if !strings.HasPrefix(path, "/") {
+		return fmt.Errorf("path %q does not start with /", path)
+	}
+	literal := pathTemplate.ReplaceAllString(path, "x")
+	if strings.ContainsAny(literal, "?#{} ") {
+		return fmt.Errorf("path %q holds characters a path template cannot", path)
+	}
+	return nil
+}
+
+func pathParamsDeclared(path string, params []param) error {
+	for _, m := range pathTemplate.FindAllStringSubmatch(path, -1) {
+		found := false
+		for _, p := range params {
+			found = found || p.in == openapi3.ParameterInPath && p.name == m[1]
+		}
+		if !found {
+			return fmt.Errorf("path parameter %q is not declared", m[1])
+		}
+	}
+	return nil
+}
+
+// jsonMedia returns the JSON media type of a request body, nil when the content names none with a schema, or an
+// error when the body is not JSON.
+func jsonMedia(content openapi3.Content) (*openapi3.MediaType, error) {
+	if len(content) == 0 {
+		return nil, nil
+	}
+	keys := make([]string, 0, len(content))
+	for k := range content {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		mt, _, err := mime.ParseMediaType(k)
+		if err != nil {
+			continue
+		}
+		if mt == "application/json" || strings.HasSuffix(mt, "+json") {
+			return content[k], nil
+		}
+	}
+	return nil, fmt.Errorf("request body is not JSON (%s)", strings.Join(keys, ", "))
+}
+
+// describe is the action description: the summary, then the description when it says more.
+func describe(op *openapi3.Operation, method, path string) string {
+	d := strings.TrimSpace(op.Summary)
+	if desc := strings.TrimSpace(op.Description); desc != "" && desc != d {
+		if d != "" {
+			d += "\n\n"
+		}
+		d += desc
+	}
+	if d == "" {
+		d = method + " " + path
+	}
+	if utf8.RuneCountInString(d) > MaxDescription {
+		r := []rune(d)
+		d = string(r[:MaxDescription-1]) + "…"
+	}
+	return d
+}
+
+// validHeaderName reports whether name is an RFC 9110 token.
+func validHeaderName(name string) bool {
+	if name == "" {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if c <= ' ' || c >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
+			return false
+		}
+	}
+	return true
+}
