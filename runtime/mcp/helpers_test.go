@@ -68,7 +68,7 @@ var toolParams = map[string]string{
 	"add":      "        a: {type: number}\n        b: {type: number}\n",
 	"fail":     "        message: {type: string}\n",
 	"slow":     "        ms: {type: integer}\n",
-	"progress": "        steps: {type: integer}\n",
+	"progress": "        steps: {type: integer}\n        delay_ms: {type: integer, default: 0}\n",
 	"crash":    "        once: {type: string, default: \"\"}\n",
 	"env":      "        names: {type: array, items: {type: string}}\n",
 }

@@ -117,8 +117,9 @@ func addTools(s *server.MCPServer) {
 			}
 		})
 
-	s.AddTool(mcp.NewToolWithRawSchema("progress", "Reports steps progress notifications, then returns.",
-		schema(`{"type":"object","properties":{"steps":{"type":"integer"}},"required":["steps"]}`)),
+	s.AddTool(mcp.NewToolWithRawSchema("progress", "Reports steps progress notifications, each followed by "+
+		"delay_ms of work, then returns.",
+		schema(`{"type":"object","properties":{"steps":{"type":"integer"},"delay_ms":{"type":"integer"}},"required":["steps"]}`)),
 		func(ctx context.Context, r mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			steps := r.GetInt("steps", 0)
 			var token mcp.ProgressToken
@@ -133,6 +134,7 @@ func addTools(s *server.MCPServer) {
 					if err != nil {
 						return mcp.NewToolResultError("progress: " + err.Error()), nil
 					}
+					time.Sleep(time.Duration(r.GetInt("delay_ms", 0)) * time.Millisecond)
 				}
 			}
 			return mcp.NewToolResultText(fmt.Sprintf("%d steps", steps)), nil
