@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -21,6 +22,9 @@ import (
 // stderrTail bounds how much of a stdio server's stderr is kept for error messages.
 const stderrTail = 4 << 10
 
+// stderrWait bounds how long an error waits for the stderr of a server that is exiting.
+const stderrWait = 500 * time.Millisecond
+
 // excerptBytes bounds the stderr excerpt quoted in an error.
 const excerptBytes = 1 << 10
 
@@ -29,6 +33,10 @@ type session struct {
 	client *client.Client
 	proc   *exec.Cmd   // nil unless stdio
 	stderr *tailBuffer // nil unless stdio
+	// stderrW is the write end of the stderr pipe, closed in this process once the server started; drained is
+	// closed when the server's stderr ends (the process and its group have exited).
+	stderrW *os.File
+	drained chan struct{}
 }
 
 // dial says how to reach a server and what to do with what it sends.
@@ -52,7 +60,11 @@ func connect(ctx context.Context, d dial) (*session, error) {
 	if d.notify != nil {
 		s.client.OnNotification(d.notify)
 	}
-	if err := s.client.Start(d.life); err != nil {
+	err = s.client.Start(d.life)
+	if s.stderrW != nil {
+		_ = s.stderrW.Close() // the child has its copy
+	}
+	if err != nil {
 		s.abandon()
 		return nil, s.failure("starting", err)
 	}
@@ -143,13 +155,22 @@ func openStdio(d dial) (*session, error) {
 		}
 		env = append(env, name+"="+v)
 	}
-	s := &session{stderr: &tailBuffer{max: stderrTail}}
+	s := &session{stderr: &tailBuffer{max: stderrTail}, drained: make(chan struct{})}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("stderr pipe: %w", err)
+	}
+	s.stderrW = w
+	go func() {
+		defer close(s.drained)
+		_, _ = io.Copy(s.stderr, r)
+		_ = r.Close()
+	}()
 	cmdFunc := func(_ context.Context, command string, env, args []string) (*exec.Cmd, error) {
 		// Not exec.CommandContext: the process lives as long as the task, not as the call that started it.
 		cmd := exec.Command(command, args...)
 		cmd.Env = env
-		cmd.Stderr = s.stderr
-		cmd.WaitDelay = time.Second
+		cmd.Stderr = w
 		ownGroup(cmd)
 		s.proc = cmd
 		return cmd, nil
@@ -168,6 +189,11 @@ func newClient(tr transport.Interface) *client.Client {
 // failure describes a failed start or handshake, with the stderr excerpt of a stdio server.
 func (s *session) failure(what string, err error) error {
 	if s.stderr != nil {
+		// A server that died has written its last words; give the pipe a moment to deliver them.
+		select {
+		case <-s.drained:
+		case <-time.After(stderrWait):
+		}
 		if tail := s.stderr.excerpt(); tail != "" {
 			return fmt.Errorf("%s: %w (stderr: %s)", what, err, tail)
 		}
