@@ -31,6 +31,9 @@ func (Backend) Expand(ctx context.Context, b *runtime.Block) (*runtime.Expansion
 	if !b.Discover || b.Shared == nil {
 		return &runtime.Expansion{}, nil
 	}
+	if b.Check == nil {
+		return nil, errors.New("mcp: Expand needs the block's Checker")
+	}
 	srv, key := sharedServer(b)
 	if srv == nil {
 		return nil, errors.New("mcp: the top-level mcp block has problems")
