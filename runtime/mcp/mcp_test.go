@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -234,6 +235,57 @@ func TestTeardownEndsTheProcess(t *testing.T) {
 	if err := syscall.Kill(int(pid), 0); !errors.Is(err, syscall.ESRCH) {
 		t.Errorf("the server %d still exists after Close (kill 0: %v)", pid, err)
 	}
+}
+
+// TestTeardownKillsAStubbornGroup runs a server that ignores SIGTERM, outlives its input and has a child: Close
+// ends both within the teardown bound.
+func TestTeardownKillsAStubbornGroup(t *testing.T) {
+	t.Parallel()
+	childFile := filepath.Join(t.TempDir(), "child")
+	tl := load(t, manifest(stdioServer("MCPSERVER_STUBBORN: "+childFile), "pid"),
+		tool.WithLimits(tool.Limits{TeardownTimeout: 3 * time.Second}))
+	task := newTask(t, tl)
+	res, err := task.Invoke(context.Background(), "pid", nil)
+	if err != nil || res.IsError {
+		t.Fatalf("pid: %v %+v", err, res)
+	}
+	pid, _ := res.Output.(map[string]any)["pid"].(json.Number).Int64()
+	child, err := strconv.Atoi(strings.Join(lines(t, childFile), ""))
+	if err != nil {
+		t.Fatalf("child pid: %v", err)
+	}
+	start := time.Now()
+	if err := task.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > 3*time.Second {
+		t.Errorf("Close took %v, over the 3s teardown bound", took)
+	}
+	if err := syscall.Kill(int(pid), 0); !errors.Is(err, syscall.ESRCH) {
+		t.Errorf("the server %d still exists after Close (kill 0: %v)", pid, err)
+	}
+	// The child is not ours to reap, and SIGKILL lands asynchronously: wait (bounded) until it is gone or a
+	// zombie; no channel can tell us when another process's process dies.
+	deadline := time.Now().Add(2 * time.Second)
+	for state := procState(child); state != "" && state != "Z"; state = procState(child) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the server's child %d is in state %q 2s after Close, want gone", child, state)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// procState returns the state letter of pid from /proc ("" when it does not exist).
+func procState(pid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return ""
+	}
+	s := string(b)
+	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
+		return s[i+2 : i+3]
+	}
+	return "?"
 }
 
 func TestOneServerPerTask(t *testing.T) {

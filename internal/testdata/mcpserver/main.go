@@ -9,6 +9,8 @@
 //
 // The environment variable MCPSERVER_STARTS names a file the server appends one line to when it starts, so tests
 // can count starts; MCPSERVER_FAIL_START makes it print that text to stderr and exit 1 before serving.
+// MCPSERVER_STUBBORN names a file: the server starts a child process (in its process group) that writes its pid
+// there, ignores SIGTERM, and keeps running after its input ends, as a badly behaved server would.
 package main
 
 import (
@@ -20,7 +22,10 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
+	"os/signal"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -35,6 +40,21 @@ func main() {
 	if msg := os.Getenv("MCPSERVER_FAIL_START"); msg != "" {
 		fmt.Fprintln(os.Stderr, msg)
 		os.Exit(1)
+	}
+	if os.Getenv("MCPSERVER_CHILD") != "" {
+		signal.Ignore(syscall.SIGTERM)
+		select {}
+	}
+	stubborn := os.Getenv("MCPSERVER_STUBBORN")
+	if stubborn != "" {
+		signal.Ignore(syscall.SIGTERM)
+		child := exec.Command(os.Args[0])
+		child.Env = append(os.Environ(), "MCPSERVER_CHILD=1")
+		if err := child.Start(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		_ = os.WriteFile(stubborn, []byte(strconv.Itoa(child.Process.Pid)), 0o600)
 	}
 	if f := os.Getenv("MCPSERVER_STARTS"); f != "" {
 		out, err := os.OpenFile(f, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
@@ -62,7 +82,10 @@ func main() {
 		fmt.Printf("listening %s/sse\n", base)
 		err = http.Serve(ln, sse)
 	default:
-		err = server.ServeStdio(s)
+		err = server.NewStdioServer(s).Listen(context.Background(), os.Stdin, os.Stdout)
+		if stubborn != "" {
+			select {} // input ended: keep running anyway
+		}
 	}
 	if err != nil && !errors.Is(err, context.Canceled) {
 		fmt.Fprintln(os.Stderr, err)
