@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"os/exec"
@@ -48,6 +49,8 @@ type dial struct {
 	life context.Context
 	// notify receives the server's notifications (progress).
 	notify func(mcp.JSONRPCNotification)
+	// logger receives mcp-go's own log lines; nil discards them.
+	logger *slog.Logger
 }
 
 // connect starts or connects to the server and runs the MCP initialize handshake, bounded by ctx. On failure
@@ -79,6 +82,9 @@ func connect(ctx context.Context, d dial) (*session, error) {
 
 // open builds the client of the server's transport; for stdio the process starts at Client.Start.
 func open(d dial) (*session, error) {
+	if d.logger == nil {
+		d.logger = slog.New(slog.DiscardHandler)
+	}
 	srv := d.srv
 	switch srv.Transport {
 	case TransportStdio:
@@ -105,13 +111,15 @@ func open(d dial) (*session, error) {
 		}
 		var tr transport.Interface
 		if srv.Transport == TransportSSE {
-			t, err := transport.NewSSE(u, transport.WithHeaders(headers), transport.WithHTTPClient(hc))
+			t, err := transport.NewSSE(u, transport.WithHeaders(headers), transport.WithHTTPClient(hc),
+				transport.WithSSELogger(d.logger))
 			if err != nil {
 				return nil, fmt.Errorf("sse client: %w", err)
 			}
 			tr = t
 		} else {
-			t, err := transport.NewStreamableHTTP(u, transport.WithHTTPHeaders(headers), transport.WithHTTPBasicClient(hc))
+			t, err := transport.NewStreamableHTTP(u, transport.WithHTTPHeaders(headers), transport.WithHTTPBasicClient(hc),
+				transport.WithHTTPLogger(d.logger))
 			if err != nil {
 				return nil, fmt.Errorf("streamable http client: %w", err)
 			}
@@ -175,7 +183,8 @@ func openStdio(d dial) (*session, error) {
 		s.proc = cmd
 		return cmd, nil
 	}
-	tr := transport.NewStdioWithOptions(command, env, args, transport.WithCommandFunc(cmdFunc))
+	tr := transport.NewStdioWithOptions(command, env, args, transport.WithCommandFunc(cmdFunc),
+		transport.WithCommandLogger(d.logger))
 	s.client = newClient(tr)
 	return s, nil
 }

@@ -128,7 +128,8 @@ func (i *instance) session(ctx context.Context, act *Action, values interp.Resol
 func (i *instance) connect(ctx context.Context, act *Action, s *server, values interp.Resolver) (*session, error) {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), i.timeout(act))
 	stop := context.AfterFunc(i.life, cancel)
-	sess, err := connect(cctx, dial{srv: act.Server, values: values, http: i.http, life: i.life, notify: i.notify})
+	sess, err := connect(cctx, dial{srv: act.Server, values: values, http: i.http, life: i.life, notify: i.notify,
+		logger: i.logger})
 	stop()
 	cancel()
 	if err != nil {
