@@ -7,6 +7,7 @@
 //	tool functions FILE [--binding name=value ...] [--key KEY] [--include a,b] [--settings FILE] [--format openai|anthropic|mcp]
 //	tool invoke FILE ACTION [--args JSON] [--settings FILE] [--binding name=value ...] [--auth-env provider=VAR ...] [--timeout D]
 //	tool deliver FILE EVENT --body FILE [--header name:value ...] [--binding name=value ...] [--settings FILE]
+//	tool serve-mcp FILE [--settings FILE] [--binding name=value ...]
 //	tool schema
 //	tool help [command]
 //
@@ -30,6 +31,10 @@
 // X-GitHub-Delivery, ...), tried against EVENT or, for "-", every event. It prints the Delivery as JSON: activations
 // with message, parameters and payload, discarded events with reason and detail. Filters see only the --binding
 // values in the allow list. It exits 0 when the payload was delivered, even if every event discarded it.
+//
+// Serve-mcp starts one task with the given bindings and serves its functions as MCP tools over stdio until stdin
+// ends or the process is interrupted, then closes the task. Each tools/call runs through Task.Invoke; a recoverable
+// failure is a result with isError set, an unrecoverable one a JSON-RPC error.
 //
 // Schema prints the JSON Schema (draft-07) of the manifest format, for editors such as yaml-language-server:
 //

@@ -33,7 +33,7 @@ type command struct {
 
 // commands lists the subcommands in the order usage shows them (a function, so the list stays immutable).
 func commands() []command {
-	return []command{validateCommand, functionsCommand, invokeCommand, deliverCommand, schemaCommand}
+	return []command{validateCommand, functionsCommand, invokeCommand, deliverCommand, serveMCPCommand, schemaCommand}
 }
 
 // run executes the command line args (without the program name) and returns the exit code. ctx bounds the

@@ -1,6 +1,9 @@
 // Package mcp is the mcp action backend (SPEC §7.6): actions proxied to tools of a Model Context Protocol server
-// over stdio, SSE or streamable HTTP. This package validates the blocks; running servers arrives with the MCP work.
-// Importing the root package registers it.
+// over stdio, SSE or streamable HTTP, with github.com/mark3labs/mcp-go. Importing the root package registers it.
+//
+// A task runs one server per server block: every action that takes its server from the top-level mcp block shares
+// one, started (or connected) on the first call that needs it; an action with a server block of its own gets its
+// own. Teardown closes them all.
 package mcp
 
 import (
@@ -58,13 +61,22 @@ type CompiledServer struct {
 
 // Action is a prepared mcp action.
 type Action struct {
-	// Server is nil when the action uses the task's shared server.
-	Server   *CompiledServer
+	// Server is the server the action calls: its own block's, else the top-level block's.
+	Server *CompiledServer
+	// Key identifies the server within a task: the field path of the block that defines it ("mcp" for the
+	// top-level block, which all actions without a server of their own share).
+	Key string
+	// ToolName is the server's tool to call.
 	ToolName string
+	// Hints are the tool's annotations when the action was expanded from tools/list; nil otherwise.
+	Hints *runtime.Traits
 }
 
 // Traits reports a call whose effect the server decides; unknown is treated as destructive.
 func (a *Action) Traits() runtime.Traits {
+	if a.Hints != nil {
+		return *a.Hints
+	}
 	return runtime.Traits{Owner: "mcp_server", OpenWorld: true, Destructive: true}
 }
 
@@ -84,15 +96,33 @@ func (Backend) Prepare(_ context.Context, b *runtime.Block) (runtime.Action, err
 	if a.ToolName == "" {
 		a.ToolName = b.Action
 	}
-	if cfg.Server.Transport != "" || cfg.Command != "" || cfg.URL != "" {
+	switch {
+	case cfg.Server.Transport != "" || cfg.Command != "" || cfg.URL != "":
 		s, e := CompileServer(b.Check, b.Path, cfg.Server)
 		errs = append(errs, e...)
-		a.Server = s
-	} else if b.Shared == nil {
+		a.Server, a.Key = s, b.Path.String()
+	case b.Shared == nil:
 		errs.Add(field.Required(b.Path.Child("transport"),
 			"an mcp action needs a server: give transport and command or url here or in a top-level mcp block"))
+	default:
+		// ValidateShared reports the top-level block's problems once; here it is only compiled.
+		a.Server, a.Key = sharedServer(b)
 	}
 	return a, errs.Err()
+}
+
+// sharedServer compiles the top-level block for an action that uses it; nil when it has problems (reported by
+// ValidateShared).
+func sharedServer(b *runtime.Block) (*CompiledServer, string) {
+	var s Server
+	if errs := b.DecodeShared(&s); len(errs) > 0 {
+		return nil, b.SharedPath.String()
+	}
+	c, errs := CompileServer(b.Check, b.SharedPath, s)
+	if len(errs) > 0 {
+		return nil, b.SharedPath.String()
+	}
+	return c, b.SharedPath.String()
 }
 
 // ValidateShared checks the top-level mcp block once.
@@ -167,13 +197,9 @@ func CompileServer(c runtime.Checker, p *field.Path, s Server) (*CompiledServer,
 	return out, errs
 }
 
-// Initialize is not built yet: execution arrives with the MCP work.
-func (Backend) Initialize(context.Context, *runtime.Init) (runtime.Instance, error) {
-	return nil, runtime.ErrNotImplemented
-}
-
 var (
 	_ runtime.Runtime         = Backend{}
 	_ runtime.SharedValidator = Backend{}
+	_ runtime.Expander        = Backend{}
 	_ runtime.Describer       = (*Action)(nil)
 )

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/commonagents-go/tool"
+	"github.com/commonagents-go/tool/mcpserve"
+)
+
+var serveMCPCommand = command{
+	name:     "serve-mcp",
+	synopsis: "FILE [--settings FILE] [--binding name=value ...]",
+	summary:  "serve a manifest's functions as an MCP server over stdio",
+	detail: `Serve-mcp loads the manifest, starts one task with the given bindings and
+serves the task's functions as MCP tools over stdio (line-delimited JSON-RPC on
+stdin and stdout) until stdin ends or the process is interrupted; then it
+closes the task, tearing down what its calls started. Each tool's input schema
+is the function's parameters (as 'tool functions' prints them) and each
+tools/call runs through Task.Invoke. A recoverable failure is a result with
+isError set and "kind: message" as its text; an unrecoverable one is a JSON-RPC
+error, and later calls fail too.
+
+The exit code is 0 after a clean end of input, 1 when the manifest cannot be
+loaded or the task cannot start, 2 for a command-line mistake. Diagnostics go
+to stderr; stdout carries only MCP messages.`,
+	run: runServeMCP,
+}
+
+// serveTeardown bounds closing the task when serving ends.
+const serveTeardown = 15 * time.Second
+
+func runServeMCP(ctx context.Context, fs *flag.FlagSet, args []string, stdout, stderr io.Writer) int {
+	bindings := bindingFlag(fs)
+	settingsFile := fs.String("settings", "", "a YAML or JSON `FILE` mapping setting keys to values")
+	pos, code, ok := parse(fs, args)
+	if !ok {
+		return code
+	}
+	if len(pos) != 1 {
+		return usageError(fs, "want one manifest file, got %d arguments", len(pos))
+	}
+	opts, err := settingsOption(*settingsFile)
+	if err != nil {
+		fmt.Fprintf(stderr, "tool serve-mcp: %v\n", err)
+		return exitProblem
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	task, code := startTask(ctx, fs, stderr, "serve-mcp", pos[0], opts, bindings)
+	if task == nil {
+		return code
+	}
+	c := tool.Capability{}
+	if len(bindings) > 0 {
+		c.Bindings = bindings
+	}
+	serveErr := mcpserve.ForTask(task, c).ServeStdio(ctx, os.Stdin, stdout)
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), serveTeardown)
+	defer cancel()
+	if err := task.Close(cctx); err != nil {
+		fmt.Fprintf(stderr, "tool serve-mcp: %v\n", err)
+	}
+	if serveErr != nil && ctx.Err() == nil {
+		fmt.Fprintf(stderr, "tool serve-mcp: %v\n", serveErr)
+		return exitProblem
+	}
+	return exitOK
+}

@@ -1,0 +1,218 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/commonagents-go/tool"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+const calcManifest = `kind: commonagents.info/v1beta2/tool
+namespace: tests
+name: calc
+description: Greets people.
+actions:
+  - name: greet
+    description: Greets someone.
+    parameters:
+      properties:
+        name: {type: string}
+        greeting: {type: string, default: "Hello"}
+    execute:
+      cel:
+        expression: "{'greeting': input.greeting + ', ' + input.name}"
+  - name: shout
+    description: Returns the name in capitals.
+    parameters:
+      properties:
+        name: {type: string}
+    execute:
+      cel:
+        expression: "input.name.upperAscii()"
+`
+
+var (
+	toolBinOnce sync.Once
+	toolBinPath string
+	toolBinErr  error
+)
+
+// toolBinary builds this command once per test binary, for tests that need it as a separate process.
+func toolBinary(t *testing.T) string {
+	t.Helper()
+	toolBinOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "toolbin")
+		if err != nil {
+			toolBinErr = err
+			return
+		}
+		toolBinPath = filepath.Join(dir, "tool")
+		out, err := exec.Command("go", "build", "-o", toolBinPath, ".").CombinedOutput()
+		if err != nil {
+			toolBinErr = errors.New(string(out))
+		}
+	})
+	if toolBinErr != nil {
+		t.Fatalf("building tool: %v", toolBinErr)
+	}
+	return toolBinPath
+}
+
+// serveMCP runs `tool serve-mcp manifest extra...` and connects the official go-sdk client to it.
+func serveMCP(t *testing.T, manifest string, extra ...string) *mcp.ClientSession {
+	t.Helper()
+	cmd := exec.Command(toolBinary(t), append([]string{"serve-mcp", manifest}, extra...)...)
+	c := mcp.NewClient(&mcp.Implementation{Name: "go-sdk-test", Version: "1"}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := c.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+func TestServeMCPWithGoSDKClient(t *testing.T) {
+	t.Parallel()
+	file := writeFile(t, "calc.yaml", calcManifest)
+	s := serveMCP(t, file, "--binding", "greeting=Hi")
+	ctx := context.Background()
+
+	list, err := s.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tl, err := tool.LoadFile(ctx, file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fns := tl.Functions(tool.Capability{Bindings: map[string]any{"greeting": "Hi"}})
+	if len(list.Tools) != len(fns) {
+		t.Fatalf("%d tools, want %d", len(list.Tools), len(fns))
+	}
+	for n, f := range fns {
+		got := list.Tools[n]
+		var want, have any
+		_ = json.Unmarshal(f.Parameters, &want)
+		raw, _ := json.Marshal(got.InputSchema)
+		_ = json.Unmarshal(raw, &have)
+		if got.Name != f.Name || got.Description != f.Description || !reflect.DeepEqual(have, want) {
+			t.Errorf("tool %d = %s %q %s, want %s %q %s", n, got.Name, got.Description, raw, f.Name, f.Description, f.Parameters)
+		}
+	}
+
+	tests := []struct {
+		name    string
+		tool    string
+		args    map[string]any
+		isError bool
+		text    string
+		object  map[string]any
+	}{
+		{name: "object output", tool: "calc_greet", args: map[string]any{"name": "Ada"},
+			text: `{"greeting":"Hi, Ada"}`, object: map[string]any{"greeting": "Hi, Ada"}},
+		{name: "bound value wins", tool: "calc_greet", args: map[string]any{"name": "Ada", "greeting": "Yo"},
+			text: `{"greeting":"Hi, Ada"}`},
+		{name: "string output", tool: "calc_shout", args: map[string]any{"name": "ada"}, text: "ADA"},
+		{name: "missing argument", tool: "calc_shout", args: map[string]any{}, isError: true, text: "missing_fields"},
+		{name: "unknown argument", tool: "calc_shout", args: map[string]any{"name": "a", "x": 1}, isError: true,
+			text: "invalid_arguments"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res, err := s.CallTool(ctx, &mcp.CallToolParams{Name: tt.tool, Arguments: tt.args})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.IsError != tt.isError || len(res.Content) != 1 {
+				t.Fatalf("isError %v, content %v", res.IsError, res.Content)
+			}
+			text := res.Content[0].(*mcp.TextContent).Text
+			if tt.isError && !strings.HasPrefix(text, tt.text) || !tt.isError && text != tt.text {
+				t.Errorf("text = %q, want %q", text, tt.text)
+			}
+			if tt.object != nil {
+				var got map[string]any
+				raw, _ := json.Marshal(res.StructuredContent)
+				if err := json.Unmarshal(raw, &got); err != nil || !reflect.DeepEqual(got, tt.object) {
+					t.Errorf("structured content = %s, want %v", raw, tt.object)
+				}
+			}
+		})
+	}
+}
+
+// TestServeMCPRoundTrip runs our own mcp backend against our own serve-mcp process.
+func TestServeMCPRoundTrip(t *testing.T) {
+	t.Parallel()
+	calc := writeFile(t, "calc.yaml", calcManifest)
+	client := writeFile(t, "client.yaml", `kind: commonagents.info/v1beta2/tool
+namespace: tests
+name: remote
+description: Calls calc through MCP.
+mcp:
+  transport: stdio
+  command: `+toolBinary(t)+`
+  args: ["serve-mcp", "`+calc+`"]
+actions:
+  - name: greet
+    description: Greets through the served tool.
+    parameters:
+      properties:
+        name: {type: string}
+    execute:
+      mcp:
+        tool_name: calc_greet
+  - name: shout
+    description: Shouts through the served tool.
+    parameters:
+      properties:
+        name: {type: string, default: ""}
+    execute:
+      mcp:
+        tool_name: calc_shout
+  - name: greet_anything
+    description: Sends any name, checked on the far side only.
+    parameters:
+      properties:
+        name: {}
+    execute:
+      mcp:
+        tool_name: calc_greet
+`)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	tl, err := tool.LoadFile(ctx, client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	task, err := tl.NewTask(ctx, tool.TaskConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = task.Close(ctx) }()
+	res, err := task.Invoke(ctx, "greet", map[string]any{"name": "Ada"})
+	if err != nil || res.IsError || string(res.OutputJSON) != `{"greeting":"Hello, Ada"}` {
+		t.Fatalf("greet: %v %+v", err, res)
+	}
+	res, err = task.Invoke(ctx, "shout", map[string]any{"name": "ada"})
+	if err != nil || res.Output != "ADA" {
+		t.Fatalf("shout: %v %+v", err, res)
+	}
+	// A recoverable error on the far side stays recoverable here.
+	res, err = task.Invoke(ctx, "greet_anything", map[string]any{"name": 5})
+	if err != nil || !res.IsError || res.Error.Kind != "tool_error" || !strings.Contains(res.Error.Message, "invalid_arguments") {
+		t.Fatalf("greet with a number: %v %+v", err, res)
+	}
+}

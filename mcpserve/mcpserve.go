@@ -1,0 +1,130 @@
+// Package mcpserve serves the functions of a tool manifest as an MCP server (github.com/mark3labs/mcp-go), over
+// stdio or streamable HTTP: each function (Tool.Functions) is an MCP tool whose input schema is the function's
+// parameters, and each tools/call runs through Task.Invoke of one task.
+//
+// A recoverable failure of a call (SPEC §8) is an MCP result with isError set and "kind: message" as its text; an
+// unrecoverable one is a JSON-RPC error, and the task is then over. `tool serve-mcp` is this package over stdio; a
+// host mounts Handler on its own HTTP server for streamable HTTP.
+package mcpserve
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+
+	"github.com/commonagents-go/tool"
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+)
+
+// Version is the server version announced in the MCP handshake.
+const Version = "1.0.0"
+
+// Server is one task's functions served over MCP. It is safe for concurrent use.
+type Server struct {
+	mcp   *server.MCPServer
+	task  *tool.Task
+	owned bool // the task was started by New: Close closes it
+}
+
+// New starts a task of t with cfg and returns a server of the functions cfg.Capability exposes. Close ends the
+// task. It returns NewTask's error (bindings that do not validate, for instance).
+func New(ctx context.Context, t *tool.Tool, cfg tool.TaskConfig) (*Server, error) {
+	task, err := t.NewTask(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	s := ForTask(task, cfg.Capability)
+	s.owned = true
+	return s, nil
+}
+
+// ForTask returns a server of the functions c exposes, calling them through task, which must have been started
+// with the same capability. The caller keeps the task: Close does not close it.
+func ForTask(task *tool.Task, c tool.Capability) *Server {
+	t := task.Tool()
+	s := &Server{task: task, mcp: server.NewMCPServer(t.Name(), Version, server.WithToolCapabilities(false))}
+	hints := map[string]tool.CatalogEntry{}
+	for _, e := range t.Catalog(c) {
+		hints[e.ToolName] = e
+	}
+	for _, f := range t.Functions(c) {
+		def := mcp.NewToolWithRawSchema(f.Name, f.Description, f.Parameters)
+		if e, ok := hints[f.Name]; ok {
+			def.Annotations = mcp.ToolAnnotation{ReadOnlyHint: &e.IsReadOnly, DestructiveHint: &e.IsDestructive,
+				IdempotentHint: &e.IsIdempotent, OpenWorldHint: &e.IsOpenWorld}
+		}
+		s.mcp.AddTool(def, s.handler(f.Name))
+	}
+	return s
+}
+
+// MCPServer returns the underlying mcp-go server, to serve it over another transport.
+func (s *Server) MCPServer() *server.MCPServer { return s.mcp }
+
+// Task returns the task the calls run in.
+func (s *Server) Task() *tool.Task { return s.task }
+
+// ServeStdio serves MCP over line-delimited JSON-RPC on in and out until in ends (nil) or ctx is done (its error).
+func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
+	err := server.NewStdioServer(s.mcp).Listen(ctx, in, out)
+	if errors.Is(err, io.EOF) {
+		return nil
+	}
+	return err
+}
+
+// Handler returns an http.Handler serving MCP over streamable HTTP, to mount at the path clients use.
+func (s *Server) Handler(opts ...server.StreamableHTTPOption) http.Handler {
+	return server.NewStreamableHTTPServer(s.mcp, opts...)
+}
+
+// Close ends the task when New started it, tearing down what its calls started, within ctx.
+func (s *Server) Close(ctx context.Context) error {
+	if !s.owned {
+		return nil
+	}
+	return s.task.Close(ctx)
+}
+
+// handler runs one tools/call of function through the task.
+func (s *Server) handler(function string) server.ToolHandlerFunc {
+	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		args := []byte(req.Params.RawArguments)
+		if len(args) == 0 && req.Params.Arguments != nil {
+			var err error
+			if args, err = json.Marshal(req.Params.Arguments); err != nil {
+				return mcp.NewToolResultError("invalid_arguments: arguments must be a JSON object"), nil
+			}
+		}
+		res, err := s.task.InvokeFunction(ctx, function, args)
+		if err != nil {
+			return nil, err
+		}
+		return Result(res), nil
+	}
+}
+
+// Result converts a call's result into an MCP tool result: an error as isError with "kind: message"; an object
+// output as structured content plus its JSON as text; a string output as its text; anything else as its JSON.
+func Result(res *tool.Result) *mcp.CallToolResult {
+	if res.IsError {
+		msg := "internal: the call failed"
+		if res.Error != nil {
+			msg = res.Error.Kind + ": " + res.Error.Message
+		}
+		return mcp.NewToolResultError(msg)
+	}
+	switch out := res.Output.(type) {
+	case string:
+		return mcp.NewToolResultText(out)
+	case map[string]any:
+		return &mcp.CallToolResult{
+			Content:           []mcp.Content{mcp.NewTextContent(string(res.OutputJSON))},
+			StructuredContent: res.OutputJSON,
+		}
+	}
+	return mcp.NewToolResultText(string(res.OutputJSON))
+}

@@ -1,0 +1,120 @@
+package mcpserve_test
+
+import (
+	"context"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/commonagents-go/tool"
+	"github.com/commonagents-go/tool/mcpserve"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+const manifest = `kind: commonagents.info/v1beta2/tool
+namespace: tests
+name: words
+description: Word helpers.
+actions:
+  - name: shout
+    description: Returns the word in capitals.
+    parameters:
+      properties:
+        word: {type: string}
+    execute:
+      cel:
+        expression: "input.word.upperAscii()"
+`
+
+// serve mounts a Server of manifest on an httptest server over streamable HTTP.
+func serve(t *testing.T, src string) (*mcpserve.Server, string) {
+	t.Helper()
+	ctx := context.Background()
+	tl, err := tool.Load(ctx, []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := mcpserve.New(ctx, tl, tool.TaskConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(s.Handler())
+	t.Cleanup(func() {
+		srv.Close()
+		if err := s.Close(ctx); err != nil {
+			t.Error(err)
+		}
+	})
+	return s, srv.URL
+}
+
+func TestStreamableHTTPWithGoSDKClient(t *testing.T) {
+	t.Parallel()
+	_, url := serve(t, manifest)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c := mcp.NewClient(&mcp.Implementation{Name: "go-sdk-test", Version: "1"}, nil)
+	s, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = s.Close() }()
+	list, err := s.ListTools(ctx, nil)
+	if err != nil || len(list.Tools) != 1 || list.Tools[0].Name != "words" {
+		t.Fatalf("tools = %+v, %v; want one tool named words (one action: the capability key alone)", list, err)
+	}
+	tests := []struct {
+		args    map[string]any
+		isError bool
+		text    string
+	}{
+		{map[string]any{"word": "hey"}, false, "HEY"},
+		{map[string]any{"word": 3}, true, "invalid_arguments: "},
+	}
+	for _, tt := range tests {
+		res, err := s.CallTool(ctx, &mcp.CallToolParams{Name: "words", Arguments: tt.args})
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := res.Content[0].(*mcp.TextContent).Text
+		if res.IsError != tt.isError || len(text) < len(tt.text) || text[:len(tt.text)] != tt.text {
+			t.Errorf("%v: isError %v, text %q; want %v, %q", tt.args, res.IsError, text, tt.isError, tt.text)
+		}
+	}
+}
+
+// TestStreamableHTTPWithOurBackend calls the served tool through the mcp backend over streamable HTTP.
+func TestStreamableHTTPWithOurBackend(t *testing.T) {
+	t.Parallel()
+	_, url := serve(t, manifest)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	tl, err := tool.Load(ctx, []byte(`kind: commonagents.info/v1beta2/tool
+namespace: tests
+name: client
+description: Calls words over MCP.
+actions:
+  - name: shout
+    description: Shouts.
+    parameters:
+      properties:
+        word: {type: string}
+    execute:
+      mcp:
+        transport: streamable_http
+        url: `+url+`
+        tool_name: words
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	task, err := tl.NewTask(ctx, tool.TaskConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = task.Close(ctx) }()
+	res, err := task.Invoke(ctx, "shout", map[string]any{"word": "quiet"})
+	if err != nil || res.IsError || res.Output != "QUIET" {
+		t.Fatalf("shout: %v %+v", err, res)
+	}
+}

@@ -1,0 +1,292 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/exec"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/commonagents-go/tool/interp"
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// stderrTail bounds how much of a stdio server's stderr is kept for error messages.
+const stderrTail = 4 << 10
+
+// stderrWait bounds how long an error waits for the stderr of a server that is exiting.
+const stderrWait = 500 * time.Millisecond
+
+// excerptBytes bounds the stderr excerpt quoted in an error.
+const excerptBytes = 1 << 10
+
+// session is one connected and initialized MCP client, with the process behind it for stdio.
+type session struct {
+	client *client.Client
+	proc   *exec.Cmd   // nil unless stdio
+	stderr *tailBuffer // nil unless stdio
+	// stderrW is the write end of the stderr pipe, closed in this process once the server started; drained is
+	// closed when the server's stderr ends (the process and its group have exited).
+	stderrW *os.File
+	drained chan struct{}
+}
+
+// dial says how to reach a server and what to do with what it sends.
+type dial struct {
+	srv    *CompiledServer
+	values interp.Resolver
+	http   *http.Client
+	// life bounds the connection: SSE streams and stdio request handling end with it.
+	life context.Context
+	// notify receives the server's notifications (progress).
+	notify func(mcp.JSONRPCNotification)
+	// logger receives mcp-go's own log lines; nil discards them.
+	logger *slog.Logger
+}
+
+// connect starts or connects to the server and runs the MCP initialize handshake, bounded by ctx. On failure
+// everything it started is released; the error carries the stderr excerpt of a stdio server.
+func connect(ctx context.Context, d dial) (*session, error) {
+	s, err := open(d)
+	if err != nil {
+		return nil, err
+	}
+	if d.notify != nil {
+		s.client.OnNotification(d.notify)
+	}
+	err = s.client.Start(d.life)
+	if s.stderrW != nil {
+		_ = s.stderrW.Close() // the child has its copy
+	}
+	if err != nil {
+		s.abandon()
+		return nil, s.failure("starting", err)
+	}
+	req := mcp.InitializeRequest{}
+	req.Params.ClientInfo = mcp.Implementation{Name: "commonagents-go/tool", Version: "1"}
+	if _, err := s.client.Initialize(ctx, req); err != nil {
+		s.abandon()
+		return nil, s.failure("initialize handshake", err)
+	}
+	return s, nil
+}
+
+// open builds the client of the server's transport; for stdio the process starts at Client.Start.
+func open(d dial) (*session, error) {
+	if d.logger == nil {
+		d.logger = slog.New(slog.DiscardHandler)
+	}
+	srv := d.srv
+	switch srv.Transport {
+	case TransportStdio:
+		return openStdio(d)
+	case TransportSSE, TransportStreamableHTTP:
+		u, err := srv.URL.Render(d.values)
+		if err != nil {
+			return nil, fmt.Errorf("rendering url: %w", err)
+		}
+		headers := make(map[string]string, len(srv.Headers))
+		for name, t := range srv.Headers {
+			v, err := t.RenderString(d.values)
+			if err != nil {
+				return nil, fmt.Errorf("rendering header %s: %w", name, err)
+			}
+			if strings.ContainsAny(v, "\r\n\x00") {
+				return nil, fmt.Errorf("header %s: the value holds a line break or NUL", name)
+			}
+			headers[name] = v
+		}
+		hc := d.http
+		if hc == nil {
+			hc = &http.Client{}
+		}
+		var tr transport.Interface
+		if srv.Transport == TransportSSE {
+			t, err := transport.NewSSE(u, transport.WithHeaders(headers), transport.WithHTTPClient(hc),
+				transport.WithSSELogger(d.logger))
+			if err != nil {
+				return nil, fmt.Errorf("sse client: %w", err)
+			}
+			tr = t
+		} else {
+			t, err := transport.NewStreamableHTTP(u, transport.WithHTTPHeaders(headers), transport.WithHTTPBasicClient(hc),
+				transport.WithHTTPLogger(d.logger))
+			if err != nil {
+				return nil, fmt.Errorf("streamable http client: %w", err)
+			}
+			tr = t
+		}
+		return &session{client: newClient(tr)}, nil
+	}
+	return nil, fmt.Errorf("unsupported transport %q", srv.Transport)
+}
+
+// openStdio renders the command line and environment: only the listed variables, plus PATH and HOME.
+func openStdio(d dial) (*session, error) {
+	srv := d.srv
+	command, err := srv.Command.RenderString(d.values)
+	if err != nil {
+		return nil, fmt.Errorf("rendering command: %w", err)
+	}
+	args := make([]string, len(srv.Args))
+	for i, t := range srv.Args {
+		if args[i], err = t.RenderString(d.values); err != nil {
+			return nil, fmt.Errorf("rendering args[%d]: %w", i, err)
+		}
+	}
+	env := make([]string, 0, len(srv.Env)+2)
+	for _, name := range []string{"PATH", "HOME"} {
+		if _, listed := srv.Env[name]; !listed {
+			if v, ok := os.LookupEnv(name); ok {
+				env = append(env, name+"="+v)
+			}
+		}
+	}
+	names := make([]string, 0, len(srv.Env))
+	for name := range srv.Env {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		v, err := srv.Env[name].RenderString(d.values)
+		if err != nil {
+			return nil, fmt.Errorf("rendering env %s: %w", name, err)
+		}
+		env = append(env, name+"="+v)
+	}
+	s := &session{stderr: &tailBuffer{max: stderrTail}, drained: make(chan struct{})}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("stderr pipe: %w", err)
+	}
+	s.stderrW = w
+	go func() {
+		defer close(s.drained)
+		_, _ = io.Copy(s.stderr, r)
+		_ = r.Close()
+	}()
+	cmdFunc := func(_ context.Context, command string, env, args []string) (*exec.Cmd, error) {
+		// Not exec.CommandContext: the process lives as long as the task, not as the call that started it.
+		cmd := exec.Command(command, args...)
+		cmd.Env = env
+		cmd.Stderr = w
+		ownGroup(cmd)
+		s.proc = cmd
+		return cmd, nil
+	}
+	tr := transport.NewStdioWithOptions(command, env, args, transport.WithCommandFunc(cmdFunc),
+		transport.WithCommandLogger(d.logger))
+	s.client = newClient(tr)
+	return s, nil
+}
+
+// newClient returns a client that speaks the handshake protocol (up to 2025-11-25). Servers of the stateless
+// 2026-07-28 core still accept it, and mcp-go v1.2 servers drop progress notifications of stateless requests.
+func newClient(tr transport.Interface) *client.Client {
+	return client.NewClient(tr, client.WithLegacyProtocolOnly())
+}
+
+// failure describes a failed start or handshake, with the stderr excerpt of a stdio server.
+func (s *session) failure(what string, err error) error {
+	if s.stderr != nil {
+		// A server that died has written its last words; give the pipe a moment to deliver them.
+		select {
+		case <-s.drained:
+		case <-time.After(stderrWait):
+		}
+		if tail := s.stderr.excerpt(); tail != "" {
+			return fmt.Errorf("%s: %w (stderr: %s)", what, err, tail)
+		}
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
+// abandon releases a session that failed to start, without waiting for a polite exit.
+func (s *session) abandon() {
+	if s.proc != nil {
+		killGroup(s.proc)
+	}
+	go func() { _ = s.client.Close() }()
+}
+
+// close ends the session within ctx: the client is closed (for stdio: stdin closed, then signals), and a stdio
+// server's process group is killed once half of the remaining time is spent or the client has closed.
+func (s *session) close(ctx context.Context) error {
+	done := make(chan error, 1)
+	go func() { done <- s.client.Close() }()
+	if s.proc == nil {
+		select {
+		case err := <-done:
+			return err
+		case <-ctx.Done():
+			return fmt.Errorf("closing the client: %w", ctx.Err())
+		}
+	}
+	grace := time.Second
+	if dl, ok := ctx.Deadline(); ok {
+		grace = min(grace, time.Until(dl)/2)
+	}
+	timer := time.NewTimer(grace)
+	defer timer.Stop()
+	var err error
+	select {
+	case err = <-done:
+		killGroup(s.proc) // what the server started in its group ends with it
+		return closeErr(err)
+	case <-timer.C:
+	case <-ctx.Done():
+	}
+	killGroup(s.proc)
+	select {
+	case err = <-done:
+		return closeErr(err)
+	case <-ctx.Done():
+		return fmt.Errorf("waiting for the server process to exit: %w", ctx.Err())
+	}
+}
+
+// closeErr drops the exit status of a server we stopped ourselves.
+func closeErr(err error) error {
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		return nil
+	}
+	return err
+}
+
+// tailBuffer keeps the last max bytes written to it. It is safe for concurrent use.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	buf []byte
+}
+
+func (b *tailBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf = append(b.buf, p...)
+	if over := len(b.buf) - b.max; over > 0 {
+		b.buf = append(b.buf[:0], b.buf[over:]...)
+	}
+	return len(p), nil
+}
+
+// excerpt returns the last excerptBytes of stderr, trimmed, on one line.
+func (b *tailBuffer) excerpt() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s := b.buf
+	if len(s) > excerptBytes {
+		s = s[len(s)-excerptBytes:]
+	}
+	return strings.Join(strings.Fields(strings.ToValidUTF8(string(s), "")), " ")
+}

@@ -1,0 +1,130 @@
+package mcp_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"maps"
+	"slices"
+	"testing"
+
+	"github.com/commonagents-go/tool/field"
+	"github.com/commonagents-go/tool/internal/httpspec/httpspectest"
+	"github.com/commonagents-go/tool/runtime"
+	"github.com/commonagents-go/tool/runtime/mcp"
+)
+
+func sharedBlock(discover bool) *runtime.Block {
+	return &runtime.Block{
+		Kind: mcp.Kind, Tool: "mcptest", Path: field.NewPath("mcp"), SharedPath: field.NewPath("mcp"),
+		Shared: map[string]any{"transport": "stdio", "command": serverBin,
+			"env": map[string]any{"MCPSERVER_STARTS": "{settings.starts}"}},
+		Check: &httpspectest.Checker{}, Discover: discover,
+		Values: httpspectest.Roots{"settings": map[string]any{"starts": ""}},
+	}
+}
+
+func TestExpandListsTheServersTools(t *testing.T) {
+	t.Parallel()
+	exp, err := mcp.Backend{}.Expand(context.Background(), sharedBlock(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]runtime.Expanded{}
+	for _, a := range exp.Actions {
+		byName[a.Name] = a
+	}
+	for _, name := range []string{"echo", "add", "fail", "slow", "progress", "crash", "image", "pid", "env"} {
+		if _, ok := byName[name]; !ok {
+			t.Errorf("no action %s; actions %v", name, slices.Collect(maps.Keys(byName)))
+		}
+	}
+	skipped := map[string]string{}
+	for _, s := range exp.Skipped {
+		skipped[s.Name] = s.Reason
+	}
+	if len(skipped) != 2 || skipped["unusable"] == "" || skipped["dotted.name"] == "" {
+		t.Errorf("skipped = %v, want unusable and dotted.name with reasons", skipped)
+	}
+
+	add := byName["add"]
+	props, _ := add.Parameters["properties"].(map[string]any)
+	if add.Parameters["type"] != "object" || len(props) != 2 || !slices.Equal(add.Parameters["required"].([]any), []any{"a", "b"}) {
+		t.Errorf("add parameters = %v", add.Parameters)
+	}
+	if add.Description != "Adds two numbers." {
+		t.Errorf("add description = %q", add.Description)
+	}
+	if opt := byName["fail"].Parameters["required"].([]any); len(opt) != 0 {
+		t.Errorf("fail has required %v; the server declared none", opt)
+	}
+	if a := byName["echo"].Annotations; a == nil || !a.ReadOnly || !a.Idempotent || a.Destructive {
+		t.Errorf("echo annotations = %+v, want read-only and idempotent", a)
+	}
+	if byName["add"].Annotations != nil {
+		t.Errorf("add annotations = %+v, want none (the server gives no hints)", byName["add"].Annotations)
+	}
+
+	// The expanded action calls the shared server.
+	inst, err := mcp.Backend{}.Initialize(context.Background(), &runtime.Init{
+		Action: add.Action, Values: httpspectest.Roots{"settings": map[string]any{"starts": ""}},
+		Observe: func(context.Context, string, map[string]any) {}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = inst.Teardown(context.Background()) }()
+	res, err := inst.Invoke(context.Background(), add.Action, &runtime.Call{ID: "c1", Action: "add",
+		Args: map[string]any{"a": 1, "b": 2}, Values: httpspectest.Roots{}})
+	if err != nil || res.Error != nil {
+		t.Fatalf("add: %v %+v", err, res)
+	}
+	if got := res.Output.(map[string]any)["sum"]; got == nil || got.(interface{ String() string }).String() != "3" {
+		t.Errorf("sum = %v, want 3", got)
+	}
+}
+
+func TestExpandNeedsConsent(t *testing.T) {
+	t.Parallel()
+	exp, err := mcp.Backend{}.Expand(context.Background(), sharedBlock(false))
+	if err != nil || len(exp.Actions) != 0 || len(exp.Skipped) != 0 {
+		t.Fatalf("expansion without Discover = %+v, %v; want nothing", exp, err)
+	}
+}
+
+func TestExpandServerFailure(t *testing.T) {
+	t.Parallel()
+	b := sharedBlock(true)
+	b.Shared.(map[string]any)["env"] = map[string]any{"MCPSERVER_FAIL_START": "cannot list today"}
+	if _, err := (mcp.Backend{}).Expand(context.Background(), b); err == nil {
+		t.Fatal("expanding with a server that cannot start succeeded")
+	}
+}
+
+func TestParametersInlineLocalRefs(t *testing.T) {
+	t.Parallel()
+	got, err := mcp.Parameters([]byte(`{"type":"object","$defs":{"id":{"type":"string","minLength":1}},
+		"properties":{"id":{"$ref":"#/$defs/id"},"ids":{"type":"array","items":{"$ref":"#/$defs/id"}}},"required":["id"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	props := got["properties"].(map[string]any)
+	if props["id"].(map[string]any)["type"] != "string" || props["ids"].(map[string]any)["items"].(map[string]any)["type"] != "string" {
+		t.Errorf("refs not inlined: %v", got)
+	}
+	if _, ok := got["$defs"]; ok {
+		t.Errorf("$defs kept: %v", got)
+	}
+	bad := []struct{ name, schema string }{
+		{"recursive", `{"type":"object","$defs":{"n":{"type":"object","properties":{"next":{"$ref":"#/$defs/n"}}}},"properties":{"n":{"$ref":"#/$defs/n"}}}`},
+		{"remote", `{"type":"object","properties":{"x":{"$ref":"https://example.com/x"}}}`},
+		{"dangling", `{"type":"object","properties":{"x":{"$ref":"#/$defs/missing"}}}`},
+		{"array", `{"type":"array"}`},
+		{"unknown keyword", `{"type":"object","properties":{"x":{"type":"string","minLenght":2}}}`},
+	}
+	for _, b := range bad {
+		if _, err := mcp.Parameters([]byte(b.schema)); err == nil {
+			t.Errorf("%s: accepted", b.name)
+		}
+	}
+}

@@ -1,0 +1,164 @@
+package mcp_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/commonagents-go/tool"
+)
+
+// serverBin is the test MCP server, built once per test binary by TestMain.
+var serverBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "mcpserver")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	serverBin = filepath.Join(dir, "mcpserver")
+	out, err := exec.Command("go", "build", "-o", serverBin, "github.com/commonagents-go/tool/internal/testdata/mcpserver").CombinedOutput()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "building the test MCP server: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// remoteServer runs the test server as a separate process listening on loopback with flag (-http or -sse) and
+// returns its URL and process; the process is killed at the end of the test.
+func remoteServer(t testing.TB, flag string) (string, *exec.Cmd) {
+	t.Helper()
+	cmd := exec.Command(serverBin, flag, "127.0.0.1:0")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		t.Fatalf("reading the server's address: %v", err)
+	}
+	u, ok := strings.CutPrefix(strings.TrimSpace(line), "listening ")
+	if !ok {
+		t.Fatalf("unexpected first line %q", line)
+	}
+	return u, cmd
+}
+
+// toolParams are the parameters of the test server's tools, as manifest YAML (properties, indented by eight).
+var toolParams = map[string]string{
+	"echo":     "        text: {type: string}\n",
+	"add":      "        a: {type: number}\n        b: {type: number}\n",
+	"fail":     "        message: {type: string}\n",
+	"slow":     "        ms: {type: integer}\n",
+	"progress": "        steps: {type: integer}\n        delay_ms: {type: integer, default: 0}\n",
+	"crash":    "        once: {type: string, default: \"\"}\n",
+	"env":      "        names: {type: array, items: {type: string}}\n",
+}
+
+// manifest returns a tool manifest whose top-level mcp block is server (YAML lines, indented by two) and whose
+// actions are the named tools of the test server bound to it.
+func manifest(server string, actions ...string) string {
+	var b strings.Builder
+	b.WriteString("kind: commonagents.info/v1beta2/tool\nnamespace: tests\nname: mcptest\ndescription: The test MCP server.\n")
+	b.WriteString("mcp:\n" + server + "\nactions:\n")
+	for _, a := range actions {
+		fmt.Fprintf(&b, "  - name: %s\n    description: Calls %s.\n    parameters:\n      properties:\n", a, a)
+		if p := toolParams[a]; p != "" {
+			b.WriteString(p)
+		} else {
+			b.WriteString("        {}\n")
+		}
+		b.WriteString("    execute:\n      mcp: {}\n")
+	}
+	return b.String()
+}
+
+// stdioServer is the server block running the test server over stdio with extra env lines.
+func stdioServer(env ...string) string {
+	s := "  transport: stdio\n  command: " + serverBin + "\n"
+	if len(env) > 0 {
+		s += "  env:\n"
+		for _, e := range env {
+			s += "    " + e + "\n"
+		}
+	}
+	return s
+}
+
+func load(t testing.TB, src string, opts ...tool.Option) *tool.Tool {
+	t.Helper()
+	tl, err := tool.Load(context.Background(), []byte(src), opts...)
+	if err != nil {
+		t.Fatalf("load: %v\n%s", err, src)
+	}
+	return tl
+}
+
+func newTask(t testing.TB, tl *tool.Tool) *tool.Task {
+	t.Helper()
+	task, err := tl.NewTask(context.Background(), tool.TaskConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		_ = task.Close(ctx)
+	})
+	return task
+}
+
+// lines returns the non-empty lines of file, none when it does not exist.
+func lines(t testing.TB, file string) []string {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Fields(string(b))
+}
+
+// facts records lifecycle facts.
+type facts struct {
+	mu  sync.Mutex
+	all []tool.Fact
+}
+
+func (f *facts) Observe(_ context.Context, fact tool.Fact) {
+	f.mu.Lock()
+	f.all = append(f.all, fact)
+	f.mu.Unlock()
+}
+
+func (f *facts) named(name string) []tool.Fact {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []tool.Fact
+	for _, x := range f.all {
+		if x.Name == name {
+			out = append(out, x)
+		}
+	}
+	return out
+}

@@ -1,0 +1,333 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/commonagents-go/tool/interp"
+	"github.com/commonagents-go/tool/runtime"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// DefaultTimeout bounds one tools/call, and the start and handshake of a server, when neither the server block nor
+// the host's limits set a bound (SPEC §14).
+const DefaultTimeout = 30 * time.Second
+
+// DefaultTeardownTimeout bounds closing the task's servers when the host's limits set no bound (SPEC §14).
+const DefaultTeardownTimeout = 10 * time.Second
+
+// errClosed is returned by calls that arrive after Teardown started.
+var errClosed = errors.New("mcp: the task's servers are torn down")
+
+// Initialize starts (stdio) or connects to (sse, streamable_http) the server of in.Action and runs the MCP
+// initialize handshake, bounded by ctx and by the server's timeout. Any failure wraps runtime.ErrUnrecoverable and,
+// for stdio, quotes the end of the server's stderr. Other servers of the task start on their first call.
+func (Backend) Initialize(ctx context.Context, in *runtime.Init) (runtime.Instance, error) {
+	act, err := action(in.Action)
+	if err != nil {
+		return nil, err
+	}
+	life, cancel := context.WithCancel(context.Background())
+	i := &instance{
+		http: in.HTTPClient, limits: in.Limits, observe: in.Observe, logger: in.Logger,
+		life: life, cancel: cancel, servers: map[string]*server{}, progress: map[string]progressTarget{},
+	}
+	if _, err := i.session(ctx, act, in.Values); err != nil {
+		cancel()
+		return nil, err
+	}
+	return i, nil
+}
+
+func action(a runtime.Action) (*Action, error) {
+	act, ok := a.(*Action)
+	if !ok || act.Server == nil {
+		return nil, runtime.Unrecoverable(fmt.Errorf("mcp: not a prepared mcp action (%T)", a))
+	}
+	return act, nil
+}
+
+// instance holds a task's servers, one per server block. It is safe for concurrent use.
+type instance struct {
+	http    *http.Client
+	limits  runtime.Limits
+	observe func(context.Context, string, map[string]any)
+	logger  *slog.Logger
+	life    context.Context // ends at Teardown
+	cancel  context.CancelFunc
+
+	mu      sync.Mutex
+	servers map[string]*server // by Action.Key
+	closed  bool
+
+	progressMu sync.Mutex
+	progress   map[string]progressTarget // by progress token (the call id)
+
+	once        sync.Once
+	teardownErr error
+}
+
+// server is one server block's connection within the task. Its fields are guarded by instance.mu.
+type server struct {
+	sess    *session      // the live session; nil before the first connect or after one was lost
+	pending chan struct{} // non-nil while a connect runs; closed when it ends
+	failed  error         // the server could not be started: the task is over
+}
+
+// progressTarget is where the progress notifications of one call go.
+type progressTarget struct {
+	ctx    context.Context
+	callID string
+	action string
+}
+
+// session returns the live session of act's server, connecting first when there is none (once, however many
+// calls arrive together). A failed connect is unrecoverable and remembered.
+func (i *instance) session(ctx context.Context, act *Action, values interp.Resolver) (*session, error) {
+	for {
+		i.mu.Lock()
+		if i.closed {
+			i.mu.Unlock()
+			return nil, runtime.Unrecoverable(errClosed)
+		}
+		s := i.servers[act.Key]
+		if s == nil {
+			s = &server{}
+			i.servers[act.Key] = s
+		}
+		switch {
+		case s.sess != nil:
+			i.mu.Unlock()
+			return s.sess, nil
+		case s.failed != nil:
+			i.mu.Unlock()
+			return nil, s.failed
+		case s.pending == nil:
+			s.pending = make(chan struct{})
+			i.mu.Unlock()
+			return i.connect(ctx, act, s, values)
+		}
+		wait := s.pending
+		i.mu.Unlock()
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("mcp: waiting for server %s: %w", act.Key, ctx.Err())
+		}
+	}
+}
+
+// connect starts s's session; s.pending is set and is closed when connect returns. The connect is not bound to
+// the caller's cancellation (the session serves the whole task) but to the server's timeout and the task's life.
+func (i *instance) connect(ctx context.Context, act *Action, s *server, values interp.Resolver) (*session, error) {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), i.timeout(act))
+	stop := context.AfterFunc(i.life, cancel)
+	sess, err := connect(cctx, dial{srv: act.Server, values: values, http: i.http, life: i.life, notify: i.notify,
+		logger: i.logger})
+	stop()
+	cancel()
+	if err != nil {
+		err = runtime.Unrecoverable(fmt.Errorf("mcp: server %s (%s): %w", act.Key, act.Server.Transport, err))
+	}
+
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	close(s.pending)
+	s.pending = nil
+	switch {
+	case i.closed && err == nil:
+		// Teardown ran while we connected: nobody else will close this session.
+		go i.release(sess)
+		return nil, runtime.Unrecoverable(errClosed)
+	case err != nil:
+		s.failed = err
+		return nil, err
+	}
+	s.sess = sess
+	return sess, nil
+}
+
+// release closes a session that is no longer used, within the teardown bound.
+func (i *instance) release(sess *session) {
+	ctx, cancel := context.WithTimeout(context.Background(), i.teardownTimeout())
+	defer cancel()
+	if err := sess.close(ctx); err != nil {
+		i.logger.Warn("mcp: closing a lost server session", "error", err)
+	}
+}
+
+// drop forgets sess as act's live session (it was found lost) and closes it in the background.
+func (i *instance) drop(act *Action, sess *session) {
+	i.mu.Lock()
+	s := i.servers[act.Key]
+	mine := s != nil && s.sess == sess
+	if mine {
+		s.sess = nil
+	}
+	i.mu.Unlock()
+	if mine {
+		go i.release(sess)
+	}
+}
+
+func (i *instance) timeout(act *Action) time.Duration {
+	switch {
+	case act.Server.Timeout > 0:
+		return act.Server.Timeout
+	case i.limits.CallTimeout > 0:
+		return i.limits.CallTimeout
+	}
+	return DefaultTimeout
+}
+
+func (i *instance) teardownTimeout() time.Duration {
+	if i.limits.TeardownTimeout > 0 {
+		return i.limits.TeardownTimeout
+	}
+	return DefaultTeardownTimeout
+}
+
+// Invoke calls the action's tool with the call's arguments, bounded by the server's timeout (else
+// Limits.CallTimeout, else 30s) and ctx. A connection found lost (the server process died, the HTTP server went
+// away) is re-established once and the call retried; failing again is unrecoverable. An isError result is a
+// recoverable tool_error; a JSON-RPC error answer is recoverable too (invalid_arguments for invalid params,
+// tool_error otherwise); the call's deadline is a recoverable timeout.
+func (i *instance) Invoke(ctx context.Context, a runtime.Action, call *runtime.Call) (*runtime.Result, error) {
+	act, err := action(a)
+	if err != nil {
+		return nil, err
+	}
+	req := mcp.CallToolRequest{}
+	req.Params.Name = act.ToolName
+	req.Params.Arguments = call.Args
+	if call.ID != "" {
+		req.Params.Meta = &mcp.Meta{ProgressToken: call.ID}
+		i.track(call.ID, progressTarget{ctx: ctx, callID: call.ID, action: call.Action})
+		defer i.untrack(call.ID)
+	}
+	cctx, cancel := context.WithTimeout(ctx, i.timeout(act))
+	defer cancel()
+	for attempt := 1; ; attempt++ {
+		sess, err := i.session(cctx, act, call.Values)
+		if err != nil {
+			if ctx.Err() == nil && cctx.Err() != nil {
+				return nil, runtime.Errorf(runtime.KindTimeout, "mcp: no connection to the server before the call's deadline")
+			}
+			return nil, err
+		}
+		res, err := sess.client.CallTool(cctx, req)
+		if err == nil {
+			out := convert(res, i.limits.ResponseBytes)
+			out.Attempts = attempt
+			return out, nil
+		}
+		if ctx.Err() != nil {
+			return nil, callContextError(ctx, act)
+		}
+		if cctx.Err() != nil {
+			return nil, runtime.Errorf(runtime.KindTimeout, "mcp: tool %s did not answer within %s", act.ToolName, i.timeout(act))
+		}
+		var terr *transport.Error
+		if !errors.As(err, &terr) {
+			return nil, rpcError(act, err)
+		}
+		i.drop(act, sess)
+		if attempt == 2 {
+			return nil, runtime.Unrecoverable(sess.failure(fmt.Sprintf("mcp: server %s lost twice", act.Key), err))
+		}
+		i.logger.Warn("mcp: server connection lost; reconnecting", "server", act.Key, "error", err)
+	}
+}
+
+// callContextError reports the end of the caller's context: its deadline is a recoverable timeout.
+func callContextError(ctx context.Context, act *Action) error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return runtime.Errorf(runtime.KindTimeout, "mcp: tool %s did not answer before the call's deadline", act.ToolName)
+	}
+	return fmt.Errorf("mcp: tool %s: %w", act.ToolName, ctx.Err())
+}
+
+// rpcError classifies a JSON-RPC error answer: the server is alive and refused or failed the call.
+func rpcError(act *Action, err error) error {
+	if errors.Is(err, mcp.ErrInvalidParams) {
+		return runtime.Errorf(runtime.KindInvalidArguments, "mcp: tool %s: %v", act.ToolName, err)
+	}
+	return runtime.Errorf(runtime.KindToolError, "mcp: tool %s: %v", act.ToolName, err)
+}
+
+func (i *instance) track(token string, t progressTarget) {
+	i.progressMu.Lock()
+	i.progress[token] = t
+	i.progressMu.Unlock()
+}
+
+func (i *instance) untrack(token string) {
+	i.progressMu.Lock()
+	delete(i.progress, token)
+	i.progressMu.Unlock()
+}
+
+// notify forwards a progress notification as a tool.progress fact of the call it belongs to.
+func (i *instance) notify(n mcp.JSONRPCNotification) {
+	if n.Method != string(mcp.MethodNotificationProgress) {
+		return
+	}
+	p := n.Params.AdditionalFields
+	token, _ := p["progressToken"].(string)
+	i.progressMu.Lock()
+	t, ok := i.progress[token]
+	i.progressMu.Unlock()
+	if !ok {
+		return
+	}
+	data := map[string]any{"call_id": t.callID, "action": t.action, "progress": p["progress"]}
+	for _, k := range []string{"total", "message"} {
+		if v, ok := p[k]; ok {
+			data[k] = v
+		}
+	}
+	i.observe(t.ctx, "tool.progress", data)
+}
+
+// Teardown closes every session of the task, in parallel, within ctx (else the host's teardown bound); stdio
+// servers are asked to exit (stdin closed) and their process groups are killed when they have not exited by half
+// of the remaining time. It runs once; later calls return the first result.
+func (i *instance) Teardown(ctx context.Context) error {
+	i.once.Do(func() {
+		if _, ok := ctx.Deadline(); !ok {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, i.teardownTimeout())
+			defer cancel()
+		}
+		i.mu.Lock()
+		i.closed = true
+		var sessions []*session
+		for _, s := range i.servers {
+			if s.sess != nil {
+				sessions = append(sessions, s.sess)
+				s.sess = nil
+			}
+		}
+		i.mu.Unlock()
+		i.cancel() // ends connects in flight and SSE streams
+
+		errs := make([]error, len(sessions))
+		var wg sync.WaitGroup
+		for n, sess := range sessions {
+			wg.Go(func() { errs[n] = sess.close(ctx) })
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			i.teardownErr = fmt.Errorf("mcp: teardown: %w", err)
+		}
+	})
+	return i.teardownErr
+}
+
+var _ runtime.Instance = (*instance)(nil)

@@ -1,0 +1,327 @@
+package mcp_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/commonagents-go/tool"
+	"github.com/commonagents-go/tool/internal/leakcheck"
+)
+
+// TestTransports runs the same calls over every transport, each against the test server in its own process.
+func TestTransports(t *testing.T) {
+	t.Parallel()
+	servers := map[string]func(t *testing.T) string{
+		"stdio": func(*testing.T) string { return stdioServer() },
+		"sse": func(t *testing.T) string {
+			u, _ := remoteServer(t, "-sse")
+			return "  transport: sse\n  url: " + u + "\n"
+		},
+		"streamable_http": func(t *testing.T) string {
+			u, _ := remoteServer(t, "-http")
+			return "  transport: streamable_http\n  url: " + u + "\n"
+		},
+	}
+	calls := []struct {
+		action  string
+		args    map[string]any
+		want    string // the output's JSON
+		errKind string
+		errText string
+	}{
+		{action: "echo", args: map[string]any{"text": "hello"}, want: `"hello"`},
+		{action: "add", args: map[string]any{"a": 2, "b": 3.5}, want: `{"sum":5.5}`},
+		{action: "fail", args: map[string]any{"message": "no such repository"}, errKind: "tool_error",
+			errText: "no such repository"},
+	}
+	for name, server := range servers {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			task := newTask(t, load(t, manifest(server(t), "echo", "add", "fail")))
+			for _, c := range calls {
+				res, err := task.Invoke(context.Background(), c.action, c.args)
+				if err != nil {
+					t.Fatalf("%s: %v", c.action, err)
+				}
+				if c.errKind != "" {
+					if !res.IsError || res.Error.Kind != c.errKind || !strings.Contains(res.Error.Message, c.errText) {
+						t.Errorf("%s: IsError %v, error %+v; want %s containing %q", c.action, res.IsError, res.Error,
+							c.errKind, c.errText)
+					}
+					continue
+				}
+				if res.IsError || string(res.OutputJSON) != c.want {
+					t.Errorf("%s: output %s (error %+v), want %s", c.action, res.OutputJSON, res.Error, c.want)
+				}
+			}
+		})
+	}
+}
+
+func TestStdioEnvironmentOnlyListed(t *testing.T) {
+	t.Setenv("MCP_TEST_HOST_SECRET", "must-not-leak")
+	src := strings.Replace(manifest(stdioServer(`LISTED: "{settings.value}"`), "env"),
+		"mcp:\n", "settings:\n  properties:\n    value: {type: string}\nmcp:\n", 1)
+	task := newTask(t, load(t, src, tool.WithSettings(map[string]any{"value": "from-settings"})))
+	res, err := task.Invoke(context.Background(), "env",
+		map[string]any{"names": []any{"LISTED", "MCP_TEST_HOST_SECRET", "PATH"}})
+	if err != nil || res.IsError {
+		t.Fatalf("env: %v %+v", err, res)
+	}
+	got := res.Output.(map[string]any)
+	if got["LISTED"] != "from-settings" {
+		t.Errorf("LISTED = %v, want the rendered setting", got["LISTED"])
+	}
+	if _, ok := got["MCP_TEST_HOST_SECRET"]; ok {
+		t.Error("an unlisted host variable reached the server")
+	}
+	if _, ok := got["PATH"]; !ok {
+		t.Error("PATH was not forwarded")
+	}
+}
+
+func TestNonTextContentGoesToServerData(t *testing.T) {
+	t.Parallel()
+	task := newTask(t, load(t, manifest(stdioServer(), "image")))
+	res, err := task.Invoke(context.Background(), "image", nil)
+	if err != nil || res.IsError {
+		t.Fatalf("image: %v %+v", err, res)
+	}
+	if res.Output != "a dot" {
+		t.Errorf("output = %v, want the text part", res.Output)
+	}
+	content, _ := res.ServerData["content"].([]any)
+	if len(content) != 1 || !strings.Contains(fmt.Sprint(content[0]), "image/png") {
+		t.Errorf("server data content = %v, want the image", res.ServerData["content"])
+	}
+}
+
+func TestCallTimeoutIsRecoverable(t *testing.T) {
+	t.Parallel()
+	task := newTask(t, load(t, manifest(stdioServer()+"  timeout: 300ms\n", "slow", "echo")))
+	res, err := task.Invoke(context.Background(), "slow", map[string]any{"ms": 5000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.IsError || res.Error.Kind != "timeout" || !res.Error.Retryable {
+		t.Fatalf("slow: %+v, want a retryable timeout", res.Error)
+	}
+	// The server is still there for the next call.
+	res, err = task.Invoke(context.Background(), "echo", map[string]any{"text": "still here"})
+	if err != nil || res.Output != "still here" {
+		t.Fatalf("echo after a timeout: %v %+v", err, res)
+	}
+}
+
+// TestProgressBecomesFacts checks that progress notifications of a call become its tool.progress facts. Delivery
+// is best effort: the backend drops notifications that arrive after the call returned, and neither mcp-go's
+// stdio server (which writes notifications from a goroutine of their own) nor its HTTP client (which dispatches
+// them concurrently) keeps them ordered with the result; the server pauses after each step to leave them time.
+func TestProgressBecomesFacts(t *testing.T) {
+	t.Parallel()
+	u, _ := remoteServer(t, "-http")
+	for name, server := range map[string]string{
+		"stdio":           stdioServer(),
+		"streamable_http": "  transport: streamable_http\n  url: " + u + "\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			rec := &facts{}
+			task := newTask(t, load(t, manifest(server, "progress"), tool.WithObserver(rec)))
+			res, err := task.Invoke(context.Background(), "progress", map[string]any{"steps": 3, "delay_ms": 50})
+			if err != nil || res.IsError || res.Output != "3 steps" {
+				t.Fatalf("progress: %v %+v", err, res)
+			}
+			got := rec.named("tool.progress")
+			if len(got) == 0 || len(got) > 3 {
+				t.Fatalf("%d tool.progress facts, want 1 to 3: %+v", len(got), got)
+			}
+			last := 0
+			for _, f := range got {
+				step, _ := strconv.Atoi(fmt.Sprint(f.Data["progress"]))
+				if f.Data["call_id"] != res.CallID || step <= last || step > 3 ||
+					f.Data["message"] != fmt.Sprintf("step %d", step) || fmt.Sprint(f.Data["total"]) != "3" {
+					t.Errorf("fact %+v, want call %s, a step after %d", f.Data, res.CallID, last)
+				}
+				last = step
+			}
+		})
+	}
+}
+
+func TestServerCrash(t *testing.T) {
+	t.Parallel()
+	t.Run("retried once after a crash", func(t *testing.T) {
+		t.Parallel()
+		dir := t.TempDir()
+		starts := filepath.Join(dir, "starts")
+		task := newTask(t, load(t, manifest(stdioServer("MCPSERVER_STARTS: "+starts), "crash")))
+		res, err := task.Invoke(context.Background(), "crash", map[string]any{"once": filepath.Join(dir, "once")})
+		if err != nil || res.IsError || res.Output != "survived" {
+			t.Fatalf("crash once: %v %+v", err, res)
+		}
+		if res.Telemetry.Attempts != 2 {
+			t.Errorf("attempts = %d, want 2", res.Telemetry.Attempts)
+		}
+		if n := len(lines(t, starts)); n != 2 {
+			t.Errorf("the server started %d times, want 2", n)
+		}
+	})
+	t.Run("unrecoverable when it crashes again", func(t *testing.T) {
+		t.Parallel()
+		task := newTask(t, load(t, manifest(stdioServer(), "crash")))
+		_, err := task.Invoke(context.Background(), "crash", nil)
+		if !errors.Is(err, tool.ErrUnrecoverable) {
+			t.Fatalf("err = %v, want unrecoverable", err)
+		}
+		if !strings.Contains(err.Error(), "crashing on purpose") {
+			t.Errorf("err = %v, want the server's stderr excerpt", err)
+		}
+	})
+	t.Run("http server gone", func(t *testing.T) {
+		t.Parallel()
+		u, cmd := remoteServer(t, "-http")
+		task := newTask(t, load(t, manifest("  transport: streamable_http\n  url: "+u+"\n", "echo")))
+		if res, err := task.Invoke(context.Background(), "echo", map[string]any{"text": "a"}); err != nil || res.IsError {
+			t.Fatalf("first call: %v %+v", err, res)
+		}
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		_, err := task.Invoke(context.Background(), "echo", map[string]any{"text": "b"})
+		if !errors.Is(err, tool.ErrUnrecoverable) {
+			t.Fatalf("err = %v, want unrecoverable", err)
+		}
+	})
+}
+
+func TestStartFailureQuotesStderr(t *testing.T) {
+	t.Parallel()
+	task := newTask(t, load(t, manifest(stdioServer(`MCPSERVER_FAIL_START: "bad config: no token given"`), "echo")))
+	_, err := task.Invoke(context.Background(), "echo", map[string]any{"text": "a"})
+	if !errors.Is(err, tool.ErrUnrecoverable) || !strings.Contains(err.Error(), "bad config: no token given") {
+		t.Fatalf("err = %v, want unrecoverable with the stderr excerpt", err)
+	}
+}
+
+func TestTeardownEndsTheProcess(t *testing.T) {
+	leakcheck.Check(t)
+	task := newTask(t, load(t, manifest(stdioServer(), "pid")))
+	res, err := task.Invoke(context.Background(), "pid", nil)
+	if err != nil || res.IsError {
+		t.Fatalf("pid: %v %+v", err, res)
+	}
+	pid, err := res.Output.(map[string]any)["pid"].(json.Number).Int64()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(int(pid), 0); err != nil {
+		t.Fatalf("the server %d is not running before Close: %v", pid, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := task.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(int(pid), 0); !errors.Is(err, syscall.ESRCH) {
+		t.Errorf("the server %d still exists after Close (kill 0: %v)", pid, err)
+	}
+}
+
+// TestTeardownKillsAStubbornGroup runs a server that ignores SIGTERM, outlives its input and has a child: Close
+// ends both within the teardown bound.
+func TestTeardownKillsAStubbornGroup(t *testing.T) {
+	t.Parallel()
+	childFile := filepath.Join(t.TempDir(), "child")
+	tl := load(t, manifest(stdioServer("MCPSERVER_STUBBORN: "+childFile), "pid"),
+		tool.WithLimits(tool.Limits{TeardownTimeout: 3 * time.Second}))
+	task := newTask(t, tl)
+	res, err := task.Invoke(context.Background(), "pid", nil)
+	if err != nil || res.IsError {
+		t.Fatalf("pid: %v %+v", err, res)
+	}
+	pid, _ := res.Output.(map[string]any)["pid"].(json.Number).Int64()
+	child, err := strconv.Atoi(strings.Join(lines(t, childFile), ""))
+	if err != nil {
+		t.Fatalf("child pid: %v", err)
+	}
+	start := time.Now()
+	if err := task.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > 3*time.Second {
+		t.Errorf("Close took %v, over the 3s teardown bound", took)
+	}
+	if err := syscall.Kill(int(pid), 0); !errors.Is(err, syscall.ESRCH) {
+		t.Errorf("the server %d still exists after Close (kill 0: %v)", pid, err)
+	}
+	// The child is not ours to reap, and SIGKILL lands asynchronously: wait (bounded) until it is gone or a
+	// zombie; no channel can tell us when another process's process dies.
+	deadline := time.Now().Add(2 * time.Second)
+	for state := procState(child); state != "" && state != "Z"; state = procState(child) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the server's child %d is in state %q 2s after Close, want gone", child, state)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// procState returns the state letter of pid from /proc ("" when it does not exist).
+func procState(pid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return ""
+	}
+	s := string(b)
+	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
+		return s[i+2 : i+3]
+	}
+	return "?"
+}
+
+func TestOneServerPerTask(t *testing.T) {
+	t.Parallel()
+	starts := filepath.Join(t.TempDir(), "starts")
+	src := manifest(stdioServer("MCPSERVER_STARTS: "+starts), "echo", "add") +
+		"  - name: own\n    description: Has its own server.\n    parameters:\n      properties:\n" +
+		"        text: {type: string}\n    execute:\n      mcp:\n        tool_name: echo\n        transport: stdio\n" +
+		"        command: " + serverBin + "\n        env:\n          MCPSERVER_STARTS: " + starts + "\n"
+	task := newTask(t, load(t, src))
+	var wg sync.WaitGroup
+	errs := make(chan error, 30)
+	for n := range 10 {
+		wg.Go(func() {
+			for _, call := range []struct {
+				action string
+				args   map[string]any
+			}{
+				{"echo", map[string]any{"text": fmt.Sprint(n)}},
+				{"add", map[string]any{"a": n, "b": 1}},
+				{"own", map[string]any{"text": fmt.Sprint(n)}},
+			} {
+				res, err := task.Invoke(context.Background(), call.action, call.args)
+				if err != nil || res.IsError {
+					errs <- fmt.Errorf("%s: %v %+v", call.action, err, res)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	// One process for the shared block, one for the action with its own server.
+	if n := len(lines(t, starts)); n != 2 {
+		t.Errorf("%d server processes started, want 2", n)
+	}
+}
