@@ -42,6 +42,10 @@ func (l *loader) expand(root map[string]any, t *Tool) {
 	for kind := range sharedBlocks(l.m) {
 		kinds = append(kinds, kind)
 	}
+	used := map[string]bool{}
+	for _, a := range t.actions {
+		used[a.kind] = true
+	}
 	sort.Strings(kinds)
 	for _, kind := range kinds {
 		backend, ok := l.opts.runtimes.Lookup(kind)
@@ -52,7 +56,7 @@ func (l *loader) expand(root map[string]any, t *Tool) {
 		p := field.NewPath(kind)
 		block := &runtime.Block{Kind: kind, Tool: l.m.Name, Shared: root[kind], SharedPath: p,
 			Check: l.checkerFor(l.rootProps(), false), BaseDir: l.opts.baseDir, Discover: l.opts.discover,
-			Values: loadValues{t}}
+			Used: used[kind], Values: loadValues{t}}
 		exp, err := ex.Expand(l.ctx, block)
 		if err != nil {
 			l.errs = append(l.errs, blockErrors(p, err)...)

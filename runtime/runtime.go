@@ -92,6 +92,9 @@ type Block struct {
 	// Discover is set when the host consented (tool option) to contacting live servers at load to list the
 	// actions they offer; an Expander that needs a live server (MCP tools/list) expands only when it is set.
 	Discover bool
+	// Used is set, for Expand, when a declared action runs on this backend: SPEC §7.6 expands a top-level mcp
+	// block only when no action is bound to it.
+	Used bool
 	// Values resolves {settings.*} and {runtime.*} tokens for work done at load (Expand); nil in Prepare.
 	Values interp.Resolver
 }

@@ -23,12 +23,12 @@ const maxRefDepth = 32
 
 // Expand lists the tools of the top-level block's server (tools/list) and returns one action per tool, bound to
 // the shared server: name and description from the tool, parameters from its input schema with local $refs
-// inlined, annotations from its hints. It runs only when the host opted in (b.Discover); otherwise it returns an
-// empty expansion. The server is started (or connected to) for the listing and closed before Expand returns, all
+// inlined, annotations from its hints. It runs only when the host opted in (b.Discover) and no declared action
+// runs on mcp (b.Used, SPEC §7.6); otherwise it returns an empty expansion. The server is started (or connected to) for the listing and closed before Expand returns, all
 // within ctx. A server that cannot be reached or listed is an error; a tool that cannot become an action (a name
 // the manifest does not allow, a schema that is not a usable object schema) is skipped with the reason.
 func (Backend) Expand(ctx context.Context, b *runtime.Block) (*runtime.Expansion, error) {
-	if !b.Discover || b.Shared == nil {
+	if !b.Discover || b.Used || b.Shared == nil {
 		return &runtime.Expansion{}, nil
 	}
 	if b.Check == nil {

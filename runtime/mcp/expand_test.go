@@ -2,12 +2,15 @@ package mcp_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 
+	"github.com/commonagents-go/tool"
 	"github.com/commonagents-go/tool/field"
 	"github.com/commonagents-go/tool/internal/httpspec/httpspectest"
 	"github.com/commonagents-go/tool/runtime"
@@ -126,5 +129,38 @@ func TestParametersInlineLocalRefs(t *testing.T) {
 		if _, err := mcp.Parameters([]byte(b.schema)); err == nil {
 			t.Errorf("%s: accepted", b.name)
 		}
+	}
+}
+
+// TestLoadExpandsTheTopLevelServer runs the expansion through tool.Load: with WithDiscovery the server's tools
+// become functions and actions that call it; without it, or with a declared mcp action, nothing is listed.
+func TestLoadExpandsTheTopLevelServer(t *testing.T) {
+	src := manifest(stdioServer())
+	src = strings.Replace(src, "actions:\n", "actions:\n  - name: local\n    description: A local action.\n    execute:\n      cel:\n        expression: \"1\"\n", 1)
+	tl := load(t, src, tool.WithDiscovery(true))
+	var names []string
+	for _, f := range tl.Functions(tool.Capability{}) {
+		names = append(names, f.Action)
+	}
+	for _, want := range []string{"local", "echo", "add"} {
+		if !slices.Contains(names, want) {
+			t.Errorf("functions %v lack %q", names, want)
+		}
+	}
+	if len(tl.Skipped()) == 0 {
+		t.Error("the test server's unusable tools are not reported as skipped")
+	}
+	task := newTask(t, tl)
+	res, err := task.Invoke(context.Background(), "add", map[string]any{"a": 2, "b": 3})
+	if err != nil || res.IsError || fmt.Sprint(res.Output) != "map[sum:5]" {
+		t.Fatalf("add through the expanded action = %+v, %v", res, err)
+	}
+
+	if got := load(t, src).Functions(tool.Capability{}); len(got) != 1 {
+		t.Errorf("without WithDiscovery: %d functions, want only the declared one", len(got))
+	}
+	bound := load(t, manifest(stdioServer(), "echo"), tool.WithDiscovery(true))
+	if got := bound.Functions(tool.Capability{}); len(got) != 1 {
+		t.Errorf("with an action bound to the block: %d functions, want 1 (no expansion)", len(got))
 	}
 }
