@@ -148,6 +148,7 @@ func (t *Task) Resume(ctx context.Context) error {
 	t.events.mu.Unlock()
 	t.observe(ctx, "task.resumed", "", nil)
 	err := t.saveEvents(ctx)
+	t.stopWatchdog(ctx) // its next wake-up may be later than the deadlines Resume just set
 	t.startWorkers()
 	return err
 }

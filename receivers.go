@@ -17,11 +17,11 @@ import (
 // and Resume for the included events that have not expired, stopped by Interrupt, expiry and Close.
 type workers struct {
 	mu       sync.Mutex
-	running  []events.Worker // by event index; nil when not running
-	busy     []bool          // by event index: a Stop is running; the event starts again only after it
-	stopping sync.WaitGroup  // stops in the background (expiry)
-	watchdog func()          // stops the expiry watchdog; nil when the task has none
-	closed   bool            // set by Close: nothing starts or stops in the background any more
+	running  []events.Worker       // by event index; nil when not running
+	busy     []bool                // by event index: a Stop is running; the event starts again only after it
+	stopping sync.WaitGroup        // stops in the background (expiry)
+	watchdog func(context.Context) // stops the expiry watchdog; nil when the task has none
+	closed   bool                  // set by Close: nothing starts or stops in the background any more
 }
 
 // background reports whether event i works in the background.
@@ -110,16 +110,23 @@ func (t *Task) stopExpired(newly []int) {
 	t.workers.stopping.Go(func() { _ = t.stopWorkers(t.ctx, events.StopExpired, which) })
 }
 
-// closeWorkers stops the watchdog and every worker, and waits for background stops, within the teardown bound.
-func (t *Task) closeWorkers(ctx context.Context) error {
+// stopWatchdog stops the expiry watchdog; startWorkers starts a new one.
+func (t *Task) stopWatchdog(ctx context.Context) {
 	t.workers.mu.Lock()
-	t.workers.closed = true
 	watchdog := t.workers.watchdog
 	t.workers.watchdog = nil
 	t.workers.mu.Unlock()
 	if watchdog != nil {
-		watchdog()
+		watchdog(ctx)
 	}
+}
+
+// closeWorkers stops the watchdog and every worker, and waits for background stops, within the teardown bound.
+func (t *Task) closeWorkers(ctx context.Context) error {
+	t.workers.mu.Lock()
+	t.workers.closed = true
+	t.workers.mu.Unlock()
+	t.stopWatchdog(ctx)
 	err := t.stopWorkers(ctx, events.StopClosed, all)
 	bound, cancel := context.WithTimeout(context.WithoutCancel(ctx), t.tool.opts.limits.TeardownTimeout)
 	defer cancel()

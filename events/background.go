@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/commonagents-go/tool/interp"
@@ -91,12 +90,17 @@ type Timer interface {
 }
 
 // Loop runs step in a goroutine of its own: first after delay first, then each time after the delay the
-// previous step returned, until stop is called. The delays run on newTimer's clock (Host.NewTimer). stop waits
-// for a running step to return; step's ctx is cancelled by stop, so a step blocked on the network ends promptly.
-func Loop(newTimer func(time.Duration) Timer, first time.Duration, step func(ctx context.Context) time.Duration) (stop func()) {
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() {
+// previous step returned, until stopped. The delays run on newTimer's clock (Host.NewTimer).
+//
+// stop(ctx) cancels step's ctx and waits for a running step to return, until ctx ends. Called from within the
+// step — a Sink that interrupts or closes its task while a poll hands it an item, passing on the ctx it was
+// given — it does not wait for itself.
+func Loop(newTimer func(time.Duration) Timer, first time.Duration, step func(ctx context.Context) time.Duration) (stop func(ctx context.Context)) {
+	l := &loop{done: make(chan struct{})}
+	var ctx context.Context
+	ctx, l.cancel = context.WithCancel(context.WithValue(context.Background(), loopKey{}, l))
+	go func() {
+		defer close(l.done)
 		timer := newTimer(first)
 		defer timer.Stop()
 		for {
@@ -105,19 +109,34 @@ func Loop(newTimer func(time.Duration) Timer, first time.Duration, step func(ctx
 				return
 			case <-timer.C():
 			}
+			if ctx.Err() != nil {
+				return
+			}
 			next := step(ctx)
 			if ctx.Err() != nil {
 				return
 			}
 			timer.Reset(next)
 		}
-	})
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			cancel()
-			wg.Wait()
-		})
+	}()
+	return l.stop
+}
+
+type loop struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+type loopKey struct{}
+
+func (l *loop) stop(ctx context.Context) {
+	l.cancel()
+	if ctx.Value(loopKey{}) == l {
+		return
+	}
+	select {
+	case <-l.done:
+	case <-ctx.Done():
 	}
 }
 

@@ -47,7 +47,7 @@ func (e *Event) Start(h *events.Host) events.Worker {
 type worker struct {
 	ev       *Event
 	h        *events.Host
-	stop     func()
+	stop     func(context.Context)
 	started  time.Time
 	interval time.Duration
 
@@ -103,6 +103,9 @@ func (w *worker) step(ctx context.Context) time.Duration {
 		}
 		seen[fp] = true
 		current = append(current, fp)
+	}
+	if ctx.Err() != nil {
+		return w.interval // stopped meanwhile: Stop decides what the state becomes
 	}
 	w.remember(current)
 	w.state.Baselined = true
@@ -180,9 +183,8 @@ func (w *worker) remember(current []string) {
 func (w *worker) Stop(ctx context.Context, reason string) error {
 	var err error
 	w.stopOnce.Do(func() {
-		w.stop()
+		w.stop(ctx)
 		if reason == events.StopInterrupted || reason == events.StopExpired {
-			w.state = State{}
 			err = w.h.State.Save(ctx, []byte("{}"))
 		}
 		w.h.Observe(ctx, "poll.stopped", map[string]any{"reason": reason})

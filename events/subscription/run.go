@@ -58,14 +58,43 @@ func (e *Event) Start(h *events.Host) events.Worker {
 type worker struct {
 	ev   *Event
 	h    *events.Host
-	stop func()
+	stop func(context.Context)
+
+	mu      sync.Mutex
+	abort   context.CancelFunc // cancels the request the loop has in flight
+	aborted bool               // Stop's bound passed: no request may start any more
 
 	// Owned by the loop goroutine until stop returns, then by Stop.
-	loaded   bool
-	state    State
-	failures int // consecutive failed subscribes
-	stopOnce sync.Once
-	stopErr  error
+	loaded        bool
+	state         State
+	failures      int    // consecutive failed subscribes
+	abandoned     string // the id of a subscribe Stop's bound aborted: the platform may have registered it
+	staleFailures int // consecutive rounds in which a stale channel could not be unsubscribed
+	stopOnce      sync.Once
+	stopErr       error
+}
+
+// requests returns the context of the loop's requests: not cancelled when Stop begins — a channel the platform
+// registered must be recorded so that Stop removes it, and one it removed must not be removed twice — but
+// aborted when Stop's bound ends, so that Stop never waits longer.
+func (w *worker) requests(ctx context.Context) (context.Context, context.CancelFunc) {
+	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.aborted {
+		cancel()
+	}
+	w.abort = cancel
+	return rctx, cancel
+}
+
+func (w *worker) abortRequests() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.aborted = true
+	if w.abort != nil {
+		w.abort()
+	}
 }
 
 // step subscribes when there is no live channel or it is due for renewal (make-before-break: the old channel is
@@ -76,13 +105,15 @@ func (w *worker) step(ctx context.Context) time.Duration {
 		w.load(ctx)
 	}
 	now := w.h.Now()
-	// Requests are not cancelled by Stop, only bounded by the request timeout: a channel the platform registered
-	// must be recorded, so that Stop removes it, and one it removed must not be removed twice.
-	rctx := context.WithoutCancel(ctx)
+	rctx, cancel := w.requests(ctx)
+	defer cancel()
 	if cur := w.state.Current; cur == nil || !now.Before(cur.RenewAt) {
 		ch, err := w.subscribe(rctx, now)
 		if err != nil {
 			if ctx.Err() != nil {
+				if rctx.Err() != nil {
+					w.abandoned = ch.ID
+				}
 				return 0
 			}
 			w.failures++
@@ -110,25 +141,25 @@ func (w *worker) step(ctx context.Context) time.Duration {
 	return w.next(now, 0)
 }
 
-// next is the delay until the current channel's renewal, or until retry when one is due sooner.
+// next is the delay to the next thing to do: retry a failed subscribe (retry > 0), else renew the current
+// channel; sooner when stale channels wait for another unsubscribe.
 func (w *worker) next(now time.Time, retry time.Duration) time.Duration {
 	d := retry
-	if cur := w.state.Current; cur != nil && (d == 0 || cur.RenewAt.Sub(now) < d) {
-		d = max(cur.RenewAt.Sub(now), 0)
+	if cur := w.state.Current; d == 0 && cur != nil {
+		d = cur.RenewAt.Sub(now)
 	}
 	if len(w.state.Stale) > 0 {
-		stale := events.Backoff(RetryMin, RetryMax, w.failures+1)
-		if d == 0 || stale < d {
+		if stale := events.Backoff(RetryMin, RetryMax, w.staleFailures+1); d <= 0 || stale < d {
 			d = stale
 		}
 	}
-	if d == 0 {
+	if d <= 0 {
 		d = RetryMin
 	}
 	return d
 }
 
-// subscribe registers a new channel.
+// subscribe registers a new channel; on failure it also returns the channel it tried (its id).
 func (w *worker) subscribe(ctx context.Context, now time.Time) (*Channel, error) {
 	ttl := w.h.Limits.ChannelTTL
 	if t := w.h.Limits.Timeout; t > 0 && t < ttl {
@@ -137,12 +168,12 @@ func (w *worker) subscribe(ctx context.Context, now time.Time) (*Channel, error)
 	ch := &Channel{ID: newID(), ExpiresAtMS: now.Add(ttl).UnixMilli()}
 	resp, err := w.send(ctx, w.ev.Subscribe, ch, false)
 	if err != nil {
-		return nil, fmt.Errorf("subscribe: %w", err)
+		return ch, fmt.Errorf("subscribe: %w", err)
 	}
 	ch.Response = resp
 	ch.CreatedAt = w.h.Now()
 	renew := time.Duration(float64(ttl) * w.h.Limits.RenewAt)
-	renew -= time.Duration(mathrand.Float64() * Jitter * float64(ttl))
+	renew -= time.Duration(mathrand.Float64() * min(Jitter*float64(ttl), float64(renew)/2))
 	ch.RenewAt = ch.CreatedAt.Add(renew)
 	return ch, nil
 }
@@ -169,16 +200,28 @@ func (w *worker) send(ctx context.Context, req *httpspec.Compiled, ch *Channel, 
 	return resp.Body, nil
 }
 
-// retryStale tries once more to unsubscribe each stale channel.
+// retryStale tries once more to unsubscribe each stale channel; a channel past its expiry is dropped, since the
+// platform has removed it by itself.
 func (w *worker) retryStale(ctx context.Context) {
 	if len(w.state.Stale) == 0 {
 		return
 	}
-	kept := w.state.Stale[:0]
+	now := w.h.Now().UnixMilli()
+	var kept []Channel
 	for _, ch := range w.state.Stale {
+		if ch.ExpiresAtMS <= now {
+			w.h.Observe(ctx, "subscription.removed", map[string]any{"subscription_id": ch.ID, "reason": "lapsed",
+				"detail": "the channel expired before it could be unsubscribed"})
+			continue
+		}
 		if err := w.unsubscribe(ctx, &ch, "replaced"); err != nil {
 			kept = append(kept, ch)
 		}
+	}
+	if len(kept) > 0 {
+		w.staleFailures++
+	} else {
+		w.staleFailures = 0
 	}
 	w.state.Stale = kept
 	w.save(ctx)
@@ -201,11 +244,16 @@ func (w *worker) unsubscribe(ctx context.Context, ch *Channel, reason string) er
 	return nil
 }
 
-// Stop ends the renewals and unsubscribes every channel, retrying failures until ctx ends. Channels that could
-// not be unsubscribed stay in the state as stale.
+// Stop ends the renewals and unsubscribes every channel, retrying failures until ctx ends. A subscribe in flight
+// is waited for (its channel is then removed too) until ctx ends, when it is aborted. Channels that could not be
+// unsubscribed stay in the state as stale.
 func (w *worker) Stop(ctx context.Context, reason string) error {
 	w.stopOnce.Do(func() {
-		w.stop()
+		defer context.AfterFunc(ctx, w.abortRequests)()
+		w.stop(ctx)
+		if ctx.Err() != nil { // the step's requests are aborted by now: it ends at once
+			w.stop(context.WithoutCancel(ctx))
+		}
 		if !w.loaded {
 			w.load(ctx)
 		}
@@ -215,6 +263,11 @@ func (w *worker) Stop(ctx context.Context, reason string) error {
 		}
 		w.state = State{}
 		var errs []error
+		if w.abandoned != "" {
+			w.h.Observe(ctx, "subscription.abandoned", map[string]any{"subscription_id": w.abandoned, "reason": reason,
+				"detail": "the subscribe was still in flight when the stop's bound ended; the platform may hold the channel until it expires"})
+			errs = append(errs, fmt.Errorf("subscribe of channel %s still in flight when the bound ended", w.abandoned))
+		}
 		for _, ch := range todo {
 			if err := w.unsubscribeWithin(ctx, &ch, reason); err != nil {
 				w.state.Stale = append(w.state.Stale, ch)
