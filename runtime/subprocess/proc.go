@@ -110,8 +110,15 @@ func (p *proc) reap(outR, errR *os.File, outDone, errDone chan struct{}) {
 	close(p.done)
 }
 
-// kill ends the program and its whole group at once.
-func (p *proc) kill() { _ = killGroup(p.pid) }
+// kill ends the program and its whole group at once. Once done is closed the group is already gone, and its id
+// is not signalled again: it could in principle name someone else's group by now.
+func (p *proc) kill() {
+	select {
+	case <-p.done:
+	default:
+		_ = killGroup(p.pid)
+	}
+}
 
 func closeAll(files ...*os.File) {
 	for _, f := range files {
