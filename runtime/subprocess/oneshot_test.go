@@ -68,7 +68,7 @@ func TestOneshotResults(t *testing.T) {
 		{name: "error", action: "fail", args: map[string]any{"mode": "json", "message": "model not loaded"},
 			kind: tool.KindToolError, parts: []string{"model not loaded"}},
 		{name: "pending", action: "pending",
-			wantOutput: `{"pending":{"message":"waiting for a human to approve","reason":"approval_required"}}`,
+			wantOutput:  `{"pending":{"message":"waiting for a human to approve","reason":"approval_required"}}`,
 			checkStatus: true},
 		{name: "stdout not JSON", action: "fail", args: map[string]any{"mode": "text"},
 			kind: tool.KindMalformedResponse, parts: []string{"not JSON", "fail: wrote text"}, stderr: "fail: wrote text"},

@@ -36,6 +36,7 @@ type proc struct {
 	pid    int
 	stdin  *os.File // write end; closed by the owner
 	stderr *tail
+	errR   *os.File         // read end of stderr, drained into stderr
 	state  *os.ProcessState // set before done is closed; nil when Wait failed
 	exited chan struct{}    // closed when the program itself has exited and been reaped
 	done   chan struct{}
@@ -73,7 +74,7 @@ func start(s spec, readStdout func(io.Reader)) (*proc, error) {
 		closeAll(inW, outR, errR)
 		return nil, err
 	}
-	p := &proc{cmd: cmd, pid: cmd.Process.Pid, stdin: inW, stderr: newTail(StderrBytes),
+	p := &proc{cmd: cmd, pid: cmd.Process.Pid, stdin: inW, stderr: newTail(StderrBytes), errR: errR,
 		exited: make(chan struct{}), done: make(chan struct{})}
 	outDone, errDone := make(chan struct{}), make(chan struct{})
 	go func() {
@@ -109,6 +110,35 @@ func (p *proc) reap(outR, errR *os.File, outDone, errDone chan struct{}) {
 	closeAll(outR, errR)
 	close(p.done)
 }
+
+// syncStderr waits, at most stderrSync, until the stderr the program wrote so far has been drained into p.stderr:
+// a server writes its stderr before its reply, but the two pipes are read by different goroutines.
+func (p *proc) syncStderr() {
+	var deadline *time.Timer
+	for {
+		if unread(p.errR) == 0 {
+			return
+		}
+		changed := p.stderr.changed()
+		if unread(p.errR) == 0 { // drained between the two looks
+			return
+		}
+		if deadline == nil {
+			deadline = time.NewTimer(stderrSync)
+			defer deadline.Stop()
+		}
+		select {
+		case <-changed:
+		case <-deadline.C:
+			return
+		case <-p.done:
+			return
+		}
+	}
+}
+
+// stderrSync bounds syncStderr.
+const stderrSync = 100 * time.Millisecond
 
 // kill ends the program and its whole group at once. Once done is closed the group is already gone, and its id
 // is not signalled again: it could in principle name someone else's group by now.
@@ -148,9 +178,20 @@ func environ(names []string) []string {
 // tail keeps the last bytes written to it and counts them all. It is safe for concurrent use.
 type tail struct {
 	mu      sync.Mutex
-	buf     []byte // ring of cap max
+	buf     []byte // the last max bytes at most
 	max     int
 	written int64
+	notify  chan struct{} // closed by the next Write; nil when nobody waits
+}
+
+// changed returns a channel closed by the next Write.
+func (t *tail) changed() <-chan struct{} {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.notify == nil {
+		t.notify = make(chan struct{})
+	}
+	return t.notify
 }
 
 func newTail(max int) *tail { return &tail{max: max} }
@@ -161,6 +202,10 @@ func (t *tail) Write(b []byte) (int, error) {
 	defer t.mu.Unlock()
 	n := len(b)
 	t.written += int64(n)
+	if t.notify != nil {
+		close(t.notify)
+		t.notify = nil
+	}
 	if len(b) >= t.max {
 		t.buf = append(t.buf[:0], b[len(b)-t.max:]...)
 		return n, nil

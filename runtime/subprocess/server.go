@@ -193,6 +193,7 @@ func (i *instance) request(ctx context.Context, act *Action, call *runtime.Call)
 		return deathResult(r.death)
 	}
 	res := &runtime.Result{BytesOut: int64(len(line)), BytesIn: int64(len(r.result))}
+	srv.p.syncStderr()
 	if stderr := srv.p.stderr.Since(mark); stderr != "" {
 		res.ServerData = map[string]any{"stderr": stderr}
 	}
