@@ -16,6 +16,9 @@ import (
 
 // oneshot runs one process for one call: {"args": {...}} on stdin, one JSON object on stdout.
 func (i *instance) oneshot(ctx context.Context, act *Action, call *runtime.Call) (*runtime.Result, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("exec: %w", err)
+	}
 	s, err := act.render(call.Values)
 	if err != nil {
 		return nil, err
@@ -54,6 +57,7 @@ func (i *instance) oneshot(ctx context.Context, act *Action, call *runtime.Call)
 	}
 	p.kill()
 	<-p.done
+	_ = p.stdin.Close() // ends the writer should a process outside the group still hold stdin unread
 
 	res := &runtime.Result{BytesOut: int64(len(req)), BytesIn: int64(out.buf.Len()), ServerData: map[string]any{}}
 	stderr := p.stderr.Since(0)

@@ -101,6 +101,7 @@ func (i *instance) server(ctx context.Context, act *Action, values interp.Resolv
 // restarts it), the second is unrecoverable; calls still waiting get that error.
 func (i *instance) watch(sl *slot, srv *server) {
 	<-srv.p.done
+	_ = srv.p.stdin.Close()
 	status := "failed"
 	if srv.p.state != nil {
 		status = srv.p.state.String()
