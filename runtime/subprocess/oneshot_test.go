@@ -2,6 +2,7 @@ package subprocess_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -273,5 +274,48 @@ func TestLoadProblems(t *testing.T) {
 			}
 			t.Errorf("problems %v lack (%s, %s)", verr.Problems, tc.path, tc.typ)
 		})
+	}
+}
+
+// Arguments are interpolated one argv entry each, with no shell; a relative dir is taken from the manifest file's
+// directory.
+func TestOneshotArgsAndRelativeDir(t *testing.T) {
+	root := t.TempDir()
+	if err := os.Mkdir(filepath.Join(root, "work"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	manifest := filepath.Join(root, "tool.yaml")
+	src := header + fmt.Sprintf(`  - name: argv
+    description: prints its arguments
+    parameters:
+      properties:
+        text: {type: string}
+        count: {type: integer, default: 2}
+    execute:
+      exec:
+        command: %q
+        args: ["--text={parameters.text}", "{parameters.count}", "{settings.mode}", "literal {{braces}}"]
+        dir: work
+`, prog("printenv"))
+	if err := os.WriteFile(manifest, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tl, err := tool.LoadFile(context.Background(), manifest, tool.WithSettings(map[string]any{"mode": "fast"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	task := newTask(t, tl)
+	res := invoke(t, task, "argv", map[string]any{"text": "a b; $(touch pwned) 'q'"})
+	if res.IsError {
+		t.Fatal(res.Error)
+	}
+	out := res.Output.(map[string]any)
+	argv, _ := json.Marshal(out["argv"])
+	if want := `["--text=a b; $(touch pwned) 'q'","2","fast","literal {braces}"]`; string(argv) != want {
+		t.Errorf("argv %s, want %s", argv, want)
+	}
+	wantDir, _ := filepath.EvalSymlinks(filepath.Join(root, "work"))
+	if gotDir, _ := filepath.EvalSymlinks(out["cwd"].(string)); gotDir != wantDir {
+		t.Errorf("working directory %q, want %q", gotDir, wantDir)
 	}
 }

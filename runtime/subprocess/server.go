@@ -127,6 +127,12 @@ func (i *instance) watch(sl *slot, srv *server) {
 	}
 	sl.mu.Unlock()
 
+	if !srv.closing.Load() {
+		i.logger.Warn("exec: server process exited", "action", srv.name, "pid", srv.p.pid, "status", status)
+	}
+	i.observe(context.Background(), "exec.server.exited",
+		map[string]any{"action": srv.name, "pid": srv.p.pid, "status": status, "torn_down": srv.closing.Load()})
+
 	srv.mu.Lock()
 	srv.dead, srv.deathErr = true, err
 	calls := srv.calls
@@ -135,11 +141,6 @@ func (i *instance) watch(sl *slot, srv *server) {
 	for _, ch := range calls {
 		ch <- reply{death: err}
 	}
-	if !srv.closing.Load() {
-		i.logger.Warn("exec: server process exited", "action", srv.name, "pid", srv.p.pid, "status", status)
-	}
-	i.observe(context.Background(), "exec.server.exited",
-		map[string]any{"action": srv.name, "pid": srv.p.pid, "status": status, "torn_down": srv.closing.Load()})
 }
 
 func (s *server) isDead() bool {

@@ -137,7 +137,8 @@ func TestServerTimeoutDropsLateReply(t *testing.T) {
 
 // The first death of the server is a recoverable error and the next call restarts it; the second ends the task.
 func TestServerCrashRestartsOnceThenUnrecoverable(t *testing.T) {
-	task := newTask(t, load(t, serverAction(10000)))
+	facts := &recorder{}
+	task := newTask(t, load(t, serverAction(10000), tool.WithObserver(facts)))
 	first := serverPID(t, task)
 
 	res := invoke(t, task, "work", map[string]any{"op": "crash"})
@@ -159,6 +160,39 @@ func TestServerCrashRestartsOnceThenUnrecoverable(t *testing.T) {
 	if _, err := task.Invoke(context.Background(), "work", map[string]any{"op": "pid"}); !isUnrecoverable(err) {
 		t.Errorf("a call after the second crash: %v, want an unrecoverable error", err)
 	}
+	if got, want := facts.names("exec.server."), "started(false) exited started(true) exited"; got != want {
+		t.Errorf("server facts %q, want %q", got, want)
+	}
+}
+
+// recorder is an Observer keeping the facts it sees.
+type recorder struct {
+	mu    sync.Mutex
+	facts []tool.Fact
+}
+
+func (r *recorder) Observe(_ context.Context, f tool.Fact) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.facts = append(r.facts, f)
+}
+
+// names lists the facts whose name starts with prefix, without it, with the restart flag of started facts.
+func (r *recorder) names(prefix string) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, f := range r.facts {
+		name, ok := strings.CutPrefix(f.Name, prefix)
+		if !ok {
+			continue
+		}
+		if name == "started" {
+			name = fmt.Sprintf("started(%v)", f.Data["restart"])
+		}
+		out = append(out, name)
+	}
+	return strings.Join(out, " ")
 }
 
 // Close ends the server: at once when it exits at the end of stdin, after the grace period by a kill when it

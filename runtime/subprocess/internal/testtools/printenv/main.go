@@ -1,5 +1,5 @@
-// Command printenv is a oneshot exec tool that returns its environment and working directory:
-// {"result": {"env": {"NAME": "value", ...}, "cwd": "..."}}.
+// Command printenv is a oneshot exec tool that returns its environment, working directory and arguments:
+// {"result": {"env": {"NAME": "value", ...}, "cwd": "...", "argv": [...]}}.
 package main
 
 import (
@@ -17,5 +17,5 @@ func main() {
 		env[k] = v
 	}
 	wd, _ := os.Getwd()
-	_ = json.NewEncoder(os.Stdout).Encode(map[string]any{"result": map[string]any{"env": env, "cwd": wd}})
+	_ = json.NewEncoder(os.Stdout).Encode(map[string]any{"result": map[string]any{"env": env, "cwd": wd, "argv": os.Args[1:]}})
 }
