@@ -52,25 +52,34 @@ func init() { runtime.Default().MustRegister(Backend{}) }
 
 // Config is an exec block, at action or top level; action fields override the top-level ones.
 type Config struct {
-	Command string   `json:"command,omitempty"`
-	Args    []string `json:"args,omitempty"`
+	// Command is the program (a template; never {parameters.*}). A bare name is looked up in the host's PATH.
+	Command string `json:"command,omitempty"`
+	// Args are its arguments, one template per argv entry (no {parameters.*} in server mode).
+	Args []string `json:"args,omitempty"`
 	// Env lists the names of host environment variables forwarded to the process; nothing else is inherited
 	// except PATH and HOME.
-	Env       []string `json:"env,omitempty"`
-	TimeoutMS *int64   `json:"timeout_ms,omitempty"`
-	Runtime   string   `json:"runtime,omitempty"`
-	Dir       string   `json:"dir,omitempty"`
+	Env []string `json:"env,omitempty"`
+	// TimeoutMS bounds one call, in milliseconds; unset = the host's CallTimeout.
+	TimeoutMS *int64 `json:"timeout_ms,omitempty"`
+	// Runtime is ModeOneshot (default) or ModeServer.
+	Runtime string `json:"runtime,omitempty"`
+	// Dir is the working directory.
+	Dir string `json:"dir,omitempty"`
 }
 
 // Action is a prepared exec action.
 type Action struct {
 	// Name is the manifest name of the action.
-	Name    string
+	Name string
+	// Command and Args are the parsed templates of the command line.
 	Command *interp.Template
 	Args    []*interp.Template
-	Env     []string
-	Timeout time.Duration // 0 = the host default
-	Mode    string
+	// Env are the names of the host variables to forward.
+	Env []string
+	// Timeout bounds one call; 0 = the host default.
+	Timeout time.Duration
+	// Mode is ModeOneshot or ModeServer.
+	Mode string
 	// Dir is the working directory ("" = the host's); a relative dir in the manifest is made absolute against the
 	// manifest file's directory when the manifest was loaded from a file.
 	Dir string
