@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -50,6 +51,7 @@ actions:
 // load loads a manifest of header plus actions, failing the test on error.
 func load(t testing.TB, actions string, opts ...tool.Option) *tool.Tool {
 	t.Helper()
+	opts = append([]tool.Option{tool.WithLogger(slog.New(slog.DiscardHandler))}, opts...)
 	tl, err := tool.Load(context.Background(), []byte(header+actions), opts...)
 	if err != nil {
 		t.Fatalf("load: %v\n%s", err, actions)
