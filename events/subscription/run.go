@@ -69,7 +69,7 @@ type worker struct {
 	state         State
 	failures      int    // consecutive failed subscribes
 	abandoned     string // the id of a subscribe Stop's bound aborted: the platform may have registered it
-	staleFailures int // consecutive rounds in which a stale channel could not be unsubscribed
+	staleFailures int    // consecutive rounds in which a stale channel could not be unsubscribed
 	stopOnce      sync.Once
 	stopErr       error
 }

@@ -1,11 +1,36 @@
 // Package subprocess is the exec action backend (SPEC §7.8, our extension): a tool implemented by a local program
 // speaking JSON on stdin/stdout, one process per call (oneshot) or one long-lived JSON-RPC process per task
-// (server). This package validates the blocks; running processes arrives with the exec work. Importing the root
-// package registers it.
+// (server). Importing the root package registers it.
+//
+// # Oneshot
+//
+// Each call starts the command with {"args": {...}} on stdin and reads one JSON object from stdout:
+// {"result": v} makes v the output, {"error": "..."} a recoverable tool_error, {"pending": {...}} an output
+// {"pending": {...}} with ServerData["status"] = "pending". Empty or non-JSON stdout, a non-zero exit, a timeout or
+// stdout over the response limit are recoverable errors; the last line of stderr goes into the message and the
+// last StderrBytes of it into ServerData["stderr"].
+//
+// # Server
+//
+// The action's process starts at Initialize (or at its action's first call) and lives for the task. Each call is
+// one line {"jsonrpc":"2.0","id":N,"method":"execute","params":{"args":{...}}} on its stdin; the reply line with
+// the same id gives the output (result) or a recoverable tool_error (error). Calls may be in flight together;
+// replies may come in any order; a reply for a call that timed out is dropped. If the process exits, calls
+// waiting get a recoverable unavailable error and the next call starts it again; if that one exits too, the task
+// is over (runtime.ErrUnrecoverable).
+//
+// # Processes
+//
+// Every process runs in a process group of its own, with an environment of PATH, HOME and the variables its block
+// lists (values read from the host at start), nothing else. A timeout, a cancellation or the end of a oneshot
+// process kills the whole group, so nothing it started survives the call; Teardown closes a server's stdin, waits a
+// bounded grace period and kills its group. Stdout lines have no length limit below the response limit;
+// stderr is always drained, only its tail kept. Process groups need a unix system.
 package subprocess
 
 import (
 	"context"
+	"path/filepath"
 	"regexp"
 	"time"
 
@@ -27,24 +52,37 @@ func init() { runtime.Default().MustRegister(Backend{}) }
 
 // Config is an exec block, at action or top level; action fields override the top-level ones.
 type Config struct {
-	Command string   `json:"command,omitempty"`
-	Args    []string `json:"args,omitempty"`
+	// Command is the program (a template; never {parameters.*}). A bare name is looked up in the host's PATH.
+	Command string `json:"command,omitempty"`
+	// Args are its arguments, one template per argv entry (no {parameters.*} in server mode).
+	Args []string `json:"args,omitempty"`
 	// Env lists the names of host environment variables forwarded to the process; nothing else is inherited
 	// except PATH and HOME.
-	Env       []string `json:"env,omitempty"`
-	TimeoutMS *int64   `json:"timeout_ms,omitempty"`
-	Runtime   string   `json:"runtime,omitempty"`
-	Dir       string   `json:"dir,omitempty"`
+	Env []string `json:"env,omitempty"`
+	// TimeoutMS bounds one call, in milliseconds; unset = the host's CallTimeout.
+	TimeoutMS *int64 `json:"timeout_ms,omitempty"`
+	// Runtime is ModeOneshot (default) or ModeServer.
+	Runtime string `json:"runtime,omitempty"`
+	// Dir is the working directory.
+	Dir string `json:"dir,omitempty"`
 }
 
 // Action is a prepared exec action.
 type Action struct {
+	// Name is the manifest name of the action.
+	Name string
+	// Command and Args are the parsed templates of the command line.
 	Command *interp.Template
 	Args    []*interp.Template
-	Env     []string
-	Timeout time.Duration // 0 = the host default
-	Mode    string
-	Dir     string
+	// Env are the names of the host variables to forward.
+	Env []string
+	// Timeout bounds one call; 0 = the host default.
+	Timeout time.Duration
+	// Mode is ModeOneshot or ModeServer.
+	Mode string
+	// Dir is the working directory ("" = the host's); a relative dir in the manifest is made absolute against the
+	// manifest file's directory when the manifest was loaded from a file.
+	Dir string
 }
 
 // Traits reports a local process: unknown effects, treated as destructive.
@@ -71,7 +109,10 @@ func (Backend) Prepare(_ context.Context, b *runtime.Block) (runtime.Action, err
 		}
 		return b.SharedPath.Child(name)
 	}
-	a := &Action{Env: cfg.Env, Mode: cfg.Runtime, Dir: cfg.Dir}
+	a := &Action{Name: b.Action, Env: cfg.Env, Mode: cfg.Runtime, Dir: cfg.Dir}
+	if a.Dir != "" && !filepath.IsAbs(a.Dir) && b.BaseDir != "" {
+		a.Dir = filepath.Join(b.BaseDir, a.Dir)
+	}
 	if a.Mode == "" {
 		a.Mode = ModeOneshot
 	}
@@ -79,14 +120,20 @@ func (Backend) Prepare(_ context.Context, b *runtime.Block) (runtime.Action, err
 	if cfg.Command == "" {
 		errs.Add(field.Required(b.Path.Child("command"), "command is required"))
 	} else {
-		t, e := b.Check.Template(p("command", own.Command != ""), cfg.Command, roots...)
+		cp := p("command", own.Command != "")
+		t, e := b.Check.Template(cp, cfg.Command, roots...)
 		errs = append(errs, e...)
+		errs = append(errs, noParameters(cp, t, "the program to run is the manifest's choice, never the LLM's")...)
 		a.Command = t
 	}
 	argsPath := p("args", own.Args != nil)
 	for i, arg := range cfg.Args {
 		t, e := b.Check.Template(argsPath.Index(i), arg, roots...)
 		errs = append(errs, e...)
+		if a.Mode == ModeServer {
+			errs = append(errs, noParameters(argsPath.Index(i), t,
+				"a server process starts once per task, before any call's parameters are known")...)
+		}
 		a.Args = append(a.Args, t)
 	}
 	envPath := p("env", own.Env != nil)
@@ -106,6 +153,19 @@ func (Backend) Prepare(_ context.Context, b *runtime.Block) (runtime.Action, err
 		errs.Add(field.Unsupported(p("runtime", own.Runtime != ""), "unsupported runtime %q (use oneshot or server)", a.Mode))
 	}
 	return a, errs.Err()
+}
+
+// noParameters forbids {parameters.*} in t, saying why.
+func noParameters(p *field.Path, t *interp.Template, why string) field.List {
+	if t == nil {
+		return nil
+	}
+	for _, r := range t.Refs() {
+		if r.Root == interp.RootParameters {
+			return field.List{field.Forbidden(p, "{%s}: parameters cannot be used here: %s", r.Text, why)}
+		}
+	}
+	return nil
 }
 
 func merge(own, shared Config) Config {
@@ -128,11 +188,6 @@ func merge(own, shared Config) Config {
 		own.Dir = shared.Dir
 	}
 	return own
-}
-
-// Initialize is not built yet: execution arrives with the exec work.
-func (Backend) Initialize(context.Context, *runtime.Init) (runtime.Instance, error) {
-	return nil, runtime.ErrNotImplemented
 }
 
 var (

@@ -1,0 +1,4 @@
+// Package testtools holds the programs the exec backend's tests run: each subdirectory is a main package that the
+// tests build into a temporary directory. Oneshot programs read {"args": {...}} from stdin and write one JSON
+// object to stdout; rpcserver speaks line-delimited JSON-RPC 2.0.
+package testtools
