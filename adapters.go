@@ -19,23 +19,74 @@ type Store interface {
 	List(ctx context.Context, prefix string) ([]string, error)
 }
 
+// SwapStore is implemented by Stores that several host replicas share (SPEC §13): the task merges its allow list
+// into the stored one with compare-and-swap, so that values added by concurrent calls on other replicas are not
+// lost.
+type SwapStore interface {
+	Store
+	// CompareAndSwap sets key to next when its value is old — nil old means the key must be absent — and reports
+	// whether it did.
+	CompareAndSwap(ctx context.Context, key string, old, next []byte) (bool, error)
+}
+
+// LeaseStore is implemented by Stores that hand out leases, so that exactly one replica at a time runs a task's
+// poll fetches and subscription renewals, and another takes over once the holder stops renewing (SPEC §13).
+type LeaseStore interface {
+	Store
+	// Lease acquires or renews the lease on key for owner until ttl from now and reports whether owner holds it.
+	// A lease whose holder let it run out is free for anyone.
+	Lease(ctx context.Context, key, owner string, ttl time.Duration) (bool, error)
+	// Release gives up owner's lease on key; it does nothing when owner does not hold it.
+	Release(ctx context.Context, key, owner string) error
+}
+
+// ExpiringStore is implemented by Stores that can forget a key by themselves: delivery ids are written with
+// PutTTL (the dedupe window), so they need no sweeping by the host.
+type ExpiringStore interface {
+	Store
+	// PutTTL is Put for a value that Get, List and CompareAndSwap no longer see once ttl has passed.
+	PutTTL(ctx context.Context, key string, value []byte, ttl time.Duration) error
+}
+
 // NewMemoryStore returns a Store that keeps everything in memory: the default, lost when the process ends. Keys
 // are indexed by each of their "/"-ended prefixes, so listing one task's state (the prefixes the library lists)
-// costs the size of that state, not of the store; other prefixes scan every key.
+// costs the size of that state, not of the store; other prefixes scan every key. It implements SwapStore,
+// LeaseStore and ExpiringStore too (leases and expiries on the wall clock), for hosts that run several Tools of one
+// manifest in one process, and for tests.
 func NewMemoryStore() Store {
-	return &memoryStore{data: map[string][]byte{}, dirs: map[string]map[string]struct{}{}}
+	return &memoryStore{data: map[string][]byte{}, dirs: map[string]map[string]struct{}{},
+		expires: map[string]time.Time{}, leases: map[string]lease{}}
 }
 
 type memoryStore struct {
-	mu   sync.RWMutex
-	data map[string][]byte
-	dirs map[string]map[string]struct{} // "/"-ended prefix → keys under it
+	mu      sync.RWMutex
+	data    map[string][]byte
+	dirs    map[string]map[string]struct{} // "/"-ended prefix → keys under it
+	expires map[string]time.Time           // keys written with PutTTL
+	leases  map[string]lease
+}
+
+type lease struct {
+	owner string
+	until time.Time
+}
+
+// live reports whether key holds a value that has not expired; s.mu is held.
+func (s *memoryStore) live(key string) ([]byte, bool) {
+	v, ok := s.data[key]
+	if !ok {
+		return nil, false
+	}
+	if exp, ok := s.expires[key]; ok && !time.Now().Before(exp) {
+		return nil, false
+	}
+	return v, true
 }
 
 func (s *memoryStore) Get(_ context.Context, key string) ([]byte, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	v, ok := s.data[key]
+	v, ok := s.live(key)
 	if !ok {
 		return nil, ErrNotFound
 	}
@@ -45,6 +96,70 @@ func (s *memoryStore) Get(_ context.Context, key string) ([]byte, error) {
 func (s *memoryStore) Put(_ context.Context, key string, value []byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.put(key, value)
+	return nil
+}
+
+// PutTTL is Put for a value that expires after ttl.
+func (s *memoryStore) PutTTL(_ context.Context, key string, value []byte, ttl time.Duration) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.put(key, value)
+	s.expires[key] = time.Now().Add(ttl)
+	s.sweep()
+	return nil
+}
+
+// sweep drops a few expired keys, so that a long-running store does not grow with them; s.mu is held.
+func (s *memoryStore) sweep() {
+	now, n := time.Now(), 0
+	for key, exp := range s.expires {
+		if n++; n > 8 {
+			return
+		}
+		if !now.Before(exp) {
+			s.delete(key)
+		}
+	}
+}
+
+// CompareAndSwap sets key to next when its value is old (nil: absent).
+func (s *memoryStore) CompareAndSwap(_ context.Context, key string, old, next []byte) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur, ok := s.live(key)
+	if ok != (old != nil) || ok && string(cur) != string(old) {
+		return false, nil
+	}
+	s.put(key, next)
+	return true, nil
+}
+
+// Lease acquires or renews key for owner until ttl from now.
+func (s *memoryStore) Lease(_ context.Context, key, owner string, ttl time.Duration) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := time.Now()
+	if l, ok := s.leases[key]; ok && l.owner != owner && now.Before(l.until) {
+		return false, nil
+	}
+	s.leases[key] = lease{owner: owner, until: now.Add(ttl)}
+	return true, nil
+}
+
+// Release gives up owner's lease on key.
+func (s *memoryStore) Release(_ context.Context, key, owner string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.leases[key].owner == owner {
+		delete(s.leases, key)
+	}
+	return nil
+}
+
+// put writes key; s.mu is held.
+func (s *memoryStore) put(key string, value []byte) {
+	delete(s.expires, key)
 	if _, ok := s.data[key]; !ok {
 		for dir := range dirsOf(key) {
 			if s.dirs[dir] == nil {
@@ -54,12 +169,18 @@ func (s *memoryStore) Put(_ context.Context, key string, value []byte) error {
 		}
 	}
 	s.data[key] = append([]byte(nil), value...)
-	return nil
 }
 
 func (s *memoryStore) Delete(_ context.Context, key string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.delete(key)
+	return nil
+}
+
+// delete removes key; s.mu is held.
+func (s *memoryStore) delete(key string) {
+	delete(s.expires, key)
 	if _, ok := s.data[key]; ok {
 		delete(s.data, key)
 		for dir := range dirsOf(key) {
@@ -69,7 +190,6 @@ func (s *memoryStore) Delete(_ context.Context, key string) error {
 			}
 		}
 	}
-	return nil
 }
 
 func (s *memoryStore) List(_ context.Context, prefix string) ([]string, error) {
@@ -87,6 +207,7 @@ func (s *memoryStore) List(_ context.Context, prefix string) ([]string, error) {
 			}
 		}
 	}
+	keys = slices.DeleteFunc(keys, func(k string) bool { _, ok := s.live(k); return !ok })
 	slices.Sort(keys)
 	return keys, nil
 }
@@ -167,3 +288,9 @@ type Fact struct {
 type Mux interface {
 	Handle(pattern string, h http.Handler)
 }
+
+var (
+	_ SwapStore     = (*memoryStore)(nil)
+	_ LeaseStore    = (*memoryStore)(nil)
+	_ ExpiringStore = (*memoryStore)(nil)
+)
