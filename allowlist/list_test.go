@@ -2,6 +2,7 @@ package allowlist
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"reflect"
 	"slices"
@@ -266,5 +267,37 @@ func TestUnmarshal(t *testing.T) {
 				t.Errorf("Snapshot() = %q, want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+func TestMergeAddsTheOtherHoldersValues(t *testing.T) {
+	t.Parallel()
+	mine, theirs := New(3), New(3)
+	mine.Seal("repo", "o/r")
+	mine.Add("label", "bug")
+	theirs.Seal("repo", "other/repo") // sealed on their side: never merged
+	theirs.Add("label", "bug")
+	theirs.Add("label", "docs")
+	theirs.Add("assignee", "ann")
+	data, err := theirs.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	added, err := mine.Merge(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(added) != "map[assignee:[ann] label:[docs]]" {
+		t.Errorf("added = %v", added)
+	}
+	if got := fmt.Sprint(mine.Snapshot()); got != "map[assignee:[ann] label:[bug docs] repo:[o/r]]" {
+		t.Errorf("merged = %s", got)
+	}
+	if _, err := mine.Merge([]byte("{not json")); err == nil {
+		t.Error("Merge of bad JSON succeeded")
+	}
+	sealed, err := SealedValues(data)
+	if err != nil || fmt.Sprint(sealed) != "map[repo:other/repo]" {
+		t.Errorf("SealedValues = %v, %v", sealed, err)
 	}
 }

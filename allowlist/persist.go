@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"sort"
 )
 
 // stored is one name's entry as persisted: values oldest first, in their JSON types.
@@ -66,4 +67,65 @@ func (l *List) UnmarshalJSON(data []byte) error {
 	l.entries = entries
 	l.version.Add(1)
 	return nil
+}
+
+// Merge adds to the list the values of the unsealed names in data (MarshalJSON's form, written by another holder
+// of the same task: a replica, or this process before a restart), oldest first, as Add would; sealed names of
+// either side are left as they are. It returns, by name, the values that were new here. On a decoding error the
+// list is unchanged.
+func (l *List) Merge(data []byte) (added map[string][]any, err error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var in map[string]stored
+	if err := dec.Decode(&in); err != nil {
+		return nil, fmt.Errorf("decode allow list: %w", err)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, name := range sortedNames(in) {
+		s := in[name]
+		if s.Sealed {
+			continue
+		}
+		for _, v := range s.Values {
+			if ok, _, _ := l.add(name, v); ok {
+				if added == nil {
+					added = map[string][]any{}
+				}
+				added[name] = append(added[name], v)
+			}
+		}
+	}
+	return added, nil
+}
+
+// SealedValues returns the values of the sealed names in data (MarshalJSON's form), each name's first value, or
+// nil for a sealed name left empty.
+func SealedValues(data []byte) (map[string]any, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var in map[string]stored
+	if err := dec.Decode(&in); err != nil {
+		return nil, fmt.Errorf("decode allow list: %w", err)
+	}
+	out := map[string]any{}
+	for name, s := range in {
+		if !s.Sealed {
+			continue
+		}
+		out[name] = nil
+		if len(s.Values) > 0 {
+			out[name] = s.Values[0]
+		}
+	}
+	return out, nil
+}
+
+func sortedNames(in map[string]stored) []string {
+	names := make([]string, 0, len(in))
+	for name := range in {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return names
 }
