@@ -124,9 +124,13 @@ func (b *Backend) allowed(ns string) bool {
 	return len(b.Namespaces) == 0 || slices.Contains(b.Namespaces, ns)
 }
 
-func (b *Backend) pendingTimeout() time.Duration { return orDefault(b.PendingTimeout, DefaultPendingTimeout) }
-func (b *Backend) activeDeadline() time.Duration { return orDefault(b.ActiveDeadline, DefaultActiveDeadline) }
-func (b *Backend) ttl() time.Duration            { return orDefault(b.TTLAfterFinished, DefaultTTLAfterFinished) }
+func (b *Backend) pendingTimeout() time.Duration {
+	return orDefault(b.PendingTimeout, DefaultPendingTimeout)
+}
+func (b *Backend) activeDeadline() time.Duration {
+	return orDefault(b.ActiveDeadline, DefaultActiveDeadline)
+}
+func (b *Backend) ttl() time.Duration { return orDefault(b.TTLAfterFinished, DefaultTTLAfterFinished) }
 
 func (b *Backend) logTailBytes() int {
 	if b.LogTailBytes > 0 {

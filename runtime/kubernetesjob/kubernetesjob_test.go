@@ -472,4 +472,3 @@ func TestRootDoesNotImportClientGo(t *testing.T) {
 		}
 	}
 }
-
