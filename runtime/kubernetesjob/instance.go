@@ -34,7 +34,6 @@ type instance struct {
 	state        runtime.State
 	observe      func(ctx context.Context, name string, data map[string]any)
 	logger       *slog.Logger
-	now          func() time.Time
 
 	mu         sync.Mutex
 	namespaces map[string]bool // every namespace the task created Jobs in, also before a restart
@@ -208,6 +207,7 @@ func (i *instance) teardown(ctx context.Context) error {
 	i.mu.Lock()
 	i.closed = true
 	namespaces := slices.Sorted(maps.Keys(i.namespaces))
+	running := maps.Clone(i.running) // deleted even if listing fails
 	i.mu.Unlock()
 	sel := labels.Set{LabelManagedBy: ManagedBy, LabelTask: labelValue(i.taskID)}.String()
 	var errs []error
@@ -218,12 +218,19 @@ func (i *instance) teardown(ctx context.Context) error {
 			continue
 		}
 		for _, j := range list.Items {
+			k := jobKey{ns, j.Name}
+			delete(running, k)
 			if done, _ := finished(&j); done && i.b.Keep {
 				continue
 			}
-			if err := i.deleteJob(ctx, jobKey{ns, j.Name}); err != nil {
+			if err := i.deleteJob(ctx, k); err != nil {
 				errs = append(errs, err)
 			}
+		}
+	}
+	for k := range running {
+		if err := i.deleteJob(ctx, k); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
