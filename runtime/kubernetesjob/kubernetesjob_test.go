@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os/exec"
 	"reflect"
 	"slices"
@@ -471,4 +472,38 @@ func TestRootDoesNotImportClientGo(t *testing.T) {
 			t.Errorf("the root package depends on %s", strings.TrimSpace(line))
 		}
 	}
+}
+
+func ExampleBackend_Registry() {
+	ctx := context.Background()
+	// A fake cluster whose Jobs succeed with a JSON termination message; a host passes a real client instead
+	// (kubernetesjob.NewClient).
+	cluster := kubernetesjobtest.NewCluster(func(*batchv1.Job) kubernetesjobtest.Outcome {
+		return kubernetesjobtest.Outcome{Message: `{"pages": 12}`}
+	})
+	defer cluster.Close()
+
+	jobs := &kubernetesjob.Backend{Client: cluster.Client, Namespaces: []string{"agent-jobs"}}
+	t, err := tool.Load(ctx, []byte(manifest), tool.WithSettings(settings), tool.WithRuntimes(jobs.Registry(nil)))
+	if err != nil {
+		panic(err)
+	}
+	task, err := t.NewTask(ctx, tool.TaskConfig{})
+	if err != nil {
+		panic(err)
+	}
+	defer task.Close(ctx)
+	res, err := task.Invoke(ctx, "render_report", map[string]any{"tag": "v2", "input": "q3.csv"})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(string(res.OutputJSON))
+	res, _ = task.Invoke(ctx, "render_report", map[string]any{"tag": "v2", "input": "q3.csv", "namespace": "kube-system"})
+	fmt.Println(res.Error.Kind+":", res.Error.Message)
+	res, _ = task.Invoke(ctx, "render_report", map[string]any{"tag": "v2", "input": "q3.csv", "cpu": "lots"})
+	fmt.Println(res.Error.Kind+":", res.Error.Message)
+	// Output:
+	// {"pages":12}
+	// denied: namespace "kube-system" is not one this tool may run Jobs in
+	// invalid_arguments: the arguments make an invalid Job spec: spec: not a valid batch/v1 JobSpec: quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'
 }
