@@ -14,7 +14,11 @@ import (
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/watch"
 	k8stesting "k8s.io/client-go/testing"
 
@@ -506,4 +510,43 @@ func ExampleBackend_Registry() {
 	// {"pages":12}
 	// denied: namespace "kube-system" is not one this tool may run Jobs in
 	// invalid_arguments: the arguments make an invalid Job spec: spec: not a valid batch/v1 JobSpec: quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'
+}
+
+// The cluster refusing a Job: recoverable when the call or the moment is at fault, unrecoverable when the
+// backend's credentials or permissions are.
+func TestCreateRefused(t *testing.T) {
+	leakcheck.Check(t)
+	gr := schema.GroupResource{Group: "batch", Resource: "jobs"}
+	tests := []struct {
+		name        string
+		err         error
+		kind        string // recoverable error kind; "" = unrecoverable
+		unrecovered bool
+	}{
+		{"invalid", apierrors.NewInvalid(schema.GroupKind{Group: "batch", Kind: "Job"}, "",
+			field.ErrorList{field.Required(field.NewPath("spec", "template", "spec", "containers").Index(0).Child("image"), "")}),
+			"invalid_request", false},
+		{"quota", apierrors.NewForbidden(gr, "", errors.New("exceeded quota: compute, requested: cpu=500m")), "unavailable", false},
+		{"throttled", apierrors.NewTooManyRequests("slow down", 1), "unavailable", false},
+		{"namespace missing", apierrors.NewNotFound(schema.GroupResource{Resource: "namespaces"}, "agent-jobs"), "invalid_request", false},
+		{"no permission", apierrors.NewForbidden(gr, "", errors.New("User \"agent\" cannot create jobs")), "", true},
+		{"bad credentials", apierrors.NewUnauthorized("token expired"), "", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t, &kubernetesjob.Backend{}, always(kubernetesjobtest.Outcome{}))
+			e.cluster.Client.PrependReactor("create", "jobs", func(k8stesting.Action) (bool, k8sruntime.Object, error) {
+				return true, nil, tt.err
+			})
+			res, err := e.task.Invoke(context.Background(), "render_report", args)
+			switch {
+			case tt.unrecovered && !errors.Is(err, tool.ErrUnrecoverable):
+				t.Errorf("err = %v, result %+v; want an unrecoverable error", err, res)
+			case !tt.unrecovered && err != nil:
+				t.Fatal(err)
+			case !tt.unrecovered && (!res.IsError || res.Error.Kind != tt.kind):
+				t.Errorf("result %+v, want a %s error", res, tt.kind)
+			}
+		})
+	}
 }
