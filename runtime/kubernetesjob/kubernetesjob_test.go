@@ -459,6 +459,53 @@ actions:
 	})
 }
 
+// A top-level kubernetes_job block gives actions defaults; it is checked on its own.
+func TestSharedBlock(t *testing.T) {
+	const m = `
+kind: commonagents.info/v1beta2/tool
+namespace: test
+name: reports
+description: d
+kubernetes_job:
+  namespace: shared-ns
+  spec: %s
+actions:
+  - name: run
+    description: d
+    execute:
+      kubernetes_job:
+        spec:
+          template: {spec: {containers: [{name: main, image: busybox}]}}
+`
+	c := kubernetesjobtest.NewCluster(always(kubernetesjobtest.Outcome{Logs: "ok"}))
+	defer c.Close()
+	tl, err := tool.Load(context.Background(), []byte(fmt.Sprintf(m, "{template: {spec: {containers: [{name: a, image: b}]}}}")),
+		tool.WithRuntimes((&kubernetesjob.Backend{Client: c.Client}).Registry(nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	task, err := tl.NewTask(context.Background(), tool.TaskConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer task.Close(context.Background())
+	if res, err := task.Invoke(context.Background(), "run", nil); err != nil || res.IsError || res.Output != "ok" {
+		t.Fatal(err, res)
+	}
+	if j := c.Created()[0]; j.Namespace != "shared-ns" || j.Spec.Template.Spec.Containers[0].Image != "busybox" {
+		t.Errorf("Job in %s with image %s, want shared-ns and the action's busybox", j.Namespace,
+			j.Spec.Template.Spec.Containers[0].Image)
+	}
+
+	_, err = tool.Load(context.Background(), []byte(fmt.Sprintf(m, "{bogus: 1}")))
+	verr, ok := errors.AsType[*tool.ValidationError](err)
+	if !ok || !slices.ContainsFunc(verr.Problems, func(p tool.Problem) bool {
+		return p.Path == "kubernetes_job.spec.bogus" && p.Type == "unsupported"
+	}) {
+		t.Errorf("err = %v, want an unsupported problem at kubernetes_job.spec.bogus", err)
+	}
+}
+
 // The root package must not pull client-go in: hosts opt in with this package.
 func TestRootDoesNotImportClientGo(t *testing.T) {
 	if testing.Short() {

@@ -97,6 +97,9 @@ func (r *run) wait(ctx context.Context) (*batchv1.Job, *runtime.Error, error) {
 		}
 		switch {
 		case ctx.Err() != nil:
+			if err == nil {
+				w.Stop()
+			}
 			return nil, nil, fmt.Errorf("kubernetes_job: Job %s/%s: %w", r.key.namespace, r.key.name, ctx.Err())
 		case apierrors.IsNotFound(err):
 			return nil, r.gone(), nil
