@@ -121,13 +121,18 @@ func (t *Task) stopWatchdog(ctx context.Context) {
 	}
 }
 
-// closeWorkers stops the watchdog and every worker, and waits for background stops, within the teardown bound.
-func (t *Task) closeWorkers(ctx context.Context) error {
+// closeWorkers stops the watchdog and every worker (detached: in this process only), and waits for background
+// stops, within the teardown bound.
+func (t *Task) closeWorkers(ctx context.Context, detach bool) error {
 	t.workers.mu.Lock()
 	t.workers.closed = true
 	t.workers.mu.Unlock()
 	t.stopWatchdog(ctx)
-	err := t.stopWorkers(ctx, events.StopClosed, all)
+	reason := events.StopClosed
+	if detach {
+		reason = events.StopDetached
+	}
+	err := t.stopWorkers(ctx, reason, all)
 	bound, cancel := context.WithTimeout(context.WithoutCancel(ctx), t.tool.opts.limits.TeardownTimeout)
 	defer cancel()
 	if !waitGroupWithin(bound, &t.workers.stopping) {
@@ -177,10 +182,7 @@ func (t *Task) newTimer(d time.Duration) events.Timer { return t.tool.opts.clock
 func (t *Task) host(i int) *events.Host {
 	o := t.tool.opts
 	name := t.tool.events[i].def.Name
-	params := t.bindings
-	if t.tool.rootParams != nil {
-		params = t.tool.rootParams.ApplyDefaults(t.bindings)
-	}
+	params := t.boundParams()
 	return &events.Host{
 		Task: t.id, Tool: t.tool.Name(), Event: name,
 		Client: t.tool.httpClient,

@@ -122,6 +122,11 @@ type instance struct {
 // ctx bounds the task's life, not just this call: when it ends, the task closes itself as by Close (a deadline is
 // how a host gives a task an expiry). Pass context.WithoutCancel(ctx) for a task that lives until Close.
 func (t *Tool) NewTask(ctx context.Context, cfg TaskConfig) (*Task, error) {
+	return t.startTask(ctx, cfg, false)
+}
+
+// startTask starts a new task, or with resume rebuilds a stored one.
+func (t *Tool) startTask(ctx context.Context, cfg TaskConfig, resume bool) (*Task, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -154,6 +159,12 @@ func (t *Tool) NewTask(ctx context.Context, cfg TaskConfig) (*Task, error) {
 	task.values = newTaskValues(task)
 	task.ctx, task.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	task.lastActivity.Store(t.opts.clock.Now().UnixNano())
+	if resume {
+		if err := task.restore(ctx); err != nil {
+			task.cancel()
+			return nil, task.secrets.Error(fmt.Errorf("tool: resume task %s: %w", task.id, err))
+		}
+	}
 	if err := task.saveAllowList(ctx); err != nil {
 		task.cancel()
 		return nil, fmt.Errorf("tool: new task %s: %w", task.id, err)
@@ -185,11 +196,22 @@ func (t *Task) AllowList() map[string][]string { return t.allow.Snapshot() }
 // and the task's state is removed from the Store. Close is idempotent; later calls return the first result.
 // Afterwards every method that does work returns ErrClosed.
 func (t *Task) Close(ctx context.Context) error {
-	t.closeOnce.Do(func() { t.closeErr = t.close(ctx) })
+	t.closeOnce.Do(func() { t.closeErr = t.close(ctx, false) })
 	return t.closeErr
 }
 
-func (t *Task) close(ctx context.Context) error {
+// Detach ends the task in this process without ending it (SPEC §13): calls are cancelled and waited for, and
+// later ones return ErrClosed, as after Close, but nothing the task holds elsewhere is removed — subscriptions stay
+// registered, sessions are not destroyed, and the state stays in the Store — so that another process (a new
+// version of the host, another replica) continues it with Tool.ResumeTask. What lives only in this process ends:
+// polls and renewals stop here, exec and stdio MCP processes are torn down. Close or Detach, whichever comes
+// first, ends the task; the other then does nothing.
+func (t *Task) Detach(ctx context.Context) error {
+	t.closeOnce.Do(func() { t.closeErr = t.close(ctx, true) })
+	return t.closeErr
+}
+
+func (t *Task) close(ctx context.Context, detach bool) error {
 	t.mu.Lock()
 	t.closed = true
 	stop := t.stop
@@ -205,7 +227,7 @@ func (t *Task) close(ctx context.Context) error {
 	}
 
 	var errs []error
-	if err := t.closeWorkers(ctx); err != nil {
+	if err := t.closeWorkers(ctx, detach); err != nil {
 		errs = append(errs, err)
 	}
 	if !waitGroupWithin(ctx, &t.calls) {
@@ -236,15 +258,25 @@ func (t *Task) close(ctx context.Context) error {
 		if in.inst == nil {
 			continue
 		}
+		if d, ok := in.inst.(runtime.Detacher); ok && detach {
+			if err := d.Detach(ctx); err != nil {
+				errs = append(errs, fmt.Errorf("detach %s: %w", kind, err))
+			}
+			continue
+		}
 		if err := t.teardown(ctx, kind, in.inst); err != nil {
 			keep[kind] = true
 			errs = append(errs, err)
 		}
 	}
-	if err := t.deleteState(ctx, keep); err != nil {
-		errs = append(errs, err)
+	if detach {
+		t.observe(ctx, "task.detached", "", nil)
+	} else {
+		if err := t.deleteState(ctx, keep); err != nil {
+			errs = append(errs, err)
+		}
+		t.observe(ctx, "task.closed", "", nil)
 	}
-	t.observe(ctx, "task.closed", "", nil)
 	if len(errs) == 0 {
 		return nil
 	}
@@ -387,7 +419,7 @@ func (t *Task) initialize(ctx context.Context, a *action, call *runtime.Call, in
 func (t *Task) initFor(ctx context.Context, a *action, call *runtime.Call) *runtime.Init {
 	o := t.tool.opts
 	in := &runtime.Init{
-		TaskID: t.id, Tool: t.tool.Name(), Action: a.prepared,
+		TaskID: t.id, Tool: t.tool.Name(), Action: a.prepared, Actions: t.tool.preparedOf(a.kind),
 		// Not bound to the triggering call's context: a session's destroy renders with these values at Close.
 		Values:     &callValues{ctx: context.WithoutCancel(ctx), task: t, action: a.def.Name, args: call.Args},
 		HTTPClient: t.tool.httpClient,

@@ -23,8 +23,8 @@ type Background interface {
 // Worker is the background work of one event for one task.
 type Worker interface {
 	// Stop ends the work: its timers stop, its goroutines exit before Stop returns, and what it registered
-	// remotely is removed (a subscription's channel). ctx bounds the removal; failures are reported as facts and
-	// returned. reason is StopClosed, StopInterrupted or StopExpired. Stop runs once per Worker.
+	// remotely is removed (a subscription's channel) unless reason is StopDetached. ctx bounds the removal;
+	// failures are reported as facts and returned. reason is one of the Stop constants. Stop runs once per Worker.
 	Stop(ctx context.Context, reason string) error
 }
 
@@ -33,6 +33,9 @@ const (
 	StopClosed      = "closed"
 	StopInterrupted = "interrupted"
 	StopExpired     = "expired"
+	// StopDetached stops the work in this process only: nothing is removed remotely and the state is kept, for
+	// the process that resumes the task (Task.Detach).
+	StopDetached = "detached"
 )
 
 // Host is what a background event gets from its task: the values, clock, HTTP client, state slot and facts of

@@ -118,6 +118,8 @@ type Init struct {
 	TaskID, Tool string
 	// Action is the prepared action whose call triggered Initialize.
 	Action Action
+	// Actions are every prepared action of the tool that runs on this backend.
+	Actions []Action
 	// Values resolves template tokens for requests made during Initialize (a session's create): those of the
 	// call that triggered it. See Call.Values.
 	Values interp.Resolver
@@ -225,6 +227,22 @@ func (r *Registry) Kinds() []string { return r.set.Kinds() }
 
 // Clone returns an independent copy of r.
 func (r *Registry) Clone() *Registry { return &Registry{set: r.set.Clone()} }
+
+// Resumer is implemented by backends that keep task state a later process must act on (stateful_session's
+// sessions to destroy). When Tool.ResumeTask finds state of the backend in the Store, it calls Resume instead of
+// waiting for a call to Initialize: the instance knows what was recorded and tears it down at Close, and it
+// serves calls like an initialized one. Resume must not start anything new (no session, no process). in.Action is
+// nil; in.Actions lists the tool's actions of this backend and in.Values resolves the task's bindings.
+type Resumer interface {
+	Resume(ctx context.Context, in *Init) (Instance, error)
+}
+
+// Detacher is implemented by instances whose task state outlives the process (stateful_session's sessions): on
+// Task.Detach the task calls Detach instead of Teardown, which must release what lives in this process only and
+// leave what the state records for the process that resumes the task. Instances without it are torn down.
+type Detacher interface {
+	Detach(ctx context.Context) error
+}
 
 // SharedValidator is implemented by backends that validate their top-level block on its own, once, whether or
 // not an action uses it (an openapi or mcp block may expand into actions). b.Value is nil.

@@ -187,7 +187,7 @@ func (w *worker) Stop(ctx context.Context, reason string) error {
 		if reason == events.StopInterrupted || reason == events.StopExpired {
 			err = w.h.State.Save(ctx, []byte("{}"))
 		}
-		w.h.Observe(ctx, "poll.stopped", map[string]any{"reason": reason})
+		w.h.Observe(ctx, "poll.stopped", map[string]any{"reason": reason}) // detached: the state stays as it is
 	})
 	return err
 }

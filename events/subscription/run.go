@@ -254,6 +254,9 @@ func (w *worker) Stop(ctx context.Context, reason string) error {
 		if ctx.Err() != nil { // the step's requests are aborted by now: it ends at once
 			w.stop(context.WithoutCancel(ctx))
 		}
+		if reason == events.StopDetached {
+			return // the channels stay registered and recorded, for the process that resumes the task
+		}
 		if !w.loaded {
 			w.load(ctx)
 		}

@@ -43,6 +43,22 @@ func (Backend) Initialize(ctx context.Context, in *runtime.Init) (runtime.Instan
 	return i, nil
 }
 
+// Resume returns an instance holding the sessions an earlier process recorded in in.State, without creating one:
+// at Teardown each is destroyed with the destroy request of an action in in.Actions that uses its key, rendered
+// with in.Values (the resumed task's bindings; the values of the call that created it are gone).
+func (Backend) Resume(ctx context.Context, in *runtime.Init) (runtime.Instance, error) {
+	i, err := newInstance(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	for _, a := range in.Actions {
+		if act, err := action(a); err == nil {
+			i.adopt(act, in.Values)
+		}
+	}
+	return i, nil
+}
+
 // newInstance returns an instance with no session yet, holding the sessions in.State records as leftovers.
 func newInstance(ctx context.Context, in *runtime.Init) (*instance, error) {
 	if in.HTTPClient == nil || in.State == nil {
@@ -273,3 +289,4 @@ func (r withSession) Resolve(ref interp.Ref) (any, error) {
 }
 
 var _ runtime.Instance = (*instance)(nil)
+var _ runtime.Resumer = Backend{}

@@ -178,3 +178,14 @@ func DestroyRecorded(ctx context.Context, in *runtime.Init, actions []runtime.Ac
 	i.mu.Unlock()
 	return i.Teardown(ctx)
 }
+
+// Detach ends the instance without destroying its sessions: they stay recorded in the task state, for the process
+// that resumes the task (Task.Detach). Later calls fail as after Teardown.
+func (i *instance) Detach(context.Context) error {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	i.closed = true
+	return nil
+}
+
+var _ runtime.Detacher = (*instance)(nil)

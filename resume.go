@@ -1,0 +1,163 @@
+package tool
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/commonagents-go/tool/allowlist"
+	"github.com/commonagents-go/tool/runtime"
+)
+
+// ResumeTask rebuilds the task cfg.ID from the Store after a host restart (SPEC §13), with the configuration the
+// host gives now (bindings, Sink, ...), checked as NewTask checks it:
+//
+//   - the allow list is the stored one, except sealed entries, which are the bindings given now (a stored sealed
+//     value that differs, or whose name is no longer bound, is dropped and named in the task.restored fact);
+//   - interrupted and expired events, and the last activity (so timeouts run on), are restored;
+//   - delivery ids stay deduplicated (they are read from the Store);
+//   - backends that recorded state (stateful_session's sessions) are resumed at once, so that Close destroys what
+//     the earlier process created even if no call uses them again;
+//   - subscriptions and polls start from their records: a channel still valid is renewed when due (an expired one
+//     is subscribed again and the old one removed), a poll continues from its watermark and seen items.
+//
+// A task the Store does not hold is an error wrapping ErrNotFound. Several replicas sharing a Store may each
+// resume the same task: with a LeaseStore only one of them fetches and renews at a time.
+func (t *Tool) ResumeTask(ctx context.Context, cfg TaskConfig) (*Task, error) {
+	if cfg.ID == "" {
+		return nil, errors.New("tool: resume task: TaskConfig.ID must name the stored task")
+	}
+	return t.startTask(ctx, cfg, true)
+}
+
+// restore loads the task's stored state into t, which holds the fresh configuration.
+func (t *Task) restore(ctx context.Context) error {
+	store := t.tool.opts.store
+	sctx, cancel := t.storeContext(ctx)
+	defer cancel()
+	b, err := store.Get(sctx, t.stateKey("allowlist"))
+	if errors.Is(err, ErrNotFound) {
+		return fmt.Errorf("the Store holds no task %q of tool %s/%s: %w", t.id, t.tool.Namespace(), t.tool.Name(), ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("read allow list: %w", err)
+	}
+	sealed, err := allowlist.SealedValues(b)
+	if err != nil {
+		return err
+	}
+	var dropped []string
+	for name, v := range sealed {
+		if bound, ok := t.bindings[name]; !ok || allowlist.Canonical(bound) != allowlist.Canonical(v) {
+			dropped = append(dropped, name)
+		}
+	}
+	slices.Sort(dropped)
+	if _, err := t.allow.Merge(b); err != nil {
+		return err
+	}
+	if err := t.restoreEvents(sctx); err != nil {
+		return err
+	}
+	kinds, err := t.resumeBackends(ctx)
+	if err != nil {
+		return err
+	}
+	t.observe(ctx, "task.restored", "", map[string]any{"dropped_sealed": dropped, "backends": kinds,
+		"last_activity_at": time.Unix(0, t.lastActivity.Load()).UTC().Format(time.RFC3339Nano)})
+	return nil
+}
+
+// restoreEvents loads the interrupted flag, the expired events and the last activity.
+func (t *Task) restoreEvents(ctx context.Context) error {
+	b, err := t.tool.opts.store.Get(ctx, t.stateKey("events"))
+	if errors.Is(err, ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read event state: %w", err)
+	}
+	var s storedEvents
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("decode event state: %w", err)
+	}
+	t.events.mu.Lock()
+	defer t.events.mu.Unlock()
+	t.events.interrupted.Store(s.Interrupted)
+	for i, ev := range t.tool.events {
+		t.events.expired[i] = slices.Contains(s.Expired, ev.def.Name)
+	}
+	if !s.LastActivityAt.IsZero() {
+		t.lastActivity.Store(s.LastActivityAt.UnixNano())
+	}
+	return nil
+}
+
+// resumeBackends resumes the backends that recorded state and can resume (runtime.Resumer), and returns their
+// kinds. Backends that recorded state but cannot resume initialize as usual on their next call.
+func (t *Task) resumeBackends(ctx context.Context) ([]string, error) {
+	sctx, cancel := t.storeContext(ctx)
+	defer cancel()
+	prefix := t.stateKey("runtime/")
+	keys, err := t.tool.opts.store.List(sctx, prefix)
+	if err != nil {
+		return nil, fmt.Errorf("list backend state: %w", err)
+	}
+	var kinds []string
+	for _, key := range keys {
+		kind := strings.TrimPrefix(key, prefix)
+		backend, ok := t.tool.opts.runtimes.Lookup(kind)
+		r, canResume := backend.(runtime.Resumer)
+		actions := t.tool.preparedOf(kind)
+		if !ok || !canResume || len(actions) == 0 {
+			continue
+		}
+		in := t.initFor(ctx, t.tool.firstOf(kind), &runtime.Call{Args: t.boundParams()})
+		in.Action = nil
+		inst, err := r.Resume(ctx, in)
+		if err != nil {
+			return nil, fmt.Errorf("resume %s: %w", kind, err)
+		}
+		done := make(chan struct{})
+		close(done)
+		t.mu.Lock()
+		t.instances[kind] = &instance{done: done, inst: inst}
+		t.mu.Unlock()
+		kinds = append(kinds, kind)
+	}
+	return kinds, nil
+}
+
+// boundParams are the parameters known without a call — the bindings, with the root's defaults — which a
+// resumed backend and the background events render with.
+func (t *Task) boundParams() map[string]any {
+	if t.tool.rootParams == nil {
+		return t.bindings
+	}
+	return t.tool.rootParams.ApplyDefaults(t.bindings)
+}
+
+// preparedOf returns the prepared actions that run on backend kind.
+func (t *Tool) preparedOf(kind string) []runtime.Action {
+	var out []runtime.Action
+	for _, a := range t.actions {
+		if a.kind == kind {
+			out = append(out, a.prepared)
+		}
+	}
+	return out
+}
+
+// firstOf returns the first action that runs on backend kind; nil when none does.
+func (t *Tool) firstOf(kind string) *action {
+	for _, a := range t.actions {
+		if a.kind == kind {
+			return a
+		}
+	}
+	return nil
+}
