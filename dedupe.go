@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -51,19 +52,55 @@ func (t *Task) seen(ctx context.Context, event, id string) bool {
 
 	ctx, cancel := t.storeContext(ctx) // a caller giving up must not make a replay look new
 	defer cancel()
-	b, err := t.tool.opts.store.Get(ctx, key)
-	if err != nil {
-		if !errors.Is(err, ErrNotFound) {
-			t.tool.opts.logger.Warn("delivery id not checked", "tool", t.tool.Name(), "task", t.id, "error", err)
-		}
+	store := t.tool.opts.store
+	b, err := store.Get(ctx, key)
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		t.tool.opts.logger.Warn("delivery id not checked", "tool", t.tool.Name(), "task", t.id, "error", err)
 		return false
 	}
-	at, err := time.Parse(time.RFC3339Nano, string(b))
-	if err == nil && t.tool.opts.clock.Now().Sub(at) < t.tool.opts.limits.DedupeWindow {
-		t.release(event, id)
-		return true
+	now := t.tool.opts.clock.Now()
+	if err == nil {
+		text, claim := strings.CutPrefix(string(b), claimPrefix)
+		at, perr := time.Parse(time.RFC3339Nano, text)
+		fresh := perr == nil && now.Sub(at) < t.tool.opts.limits.DedupeWindow
+		if claim {
+			// Another replica is activating it; a claim older than a call's bound is from a replica that died.
+			fresh = perr == nil && now.Sub(at) < t.tool.opts.limits.CallTimeout
+		}
+		if fresh {
+			t.release(event, id)
+			return true
+		}
+	} else {
+		b = nil
+	}
+	// Replicas sharing the Store claim the id, so that only one of them activates a delivery sent to both.
+	if swap, ok := store.(SwapStore); ok {
+		claimed, err := swap.CompareAndSwap(ctx, key, b, []byte(claimPrefix+now.UTC().Format(time.RFC3339Nano)))
+		if err == nil && !claimed {
+			t.release(event, id)
+			return true
+		}
 	}
 	return false
+}
+
+// claimPrefix marks a delivery id that a replica is activating, not yet activated.
+const claimPrefix = "claim "
+
+// unclaim removes the claim seen took in a shared Store on a delivery that did not activate, so that a retry
+// activates it. Stores without compare-and-swap hold no claims.
+func (t *Task) unclaim(ctx context.Context, event, id string) {
+	store := t.tool.opts.store
+	if _, ok := store.(SwapStore); !ok {
+		return
+	}
+	ctx, cancel := t.storeContext(ctx)
+	defer cancel()
+	key := t.dedupeKey(event, id)
+	if b, err := store.Get(ctx, key); err == nil && strings.HasPrefix(string(b), claimPrefix) {
+		_ = store.Delete(ctx, key)
+	}
 }
 
 // release ends the claim seen took on a delivery id.
@@ -80,7 +117,14 @@ func (t *Task) remember(ctx context.Context, event, id string) {
 	store := t.tool.opts.store
 	ctx, cancel := t.storeContext(ctx)
 	defer cancel()
-	if err := store.Put(ctx, key, []byte(now.UTC().Format(time.RFC3339Nano))); err != nil {
+	value := []byte(now.UTC().Format(time.RFC3339Nano))
+	var err error
+	if exp, ok := store.(ExpiringStore); ok {
+		err = exp.PutTTL(ctx, key, value, t.tool.opts.limits.DedupeWindow)
+	} else {
+		err = store.Put(ctx, key, value)
+	}
+	if err != nil {
 		t.tool.opts.logger.Warn("delivery id not recorded", "tool", t.tool.Name(), "task", t.id, "error", err)
 	}
 	log := &t.dedupe

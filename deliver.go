@@ -254,6 +254,7 @@ func (t *Task) route(ctx context.Context, i int, pe *pushedEvent) (*Activation, 
 	}
 	activation, d := t.evaluate(ctx, pe)
 	if p.deliveryID != "" && activation == nil {
+		t.unclaim(ctx, name, p.deliveryID)
 		t.release(name, p.deliveryID) // activate releases it after the Sink
 	}
 	return activation, d
@@ -347,6 +348,9 @@ func (t *Task) activate(ctx context.Context, a *Activation, pe *pushedEvent) err
 	}
 	if sink := t.cfg.Sink; sink != nil {
 		if err := sink.Accept(ctx, *a); err != nil {
+			if a.DeliveryID != "" {
+				t.unclaim(ctx, a.Event, a.DeliveryID)
+			}
 			if t.observing() {
 				t.observe(ctx, "event.refused", "", map[string]any{"event": a.Event, "delivery_id": a.DeliveryID,
 					"error": err.Error()})

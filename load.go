@@ -37,7 +37,15 @@ func Load(ctx context.Context, manifest []byte, opts ...Option) (*Tool, error) {
 	l := &loader{ctx: ctx, opts: o, src: manifest}
 	t := l.load()
 	if len(l.errs) > 0 {
-		return nil, &ValidationError{Problems: l.problems(l.errs)}
+		problems := l.problems(l.errs)
+		if t != nil && t.secrets != nil {
+			// A backend's problem can quote what a server printed at load (an MCP server's stderr), which can
+			// echo a secret setting it was given (SPEC §12.2).
+			for i := range problems {
+				problems[i].Detail = t.secrets.String(problems[i].Detail)
+			}
+		}
+		return nil, &ValidationError{Problems: problems}
 	}
 	if len(l.warns) > 0 {
 		// Locating warnings re-reads the source: do it only if the host asks for them.

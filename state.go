@@ -21,20 +21,64 @@ func (t *Task) statePrefix() string {
 }
 
 // saveAllowList writes the allow list to the Store. Concurrent calls that grew it are written in order, each
-// writing at least the state it saw.
+// writing at least the state it saw. With a SwapStore, which replicas share (SPEC §13), the stored list is merged
+// in first and written back by compare-and-swap, so that values another replica added are neither lost nor
+// overwritten; they join this task's list (and the routers holding it learn them).
 func (t *Task) saveAllowList(ctx context.Context) error {
 	t.allowMu.Lock()
 	defer t.allowMu.Unlock()
-	b, err := t.allow.MarshalJSON()
-	if err != nil {
-		return err
-	}
 	ctx, cancel := t.storeContext(ctx)
 	defer cancel()
-	if err := t.tool.opts.store.Put(ctx, t.stateKey("allowlist"), b); err != nil {
-		return fmt.Errorf("store allow list: %w", err)
+	key := t.stateKey("allowlist")
+	swap, shared := t.tool.opts.store.(SwapStore)
+	if !shared {
+		b, err := t.allow.MarshalJSON()
+		if err != nil {
+			return err
+		}
+		if err := t.tool.opts.store.Put(ctx, key, b); err != nil {
+			return fmt.Errorf("store allow list: %w", err)
+		}
+		return nil
 	}
-	return nil
+	for {
+		old, err := swap.Get(ctx, key)
+		switch {
+		case errors.Is(err, ErrNotFound):
+			old = nil
+		case err != nil:
+			return fmt.Errorf("store allow list: %w", err)
+		default:
+			added, err := t.allow.Merge(old)
+			if err != nil {
+				return fmt.Errorf("store allow list: %w", err)
+			}
+			if len(added) > 0 {
+				grown := make(map[string]any, len(added))
+				for name, vals := range added {
+					grown[name] = vals[len(vals)-1]
+				}
+				t.notifyGrown(grown, nil)
+			}
+		}
+		next, err := t.allow.MarshalJSON()
+		if err != nil {
+			return err
+		}
+		if string(next) == string(old) {
+			return nil
+		}
+		ok, err := swap.CompareAndSwap(ctx, key, old, next)
+		if err != nil {
+			return fmt.Errorf("store allow list: %w", err)
+		}
+		if ok {
+			return nil
+		}
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("store allow list: %w", err)
+		}
+	}
 }
 
 // storeContext bounds a write of task state by the caller's deadline (else the call timeout), but not by its

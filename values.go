@@ -73,7 +73,13 @@ func (v *callValues) token(ref interp.Ref) (any, error) {
 	if auth == nil {
 		return nil, runtime.Unrecoverable(fmt.Errorf("{%s}: no auth provider is configured (tool.WithAuth)", ref.Text))
 	}
-	tok, err := auth.Token(v.ctx, provider, AuthRequest{Tool: v.task.tool.Name(), Task: v.task.id, Action: v.action, Event: v.event})
+	ctx := v.ctx
+	if _, ok := ctx.Deadline(); !ok { // a resolver kept for later (a session's destroy) has no deadline of its own
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, v.task.tool.opts.limits.CallTimeout)
+		defer cancel()
+	}
+	tok, err := auth.Token(ctx, provider, AuthRequest{Tool: v.task.tool.Name(), Task: v.task.id, Action: v.action, Event: v.event})
 	if err == nil && tok == "" {
 		err = fmt.Errorf("empty token")
 	}
