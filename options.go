@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/commonagents-go/tool/events"
@@ -22,6 +23,7 @@ type options struct {
 	auth        AuthProvider
 	store       Store
 	clock       Clock
+	replica     string // WithReplicaID
 	logger      *slog.Logger
 	observer    Observer
 	info        RuntimeInfo
@@ -187,6 +189,29 @@ func WithClock(c Clock) Option {
 		o.clock = c
 		return nil
 	}
+}
+
+// WithReplicaID names this host replica among those sharing a Store (SPEC §13): leases on a task's polls and
+// subscription renewals are held in its name. Default: an id drawn once per process, which is right unless one
+// process runs several Tools of one manifest over one Store as separate replicas (tests do).
+func WithReplicaID(id string) Option {
+	return func(o *options) error {
+		if id == "" {
+			return errors.New("tool: WithReplicaID: empty id")
+		}
+		o.replica = id
+		return nil
+	}
+}
+
+// processReplicaID is the default replica id: one per process.
+var processReplicaID = sync.OnceValue(func() string { return newID("replica_") })
+
+func (o *options) replicaID() string {
+	if o.replica != "" {
+		return o.replica
+	}
+	return processReplicaID()
 }
 
 // WithLogger sets the logger (default: slog.Default()).

@@ -183,7 +183,7 @@ func (t *Task) host(i int) *events.Host {
 	o := t.tool.opts
 	name := t.tool.events[i].def.Name
 	params := t.boundParams()
-	return &events.Host{
+	h := &events.Host{
 		Task: t.id, Tool: t.tool.Name(), Event: name,
 		Client: t.tool.httpClient,
 		Values: func(ctx context.Context, extra map[string]any) interp.Resolver {
@@ -206,6 +206,12 @@ func (t *Task) host(i int) *events.Host {
 			PollInterval: o.limits.PollInterval, Timeout: t.events.timeouts[i],
 			RequestTimeout: o.limits.CallTimeout, ResponseBytes: o.limits.ResponseBytes},
 	}
+	if leases, ok := o.store.(LeaseStore); ok {
+		key, owner := t.stateKey("leases/"+name), o.replicaID()
+		h.Lease = func(ctx context.Context, ttl time.Duration) (bool, error) { return leases.Lease(ctx, key, owner, ttl) }
+		h.Release = func(ctx context.Context) error { return leases.Release(ctx, key, owner) }
+	}
+	return h
 }
 
 // eventValues resolves a background event's templates: the extra roots (subscription, subscribe, poll) first,

@@ -67,7 +67,16 @@ type Host struct {
 	Emit func(ctx context.Context, item any, at time.Time) (activated bool, err error)
 	// Limits are the host's bounds for background work.
 	Limits Limits
+	// Lease, when not nil, is how replicas sharing the task state take turns (SPEC §13): a step that does work
+	// (a fetch, a renewal) first acquires or renews the event's lease for ttl, skips the work when another
+	// replica holds it, and reloads State, which the other replica may have changed. Release gives it up.
+	Lease   func(ctx context.Context, ttl time.Duration) (bool, error)
+	Release func(ctx context.Context) error
 }
+
+// LeaseMargin is added to a lease's ttl beyond the time its holder expects to need, so that a live holder keeps
+// it across a slow step.
+const LeaseMargin = 30 * time.Second
 
 // Limits bound background work (SPEC §14).
 type Limits struct {

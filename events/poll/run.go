@@ -60,7 +60,13 @@ type worker struct {
 
 // step fetches once, detects the items, fires the new ones and returns the delay to the next fetch.
 func (w *worker) step(ctx context.Context) time.Duration {
-	if !w.loaded {
+	if w.h.Lease != nil {
+		held, err := w.h.Lease(ctx, w.interval+w.h.Limits.RequestTimeout+events.LeaseMargin)
+		if err != nil || !held {
+			return w.interval // another replica polls; try again, to take over if it stops
+		}
+		w.load(ctx) // the other replica may have polled since
+	} else if !w.loaded {
 		w.load(ctx)
 	}
 	fetchedAt := w.h.Now()
@@ -187,6 +193,9 @@ func (w *worker) Stop(ctx context.Context, reason string) error {
 		if reason == events.StopInterrupted || reason == events.StopExpired {
 			err = w.h.State.Save(ctx, []byte("{}"))
 		}
+		if w.h.Release != nil {
+			_ = w.h.Release(ctx)
+		}
 		w.h.Observe(ctx, "poll.stopped", map[string]any{"reason": reason}) // detached: the state stays as it is
 	})
 	return err
@@ -211,7 +220,7 @@ func Fingerprint(item any) string {
 func Format(t time.Time) string { return t.UTC().Truncate(time.Second).Format(TimeFormat) }
 
 func (w *worker) load(ctx context.Context) {
-	w.loaded = true
+	w.loaded, w.state = true, State{}
 	b, err := w.h.State.Load(ctx)
 	if err == nil && len(b) > 0 {
 		err = json.Unmarshal(b, &w.state)

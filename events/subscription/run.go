@@ -24,6 +24,9 @@ const (
 	StopRetryMin = 100 * time.Millisecond
 )
 
+// LeaseRetry is how often a replica that does not hold a subscription's lease checks whether it should take over.
+const LeaseRetry = time.Minute
+
 // Jitter is the largest fraction of a channel's TTL by which its renewal is moved earlier, so that many tasks'
 // channels created together do not all renew at the same instant.
 const Jitter = 0.05
@@ -101,7 +104,13 @@ func (w *worker) abortRequests() {
 // unsubscribed only once the new one exists), retries unsubscribes that failed, and returns the delay to the
 // next thing to do.
 func (w *worker) step(ctx context.Context) time.Duration {
-	if !w.loaded {
+	if w.h.Lease != nil {
+		held, err := w.h.Lease(ctx, w.h.Limits.RequestTimeout*3+events.LeaseMargin)
+		if err != nil || !held {
+			return LeaseRetry // another replica renews; check again, to take over if it stops
+		}
+		w.load(ctx) // the other replica may have renewed since
+	} else if !w.loaded {
 		w.load(ctx)
 	}
 	now := w.h.Now()
@@ -254,6 +263,9 @@ func (w *worker) Stop(ctx context.Context, reason string) error {
 		if ctx.Err() != nil { // the step's requests are aborted by now: it ends at once
 			w.stop(context.WithoutCancel(ctx))
 		}
+		if w.h.Release != nil {
+			defer func() { _ = w.h.Release(ctx) }()
+		}
 		if reason == events.StopDetached {
 			return // the channels stay registered and recorded, for the process that resumes the task
 		}
@@ -301,7 +313,7 @@ func (w *worker) unsubscribeWithin(ctx context.Context, ch *Channel, reason stri
 }
 
 func (w *worker) load(ctx context.Context) {
-	w.loaded = true
+	w.loaded, w.state = true, State{}
 	b, err := w.h.State.Load(ctx)
 	if err == nil && len(b) > 0 {
 		err = json.Unmarshal(b, &w.state)
