@@ -14,12 +14,12 @@ const maxSchemaNodes = 20000
 
 var errSchemaTooLarge = errors.New("its schemas expand into more than 20000 nodes once $refs are inlined")
 
-// converter turns OpenAPI 3.0 and 3.1 schemas, with every $ref already resolved by kin-openapi, into the
-// draft-07 JSON Schema documents action parameters are (SPEC §3.1): `nullable: true` becomes a type list with
-// "null" (without a type, anyOf the schema and {type: null}), 3.0's boolean exclusive bounds become numbers, prefixItems becomes a list of items, dependentRequired
-// and dependentSchemas become dependencies, and what draft-07 does not know (discriminator, xml, externalDocs,
-// unevaluated*, $defs, $id, $anchor, $dynamicRef) is left out. A schema met again inside itself (a recursive
-// $ref) becomes `{}`, any value, with its description kept.
+// converter turns OpenAPI 3.0 and 3.1 schemas, with every $ref already resolved by kin-openapi, into the draft-07
+// JSON Schema documents action parameters are (SPEC §3.1): `nullable: true` becomes a type list with "null"
+// (without a type, anyOf the schema and {type: null}), 3.0's boolean exclusive bounds become numbers, prefixItems
+// becomes a list of items, dependentRequired and dependentSchemas become dependencies, and what draft-07 does not
+// know (discriminator, xml, externalDocs, unevaluated*, $defs, $id, $anchor, $dynamicRef) is left out. A schema met
+// again inside itself (a recursive $ref) becomes `{}`, any value, with its description kept.
 type converter struct {
 	stack []*openapi3.Schema
 	nodes int
