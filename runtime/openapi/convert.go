@@ -14,12 +14,12 @@ const maxSchemaNodes = 20000
 
 var errSchemaTooLarge = errors.New("its schemas expand into more than 20000 nodes once $refs are inlined")
 
-// converter turns OpenAPI 3.0 and 3.1 schemas, with every $ref already resolved by kin-openapi, into the
-// draft-07 JSON Schema documents action parameters are (SPEC §3.1): `nullable: true` becomes a type list with
-// "null", 3.0's boolean exclusive bounds become numbers, prefixItems becomes a list of items, dependentRequired
-// and dependentSchemas become dependencies, and what draft-07 does not know (discriminator, xml, externalDocs,
-// unevaluated*, $defs, $id, $anchor, $dynamicRef) is left out. A schema met again inside itself (a recursive
-// $ref) becomes `{}`, any value, with its description kept.
+// converter turns OpenAPI 3.0 and 3.1 schemas, with every $ref already resolved by kin-openapi, into the draft-07
+// JSON Schema documents action parameters are (SPEC §3.1): `nullable: true` becomes a type list with "null"
+// (without a type, anyOf the schema and {type: null}), 3.0's boolean exclusive bounds become numbers, prefixItems
+// becomes a list of items, dependentRequired and dependentSchemas become dependencies, and what draft-07 does not
+// know (discriminator, xml, externalDocs, unevaluated*, $defs, $id, $anchor, $dynamicRef) is left out. A schema met
+// again inside itself (a recursive $ref) becomes `{}`, any value, with its description kept.
 type converter struct {
 	stack []*openapi3.Schema
 	nodes int
@@ -61,7 +61,30 @@ func (c *converter) schema(s *openapi3.Schema) any {
 	c.arrays(s, out)
 	c.objects(s, out)
 	c.logic(s, out)
+	if s.Nullable && len(s.Type.Slice()) == 0 && len(s.Enum) == 0 {
+		return nullable(out)
+	}
 	return out
+}
+
+// annotationKeys are the keywords that describe a schema without constraining it.
+var annotationKeys = []string{"title", "description", "default", "examples", "deprecated", "readOnly", "writeOnly"}
+
+// nullable makes a 3.0 schema with `nullable: true` but no type (e.g. {nullable: true, allOf: [{$ref}]}) accept
+// null too: anyOf [schema, {type: null}], its annotations kept outside. A schema that constrains nothing already
+// accepts null.
+func nullable(out map[string]any) map[string]any {
+	outer := map[string]any{}
+	for _, k := range annotationKeys {
+		if v, ok := out[k]; ok {
+			outer[k] = v
+			delete(out, k)
+		}
+	}
+	if len(out) > 0 {
+		outer["anyOf"] = []any{out, map[string]any{"type": openapi3.TypeNull}}
+	}
+	return outer
 }
 
 func (c *converter) types(s *openapi3.Schema, out map[string]any) {

@@ -82,6 +82,11 @@ func TestConvertSchemas(t *testing.T) {
 		{"prefixItems", &openapi3.Schema{PrefixItems: openapi3.SchemaRefs{{Value: &openapi3.Schema{Type: &openapi3.Types{"string"}}}},
 			Items: &openapi3.SchemaRef{Value: &openapi3.Schema{Type: &openapi3.Types{"integer"}}}},
 			`{"additionalItems":{"type":"integer"},"items":[{"type":"string"}]}`},
+		{"3.0 nullable without type", &openapi3.Schema{Nullable: true, Description: "d",
+			AllOf: openapi3.SchemaRefs{{Value: &openapi3.Schema{Type: &openapi3.Types{"object"}}}}},
+			`{"anyOf":[{"allOf":[{"type":"object"}]},{"type":"null"}],"description":"d"}`},
+		{"3.0 nullable constraining nothing", &openapi3.Schema{Nullable: true, Description: "d"}, `{"description":"d"}`},
+		{"3.0 nullable enum without type", &openapi3.Schema{Nullable: true, Enum: []any{"a"}}, `{"enum":["a",null]}`},
 		{"draft-07 unknowns dropped", &openapi3.Schema{Discriminator: &openapi3.Discriminator{PropertyName: "k"},
 			XML: &openapi3.XML{Name: "x"}, ExternalDocs: &openapi3.ExternalDocs{URL: "http://x"}}, `{}`},
 	}

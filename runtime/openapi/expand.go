@@ -12,11 +12,14 @@ import (
 var actionName = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9_-]{0,63}$`)
 
 // Expand reads the document of the top-level block (bounded by ctx) and returns one action per operation with an
-// operationId, in path order. Operations that cannot become actions are listed in Skipped with the reason: no
-// operationId, an operationId that is not a valid action name or is given twice, a body that is not JSON, a
-// parameter described by content or in a serialization style Invoke does not implement, schemas too large once
-// inlined. A document that cannot be read, or whose servers give no usable base URL while base_url is unset, is
-// an error at the block's path.
+// operationId, in path order. When a declared action runs on openapi (b.Used), the declared actions are the whole
+// surface and the block expands into nothing, as a top-level mcp block does (SPEC §7.6): the block then only gives
+// them its document, base URL, headers and timeout. Operations that cannot become actions are listed in Skipped
+// with the reason: no operationId, an operationId that is not a valid action name or is given twice, a body that is
+// not JSON or is on a GET, HEAD or TRACE operation, a path with a "." or ".." segment, a parameter described by
+// content or in a serialization style Invoke does not implement, a cookie name that is not a token, schemas too
+// large once inlined. A document that cannot be read, or whose servers give no usable base URL while base_url is
+// unset, is an error at the block's path.
 func (Backend) Expand(ctx context.Context, b *runtime.Block) (*runtime.Expansion, error) {
 	var shared Shared
 	if errs := b.DecodeShared(&shared); len(errs) > 0 {
@@ -25,6 +28,9 @@ func (Backend) Expand(ctx context.Context, b *runtime.Block) (*runtime.Expansion
 	parts, errs := compileShared(b.Check, b.SharedPath, &shared)
 	if len(errs) > 0 {
 		return nil, errs.Err()
+	}
+	if b.Used {
+		return &runtime.Expansion{}, nil
 	}
 	doc, err := document(ctx, b.SharedPath.Child("url"), shared.URL, b.BaseDir)
 	if err != nil {

@@ -25,13 +25,14 @@ type pathPart struct {
 	param int
 }
 
-// splitPath splits a path template into literal text and the indexes of its parameters in params.
+// splitPath splits a path template into literal text, escaped for a URL path (escapeLiteral), and the indexes of
+// its parameters in params.
 func splitPath(path string, params []param) []pathPart {
 	var parts []pathPart
 	last := 0
 	for _, m := range pathTemplate.FindAllStringSubmatchIndex(path, -1) {
 		if m[0] > last {
-			parts = append(parts, pathPart{lit: path[last:m[0]], param: -1})
+			parts = append(parts, pathPart{lit: escapeLiteral(path[last:m[0]]), param: -1})
 		}
 		name := path[m[2]:m[3]]
 		for i, p := range params {
@@ -43,9 +44,51 @@ func splitPath(path string, params []param) []pathPart {
 		last = m[1]
 	}
 	if last < len(path) {
-		parts = append(parts, pathPart{lit: path[last:], param: -1})
+		parts = append(parts, pathPart{lit: escapeLiteral(path[last:]), param: -1})
 	}
 	return parts
+}
+
+// escapeLiteral percent-escapes the bytes of a document's literal path text that are not valid in an escaped URL
+// path (non-ASCII, spaces, "|", "^", a "%" that starts no escape...): net/url would otherwise ignore the path it is
+// given and re-escape the decoded one, turning the %2F of a value back into "/". "/", the sub-delimiters, ":", "@"
+// and valid %XX escapes are kept, so the document's own escapes stay as written.
+func escapeLiteral(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '%' && i+2 < len(s) && ishex(s[i+1]) && ishex(s[i+2]):
+			b.WriteByte(c)
+		case c != '%' && (pathSafe(c) || c == '/'):
+			b.WriteByte(c)
+		default:
+			const hex = "0123456789ABCDEF"
+			b.WriteByte('%')
+			b.WriteByte(hex[c>>4])
+			b.WriteByte(hex[c&15])
+		}
+	}
+	return b.String()
+}
+
+// pathSafe reports whether c stands for itself in a path segment (RFC 3986 pchar without pct-encoded).
+func pathSafe(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
+		strings.IndexByte("-._~!$&'()*+,;=:@", c) >= 0
+}
+
+func ishex(c byte) bool { return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F' }
+
+// dotPiece reports whether the decoded path text p has a "." or ".." piece between slashes: what a server that
+// decodes %2F before it normalises the path would resolve.
+func dotPiece(p string) bool {
+	for piece := range strings.SplitSeq(p, "/") {
+		if piece == "." || piece == ".." {
+			return true
+		}
+	}
+	return false
 }
 
 // Initialize returns an instance that sends every call with in.HTTPClient under in.Limits. It does no I/O.
@@ -64,10 +107,11 @@ type instance struct {
 
 // Invoke sends one request for the operation, bounded by the block's timeout (else Limits.CallTimeout, else 30s)
 // and by ctx. The base URL, the block's headers and the auth they use render as in stateless_http; path
-// parameters are each escaped as one path segment ("/" included, so a value never adds a segment, and a value
-// "." or ".." is a recoverable invalid_arguments error); query, header and cookie parameters follow their
-// OpenAPI style; the body parameter is sent as JSON. Failures are classified as stateless_http classifies them
-// (SPEC §7.3).
+// parameters are each escaped as one path segment ("/" as %2F, so a value never adds a segment), and a value with
+// a "." or ".." piece between its slashes, or parameters that together make one, is a recoverable
+// invalid_arguments error and nothing is sent (SPEC §4.4); query, header and cookie parameters follow their
+// OpenAPI style; the body parameter is sent as JSON with the operation's JSON media type. Failures are classified
+// as stateless_http classifies them (SPEC §7.3).
 func (i *instance) Invoke(ctx context.Context, a runtime.Action, call *runtime.Call) (*runtime.Result, error) {
 	act, ok := a.(*Action)
 	if !ok {
@@ -141,19 +185,44 @@ func (a *Action) apply(req *http.Request, args map[string]any) *runtime.Error {
 		}
 	}
 	req.URL.RawQuery = strings.Join(query, "&")
-	if len(cookies) > 0 {
-		req.Header.Add("Cookie", strings.Join(cookies, "; "))
-	}
-	if body, ok := args[BodyParameter]; ok && a.body && req.Method != http.MethodGet && req.Method != http.MethodHead {
-		return setBody(req, body)
+	setCookies(req.Header, cookies)
+	if body, ok := args[BodyParameter]; ok && a.body {
+		return setBody(req, body, a.mediaType)
 	}
 	return nil
 }
 
-// applyPath appends the operation's path, with its parameters, to the base URL's path.
+// setCookies adds the cookie parameters ("name=value" pairs) to the one Cookie header (RFC 6265 §5.4): after the
+// block's own Cookie header when it sets one, whose cookies win over parameters of the same name.
+func setCookies(h http.Header, cookies []string) {
+	if len(cookies) == 0 {
+		return
+	}
+	prev := h.Get("Cookie")
+	if prev != "" {
+		own := map[string]bool{}
+		for c := range strings.SplitSeq(prev, ";") {
+			name, _, _ := strings.Cut(strings.TrimSpace(c), "=")
+			own[name] = true
+		}
+		kept := cookies[:0]
+		for _, c := range cookies {
+			if name, _, _ := strings.Cut(c, "="); !own[name] {
+				kept = append(kept, c)
+			}
+		}
+		cookies = append([]string{prev}, kept...)
+	}
+	h["Cookie"] = []string{strings.Join(cookies, "; ")}
+}
+
+// applyPath appends the operation's path, with its parameters, to the base URL's path. The path is refused when
+// the values make a "." or ".." piece once decoded (the literal text has none: checkPath), or when net/url would
+// not send it exactly as built.
 func (a *Action) applyPath(u *url.URL, args map[string]any) *runtime.Error {
 	var b strings.Builder
 	b.WriteString(strings.TrimSuffix(u.EscapedPath(), "/"))
+	start := b.Len()
 	for _, part := range a.path {
 		if part.param < 0 {
 			b.WriteString(part.lit)
@@ -171,15 +240,27 @@ func (a *Action) applyPath(u *url.URL, args map[string]any) *runtime.Error {
 		b.WriteString(seg)
 	}
 	raw := b.String()
+	op, err := url.PathUnescape(raw[start:])
+	if err != nil {
+		return runtime.Errorf(runtime.KindInvalidArguments, "the request path cannot be built")
+	}
+	if dotPiece(op) {
+		return runtime.Errorf(runtime.KindInvalidArguments,
+			"the path parameters together make a path segment \".\" or \"..\"")
+	}
 	decoded, err := url.PathUnescape(raw)
 	if err != nil {
 		return runtime.Errorf(runtime.KindInvalidArguments, "the request path cannot be built")
 	}
 	u.Path, u.RawPath = decoded, raw
+	if u.EscapedPath() != raw {
+		return runtime.Errorf(runtime.KindInvalidArguments, "the request path cannot be sent as escaped")
+	}
 	return nil
 }
 
-// pathValue renders a path parameter (style simple) as one escaped segment; it returns why it cannot.
+// pathValue renders a path parameter (style simple) as one escaped segment; it returns why it cannot: an empty
+// value, or one with a "." or ".." piece between its slashes (SPEC §4.4).
 func pathValue(v any, explode bool) (string, string) {
 	var items []string
 	switch v := v.(type) {
@@ -197,17 +278,20 @@ func pathValue(v any, explode bool) (string, string) {
 		}
 	default:
 		text := interp.Text(v)
-		switch text {
-		case "":
+		if text == "" {
 			return "", "a path parameter must not be empty"
-		case ".", "..":
-			return "", "a path parameter must not be . or .."
+		}
+		if dotPiece(text) {
+			return "", "a path parameter must not have a \".\" or \"..\" piece between slashes"
 		}
 		return url.PathEscape(text), ""
 	}
 	seg := strings.Join(items, ",")
-	if seg == "" || seg == "." || seg == ".." {
-		return "", "a path parameter must not be empty, . or .."
+	if seg == "" {
+		return "", "a path parameter must not be empty"
+	}
+	if decoded, err := url.PathUnescape(seg); err != nil || dotPiece(decoded) {
+		return "", "a path parameter must not have a \".\" or \"..\" piece between slashes"
 	}
 	return seg, ""
 }
@@ -279,8 +363,9 @@ func simple(v any, explode bool) string {
 	return interp.Text(v)
 }
 
-// setBody encodes body as JSON (no HTML escaping, as stateless_http bodies) and sets it on req.
-func setBody(req *http.Request, body any) *runtime.Error {
+// setBody encodes body as JSON (no HTML escaping, as stateless_http bodies) and sets it on req with the
+// operation's media type, unless the block's headers set Content-Type.
+func setBody(req *http.Request, body any, mediaType string) *runtime.Error {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
@@ -292,7 +377,10 @@ func setBody(req *http.Request, body any) *runtime.Error {
 	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil }
 	req.ContentLength = int64(len(data))
 	if req.Header.Get("Content-Type") == "" {
-		req.Header["Content-Type"] = []string{"application/json"}
+		if mediaType == "" {
+			mediaType = "application/json"
+		}
+		req.Header["Content-Type"] = []string{mediaType}
 	}
 	return nil
 }

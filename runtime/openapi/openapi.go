@@ -1,12 +1,13 @@
-// Package openapi is the openapi action backend (SPEC §7.5): actions derived from the operations of an OpenAPI
-// 3.0 or 3.1 document. Importing the root package registers it.
+// Package openapi is the openapi action backend (SPEC §7.5): actions derived from the operations of an OpenAPI 3.0
+// or 3.1 document. Importing the root package registers it.
 //
-// The document is read with kin-openapi, which resolves every $ref (local, other files, http(s) URLs) in place
-// and reads both 3.0 and 3.1 (type lists, numeric exclusive bounds, const, prefixItems). It is fetched once per
-// location and process, within Load's context. A top-level openapi block expands (runtime.Expander) into one
-// action per operation with an operationId; an action-level block with operation_id binds one declared action
-// to one operation. Invoke builds the request from the operation with internal/httpspec (base URL, headers, auth)
-// and sends it with httpspec.Do, which classifies failures as stateless_http does (SPEC §7.3).
+// The document is read with kin-openapi, which resolves every $ref (local, other files, http(s) URLs) in place and
+// reads both 3.0 and 3.1 (type lists, numeric exclusive bounds, const, prefixItems). It is fetched once per
+// location and process, within Load's context. A top-level openapi block expands (runtime.Expander) into one action
+// per operation with an operationId, unless a declared action runs on openapi; an action-level block with
+// operation_id binds one declared action to one operation. Invoke builds the request from the operation with
+// internal/httpspec (base URL, headers, auth) and sends it with httpspec.Do, which classifies failures as
+// stateless_http does (SPEC §7.3).
 package openapi
 
 import (
@@ -63,8 +64,10 @@ type Action struct {
 	Timeout time.Duration
 	params  []param
 	body    bool
-	path    []pathPart
-	schema  map[string]any
+	// mediaType is the JSON media type of the request body, sent as Content-Type.
+	mediaType string
+	path      []pathPart
+	schema    map[string]any
 }
 
 // Parameters returns the operation's parameters as a JSON Schema object, every $ref resolved: what an action bound
@@ -153,7 +156,7 @@ func document(ctx context.Context, p *field.Path, raw, baseDir string) (*openapi
 // fill completes a from a converted operation.
 func fill(a *Action, o *operation, parts *sharedParts, base *interp.URL) {
 	a.Method, a.Path, a.params, a.body, a.Timeout = o.method, o.path, o.params, o.body, parts.timeout
-	a.schema = o.schema
+	a.schema, a.mediaType = o.schema, o.mediaType
 	a.path = splitPath(o.path, o.params)
 	a.Request = &httpspec.Compiled{Method: o.method, URL: base, Headers: parts.headers}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"mime"
 	"net/http"
+	"net/url"
 	"regexp"
 	"sort"
 	"strings"
@@ -34,7 +35,8 @@ type operation struct {
 	id, method, path string
 	description      string
 	params           []param
-	body             bool // the operation takes a JSON body in BodyParameter
+	body             bool   // the operation takes a JSON body in BodyParameter
+	mediaType        string // the body's JSON media type, as the document writes it
 	bodyRequired     bool
 	schema           map[string]any // the action's parameters: type object, properties, required
 }
@@ -123,10 +125,15 @@ func convert(path, method string, item *openapi3.PathItem, op *openapi3.Operatio
 		return nil, err
 	}
 	if rb := op.RequestBody; rb != nil && rb.Value != nil {
-		mt, err := jsonMedia(rb.Value.Content)
+		if !bodyAllowed(method) {
+			return nil, fmt.Errorf("a %s operation with a request body (unsupported: a %s request carries no body)",
+				method, method)
+		}
+		key, mt, err := jsonMedia(rb.Value.Content)
 		if err != nil {
 			return nil, err
 		}
+		o.mediaType = key
 		if first, dup := seen[BodyParameter]; dup {
 			return nil, fmt.Errorf("parameter %s is named like the request body parameter %q", first, BodyParameter)
 		}
@@ -210,6 +217,9 @@ func parameter(c *converter, r *openapi3.ParameterRef) (*param, any, error) {
 		}
 	case openapi3.ParameterInCookie:
 		defaultStyle = openapi3.SerializationForm
+		if !validHeaderName(v.Name) {
+			return nil, nil, fmt.Errorf("cookie parameter %q is not a valid cookie name", v.Name)
+		}
 	default:
 		return nil, nil, fmt.Errorf("parameter %q is in %q (unsupported)", v.Name, v.In)
 	}
@@ -274,7 +284,9 @@ func supported(p *param, shape string) error {
 
 var pathTemplate = regexp.MustCompile(`\{([^{}/]+)\}`)
 
-// checkPath refuses path templates whose literal parts would need escaping or could change the URL's structure.
+// checkPath refuses path templates whose literal parts could change the URL's structure or hold a "." or ".."
+// segment (also spelled %2e, or between %2F escapes). Other characters invalid in a URL path are escaped by
+// splitPath.
 func checkPath(path string) error {
 	if !strings.HasPrefix(path, "/") {
 		return fmt.Errorf("path %q does not start with /", path)
@@ -282,6 +294,9 @@ func checkPath(path string) error {
 	literal := pathTemplate.ReplaceAllString(path, "x")
 	if strings.ContainsAny(literal, "?#{} ") {
 		return fmt.Errorf("path %q holds characters a path template cannot", path)
+	}
+	if decoded, err := url.PathUnescape(escapeLiteral(literal)); err != nil || dotPiece(decoded) {
+		return fmt.Errorf("path %q has a \".\" or \"..\" segment", path)
 	}
 	return nil
 }
@@ -299,27 +314,41 @@ func pathParamsDeclared(path string, params []param) error {
 	return nil
 }
 
-// jsonMedia returns the JSON media type of a request body, nil when the content names none with a schema, or an
-// error when the body is not JSON.
-func jsonMedia(content openapi3.Content) (*openapi3.MediaType, error) {
+// jsonMedia returns the JSON media type of a request body (application/json first, else the first +json type in
+// sorted order) as the document writes it and its entry: "" and nil when the content names none, or an error when
+// the body is not JSON.
+func jsonMedia(content openapi3.Content) (string, *openapi3.MediaType, error) {
 	if len(content) == 0 {
-		return nil, nil
+		return "", nil, nil
 	}
 	keys := make([]string, 0, len(content))
 	for k := range content {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
+	found := ""
 	for _, k := range keys {
 		mt, _, err := mime.ParseMediaType(k)
 		if err != nil {
 			continue
 		}
-		if mt == "application/json" || strings.HasSuffix(mt, "+json") {
-			return content[k], nil
+		if mt == "application/json" {
+			return k, content[k], nil
+		}
+		if found == "" && strings.HasSuffix(mt, "+json") {
+			found = k
 		}
 	}
-	return nil, fmt.Errorf("request body is not JSON (%s)", strings.Join(keys, ", "))
+	if found != "" {
+		return found, content[found], nil
+	}
+	return "", nil, fmt.Errorf("request body is not JSON (%s)", strings.Join(keys, ", "))
+}
+
+// bodyAllowed reports whether a request with method may carry a body: RFC 9110 gives a GET, HEAD or TRACE body
+// no meaning, and servers and proxies reject or drop it.
+func bodyAllowed(method string) bool {
+	return method != http.MethodGet && method != http.MethodHead && method != http.MethodTrace
 }
 
 // describe is the action description: the summary, then the description when it says more.
