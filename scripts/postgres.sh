@@ -61,12 +61,12 @@ start() {
   mkdir "$dir/sock"
   [ -z "$owner" ] || chown -R "$owner" "$dir"
 
-  as_owner "$bin/initdb" -D "$dir/data" -U tool --auth=trust --encoding=UTF8 --locale=C.UTF-8 >"$dir/initdb.log" 2>&1 ||
-    { cat "$dir/initdb.log" >&2; die "initdb failed"; }
+  as_owner "$bin/initdb" -D "$dir/data" -U tool --auth=trust --encoding=UTF8 --locale=C >"$dir/initdb.log" 2>&1 ||
+    { cat "$dir/initdb.log" >&2; rm -rf "$dir"; die "initdb failed"; }
 
   for tries in $(seq 1 20); do
     port=$((20000 + RANDOM % 40000))
-    port_busy "$port" && continue
+    if port_busy "$port"; then port=""; continue; fi
     if as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start \
       -o "-c listen_addresses=127.0.0.1 -p $port -k $dir/sock -c max_connections=300 -c fsync=off -c synchronous_commit=off -c full_page_writes=off" >&2; then
       break
@@ -74,12 +74,11 @@ start() {
     log "start on port $port failed (attempt $tries), retrying"
     port=""
   done
-  [ -n "$port" ] || { cat "$dir/server.log" >&2; die "could not start the server"; }
+  [ -n "$port" ] || { cat "$dir/server.log" >&2; rm -rf "$dir"; die "could not start the server"; }
   echo "$bin" >"$dir/bindir"
-  echo "$owner" >"$dir/owner"
 
   as_owner "$bin/createdb" -h "$dir/sock" -p "$port" -U tool tool_test ||
-    die "createdb failed"
+    { stop "$dir"; die "createdb failed"; }
 
   local lines
   lines="export TOOL_TEST_POSTGRES_DSN='postgres://tool@127.0.0.1:$port/tool_test?sslmode=disable'
@@ -92,7 +91,12 @@ stop() {
   local dir=${1:-${TOOL_TEST_POSTGRES_DIR:-}}
   [ -n "$dir" ] || die "stop: no directory given and TOOL_TEST_POSTGRES_DIR is unset"
   [ -f "$dir/.tool-postgres" ] || die "stop: $dir was not made by this script"
-  owner=$(cat "$dir/owner" 2>/dev/null || true)
+  owner=""
+  # As root, act as whoever owns the cluster (pg_ctl refuses root), whoever started it.
+  if [ "$(id -u)" -eq 0 ] && [ -d "$dir/data" ]; then
+    owner=$(stat -c %U "$dir/data")
+    [ "$owner" != root ] || owner=""
+  fi
   if [ -f "$dir/data/postmaster.pid" ]; then
     as_owner "$(cat "$dir/bindir")/pg_ctl" -D "$dir/data" -m fast -w stop >&2 || log "pg_ctl stop failed"
   fi

@@ -139,7 +139,7 @@ func TestConcurrentOpen(t *testing.T) {
 		}
 	}
 	var rows, version int
-	err := admin(t).QueryRow(`SELECT count(*), max(version) FROM ` + pgx.Identifier{schema, "tool_schema_version"}.Sanitize()).
+	err := admin(t).QueryRow(`SELECT count(*), max(version) FROM `+pgx.Identifier{schema, "tool_schema_version"}.Sanitize()).
 		Scan(&rows, &version)
 	if err != nil {
 		t.Fatal(err)

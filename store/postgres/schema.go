@@ -31,7 +31,6 @@ var migrations = [][]string{
 	},
 }
 
-
 // migrate brings the schema to SchemaVersion in one transaction. A transaction-scoped advisory lock, keyed by the
 // schema name, serialises processes that open the same schema at once: the second waits, then sees the first's
 // work and has nothing to do. DDL is transactional in PostgreSQL, so a failed step leaves nothing behind.

@@ -14,7 +14,7 @@ import (
 // expiry is after the database's now().
 type queries struct {
 	get, put, putTTL, del, listFrom, listRange, casInsert, casUpdate string
-	lease, release, sweepKeys, sweepLeases                            string
+	lease, release, sweepKeys, sweepLeases                           string
 }
 
 func newQueries(prefix string) queries {
