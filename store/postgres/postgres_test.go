@@ -25,7 +25,7 @@ func dsn(t testing.TB) string {
 	t.Helper()
 	d := os.Getenv("TOOL_TEST_POSTGRES_DSN")
 	if d == "" {
-		if os.Getenv("CI") != "" {
+		if _, ci := os.LookupEnv("CI"); ci {
 			t.Fatal("TOOL_TEST_POSTGRES_DSN is unset in CI: start a server with scripts/postgres.sh start")
 		}
 		t.Skip("TOOL_TEST_POSTGRES_DSN is unset: start a server with scripts/postgres.sh start")

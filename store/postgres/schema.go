@@ -52,7 +52,8 @@ func migrate(ctx context.Context, db *sql.DB, schema, prefix string) (err error)
 			return fmt.Errorf("create schema: %w", err)
 		}
 	}
-	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS `+prefix+`tool_schema_version (version integer NOT NULL)`); err != nil {
+	const versionTable = `CREATE TABLE IF NOT EXISTS %stool_schema_version (version integer NOT NULL)`
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf(versionTable, prefix)); err != nil {
 		return fmt.Errorf("create version table: %w", err)
 	}
 	version := 0

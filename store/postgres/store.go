@@ -39,8 +39,11 @@ func newQueries(prefix string) queries {
 		lease: `INSERT INTO ` + leases + ` AS l (key, owner, until) VALUES ($1, $2, now() + $3 * interval '1 microsecond')
 			ON CONFLICT (key) DO UPDATE SET owner = EXCLUDED.owner, until = EXCLUDED.until
 			WHERE l.owner = EXCLUDED.owner OR l.until <= now()`,
-		release:     `DELETE FROM ` + leases + ` WHERE key = $1 AND owner = $2`,
-		sweepKeys:   `DELETE FROM ` + kv + ` WHERE key IN (SELECT key FROM ` + kv + ` WHERE expires_at <= now() LIMIT $1)`,
+		release: `DELETE FROM ` + leases + ` WHERE key = $1 AND owner = $2`,
+		// The outer expiry test is re-checked on a row another transaction rewrote meanwhile, so a fresh Put of
+		// a key that had just expired survives the sweep.
+		sweepKeys: `DELETE FROM ` + kv + ` WHERE key IN (SELECT key FROM ` + kv + ` WHERE expires_at <= now() LIMIT $1)
+			AND expires_at <= now()`,
 		sweepLeases: `DELETE FROM ` + leases + ` WHERE until <= now()`,
 	}
 }
