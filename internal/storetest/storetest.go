@@ -1,0 +1,485 @@
+// Package storetest is the conformance suite every tool.Store passes: the memory store and store/postgres run it,
+// so that they keep one behaviour. Optional abilities (tool.SwapStore, tool.LeaseStore, tool.ExpiringStore) are
+// tested when the store has them.
+package storetest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/commonagents-go/tool"
+)
+
+// Run runs the suite. open returns a new, empty store for one subtest; it registers the store's cleanup with t.
+// Subtests run in parallel, each on its own store.
+func Run(t *testing.T, open func(t *testing.T) tool.Store) {
+	tests := []struct {
+		name string
+		run  func(t *testing.T, s tool.Store)
+	}{
+		{"GetPutDelete", testGetPutDelete},
+		{"Values", testValues},
+		{"List", testList},
+		{"CompareAndSwap", testCompareAndSwap},
+		{"ConcurrentCounter", testConcurrentCounter},
+		{"ConcurrentCreate", testConcurrentCreate},
+		{"Lease", testLease},
+		{"LeaseExpiry", testLeaseExpiry},
+		{"ConcurrentLease", testConcurrentLease},
+		{"TTL", testTTL},
+		{"TTLExpiry", testTTLExpiry},
+		{"TTLClearedByWrite", testTTLClearedByWrite},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tc.run(t, open(t))
+		})
+	}
+}
+
+func ctx(t *testing.T) context.Context { return t.Context() }
+
+func mustPut(t *testing.T, s tool.Store, key string, v []byte) {
+	t.Helper()
+	if err := s.Put(ctx(t), key, v); err != nil {
+		t.Fatalf("Put(%q): %v", key, err)
+	}
+}
+
+// wantValue fails unless key holds want.
+func wantValue(t *testing.T, s tool.Store, key string, want []byte) {
+	t.Helper()
+	got, err := s.Get(ctx(t), key)
+	if err != nil {
+		t.Fatalf("Get(%q): %v, want %q", key, err, want)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("Get(%q) = %q, want %q", key, got, want)
+	}
+}
+
+// wantAbsent fails unless Get(key) returns tool.ErrNotFound.
+func wantAbsent(t *testing.T, s tool.Store, key string) {
+	t.Helper()
+	if got, err := s.Get(ctx(t), key); !errors.Is(err, tool.ErrNotFound) {
+		t.Fatalf("Get(%q) = %q, %v; want tool.ErrNotFound", key, got, err)
+	}
+}
+
+func wantList(t *testing.T, s tool.Store, prefix string, want ...string) {
+	t.Helper()
+	got, err := s.List(ctx(t), prefix)
+	if err != nil {
+		t.Fatalf("List(%q): %v", prefix, err)
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("List(%q) = %q, want %q", prefix, got, want)
+	}
+}
+
+func testGetPutDelete(t *testing.T, s tool.Store) {
+	wantAbsent(t, s, "tasks/t1/allowlist")
+	mustPut(t, s, "tasks/t1/allowlist", []byte("one"))
+	wantValue(t, s, "tasks/t1/allowlist", []byte("one"))
+	mustPut(t, s, "tasks/t1/allowlist", []byte("two"))
+	wantValue(t, s, "tasks/t1/allowlist", []byte("two"))
+	if err := s.Delete(ctx(t), "tasks/t1/allowlist"); err != nil {
+		t.Fatalf("Delete: %v", err)
+	}
+	wantAbsent(t, s, "tasks/t1/allowlist")
+	if err := s.Delete(ctx(t), "tasks/t1/allowlist"); err != nil {
+		t.Fatalf("Delete of an absent key: %v", err)
+	}
+}
+
+func testValues(t *testing.T, s tool.Store) {
+	all := make([]byte, 256)
+	for i := range all {
+		all[i] = byte(i)
+	}
+	for _, tc := range []struct{ key, value string }{
+		{"empty", ""},
+		{"binary", string(all)},
+		{"large", string(bytes.Repeat([]byte("0123456789abcdef"), 64<<10))},
+		{"it's; DROP TABLE x; --", "quote"},
+		{`back\slash %_ like`, "like"},
+		{"ünïcødé/ключ/鍵", "unicode"},
+		{"bytes\x00\x01\xff\xfe", "not UTF-8"},
+	} {
+		mustPut(t, s, tc.key, []byte(tc.value))
+		wantValue(t, s, tc.key, []byte(tc.value))
+	}
+	// A nil value is stored as an empty one: the key exists.
+	mustPut(t, s, "nil", nil)
+	wantValue(t, s, "nil", nil)
+	wantList(t, s, "nil", "nil")
+
+	// The store keeps copies: neither the caller's slice nor a returned one aliases it.
+	in := []byte("original")
+	mustPut(t, s, "copy", in)
+	in[0] = 'X'
+	out, err := s.Get(ctx(t), "copy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out[1] = 'Y'
+	wantValue(t, s, "copy", []byte("original"))
+}
+
+func testList(t *testing.T, s tool.Store) {
+	keys := []string{
+		"tasks/t1/allowlist", "tasks/t1/events", "tasks/t1/sessions/s1", "tasks/t10/allowlist", "tasks/t2/x",
+		"a%b", "a_b", "axb", `a\b`, "a'b", "a", "a\xff", "a\xff\xff", "a\xff\x00", "b", "", "tasks/",
+	}
+	for i, k := range keys {
+		mustPut(t, s, k, []byte(strconv.Itoa(i)))
+	}
+	sorted := slices.Clone(keys)
+	slices.Sort(sorted)
+	wantList(t, s, "", sorted...)
+	wantList(t, s, "tasks/t1/", "tasks/t1/allowlist", "tasks/t1/events", "tasks/t1/sessions/s1")
+	wantList(t, s, "tasks/t1", "tasks/t1/allowlist", "tasks/t1/events", "tasks/t1/sessions/s1", "tasks/t10/allowlist")
+	wantList(t, s, "tasks/", "tasks/", "tasks/t1/allowlist", "tasks/t1/events", "tasks/t1/sessions/s1",
+		"tasks/t10/allowlist", "tasks/t2/x")
+	wantList(t, s, "tasks/t1/sessions/", "tasks/t1/sessions/s1")
+	// LIKE's special characters match only themselves.
+	wantList(t, s, "a%", "a%b")
+	wantList(t, s, "a_", "a_b")
+	wantList(t, s, `a\`, `a\b`)
+	wantList(t, s, "a'", "a'b")
+	// Bytes at the top of the range.
+	wantList(t, s, "a\xff", "a\xff", "a\xff\x00", "a\xff\xff")
+	wantList(t, s, "a\xff\xff", "a\xff\xff")
+	wantList(t, s, "nothing/")
+	wantList(t, s, "nothing")
+	if err := s.Delete(ctx(t), "tasks/t1/events"); err != nil {
+		t.Fatal(err)
+	}
+	wantList(t, s, "tasks/t1/", "tasks/t1/allowlist", "tasks/t1/sessions/s1")
+}
+
+func testCompareAndSwap(t *testing.T, s tool.Store) {
+	cs, ok := s.(tool.SwapStore)
+	if !ok {
+		t.Skip("not a tool.SwapStore")
+	}
+	cas := func(key string, old, next []byte, want bool) {
+		t.Helper()
+		got, err := cs.CompareAndSwap(ctx(t), key, old, next)
+		if err != nil {
+			t.Fatalf("CompareAndSwap(%q, %q, %q): %v", key, old, next, err)
+		}
+		if got != want {
+			t.Fatalf("CompareAndSwap(%q, %q, %q) = %v, want %v", key, old, next, got, want)
+		}
+	}
+	cas("k", []byte("x"), []byte("y"), false) // absent, old given
+	wantAbsent(t, s, "k")
+	cas("k", nil, []byte("v1"), true) // absent, nil old: created
+	wantValue(t, s, "k", []byte("v1"))
+	cas("k", nil, []byte("v2"), false) // present, nil old
+	cas("k", []byte("v0"), []byte("v2"), false)
+	wantValue(t, s, "k", []byte("v1"))
+	cas("k", []byte("v1"), []byte("v2"), true)
+	wantValue(t, s, "k", []byte("v2"))
+	cas("k", []byte("v1"), []byte("v3"), false) // the old value is gone
+	// An empty value is present, not absent.
+	cas("k", []byte("v2"), []byte{}, true)
+	cas("k", nil, []byte("v4"), false)
+	cas("k", []byte{}, []byte("v4"), true)
+	wantValue(t, s, "k", []byte("v4"))
+	if err := s.Delete(ctx(t), "k"); err != nil {
+		t.Fatal(err)
+	}
+	cas("k", []byte("v4"), []byte("v5"), false)
+	cas("k", nil, []byte("v5"), true)
+	wantList(t, s, "k", "k")
+}
+
+// testConcurrentCounter increments one counter from 8 goroutines with read-modify-swap loops: no increment may
+// be lost.
+func testConcurrentCounter(t *testing.T, s tool.Store) {
+	cs, ok := s.(tool.SwapStore)
+	if !ok {
+		t.Skip("not a tool.SwapStore")
+	}
+	const workers, each = 8, 20
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for range workers {
+		wg.Go(func() {
+			for range each {
+				if err := increment(ctx(t), cs, "counter"); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	wantValue(t, s, "counter", []byte(strconv.Itoa(workers*each)))
+}
+
+func increment(ctx context.Context, s tool.SwapStore, key string) error {
+	for {
+		old, err := s.Get(ctx, key)
+		n := 0
+		switch {
+		case errors.Is(err, tool.ErrNotFound):
+			old = nil
+		case err != nil:
+			return err
+		default:
+			if n, err = strconv.Atoi(string(old)); err != nil {
+				return fmt.Errorf("counter holds %q", old)
+			}
+		}
+		ok, err := s.CompareAndSwap(ctx, key, old, []byte(strconv.Itoa(n+1)))
+		if err != nil || ok {
+			return err
+		}
+	}
+}
+
+// testConcurrentCreate races 8 creations of one key: exactly one wins, and its value is the one stored.
+func testConcurrentCreate(t *testing.T, s tool.Store) {
+	cs, ok := s.(tool.SwapStore)
+	if !ok {
+		t.Skip("not a tool.SwapStore")
+	}
+	winners := race(t, 8, func(i int) (bool, error) {
+		return cs.CompareAndSwap(ctx(t), "once", nil, []byte(strconv.Itoa(i)))
+	})
+	if len(winners) != 1 {
+		t.Fatalf("%d creations won, want 1", len(winners))
+	}
+	wantValue(t, s, "once", []byte(strconv.Itoa(winners[0])))
+}
+
+// race runs f(0..n-1) at once and returns the i for which it reported true.
+func race(t *testing.T, n int, f func(i int) (bool, error)) []int {
+	t.Helper()
+	var mu sync.Mutex
+	var winners []int
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			ok, err := f(i)
+			if err != nil {
+				errs <- err
+				return
+			}
+			if ok {
+				mu.Lock()
+				winners = append(winners, i)
+				mu.Unlock()
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	return winners
+}
+
+func leaseStore(t *testing.T, s tool.Store) tool.LeaseStore {
+	t.Helper()
+	ls, ok := s.(tool.LeaseStore)
+	if !ok {
+		t.Skip("not a tool.LeaseStore")
+	}
+	return ls
+}
+
+func wantLease(t *testing.T, s tool.LeaseStore, key, owner string, ttl time.Duration, want bool) {
+	t.Helper()
+	got, err := s.Lease(ctx(t), key, owner, ttl)
+	if err != nil {
+		t.Fatalf("Lease(%q, %q): %v", key, owner, err)
+	}
+	if got != want {
+		t.Fatalf("Lease(%q, %q) = %v, want %v", key, owner, got, want)
+	}
+}
+
+func release(t *testing.T, s tool.LeaseStore, key, owner string) {
+	t.Helper()
+	if err := s.Release(ctx(t), key, owner); err != nil {
+		t.Fatalf("Release(%q, %q): %v", key, owner, err)
+	}
+}
+
+func testLease(t *testing.T, s tool.Store) {
+	ls := leaseStore(t, s)
+	const key = "tasks/t1/lease/poll"
+	wantLease(t, ls, key, "a", time.Hour, true)
+	wantLease(t, ls, key, "b", time.Hour, false)
+	wantLease(t, ls, key, "a", time.Hour, true) // renewal
+	release(t, ls, key, "b")                    // not b's: nothing happens
+	wantLease(t, ls, key, "b", time.Hour, false)
+	wantLease(t, ls, "tasks/t1/lease/other", "b", time.Hour, true) // leases are per key
+	release(t, ls, key, "a")
+	wantLease(t, ls, key, "b", time.Hour, true)
+	wantLease(t, ls, key, "a", time.Hour, false)
+	// Leases do not show up as keys.
+	wantList(t, s, "tasks/")
+	wantAbsent(t, s, key)
+}
+
+// testLeaseExpiry: a lease its holder does not renew is taken over once it runs out, and not before.
+func testLeaseExpiry(t *testing.T, s tool.Store) {
+	ls := leaseStore(t, s)
+	const key, ttl = "lease", 300 * time.Millisecond
+	start := time.Now()
+	wantLease(t, ls, key, "a", ttl, true)
+	ok, err := ls.Lease(ctx(t), key, "b", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok && time.Since(start) < ttl {
+		t.Fatalf("b took a's lease %v after it was granted for %v", time.Since(start), ttl)
+	}
+	eventually(t, func() bool {
+		ok, err := ls.Lease(ctx(t), key, "b", time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	})
+	if d := time.Since(start); d < ttl {
+		t.Fatalf("b took a's lease after %v, before its %v ran out", d, ttl)
+	}
+	wantLease(t, ls, key, "a", ttl, false) // a comes back: b holds it now
+	release(t, ls, key, "a")
+	wantLease(t, ls, key, "b", time.Hour, true)
+}
+
+// testConcurrentLease: of 8 replicas asking at once, exactly one gets the lease.
+func testConcurrentLease(t *testing.T, s tool.Store) {
+	ls := leaseStore(t, s)
+	winners := race(t, 8, func(i int) (bool, error) {
+		return ls.Lease(ctx(t), "lease", "owner-"+strconv.Itoa(i), time.Hour)
+	})
+	if len(winners) != 1 {
+		t.Fatalf("%d replicas got the lease, want 1", len(winners))
+	}
+	wantLease(t, ls, "lease", "owner-"+strconv.Itoa(winners[0]), time.Hour, true)
+}
+
+func expiringStore(t *testing.T, s tool.Store) tool.ExpiringStore {
+	t.Helper()
+	es, ok := s.(tool.ExpiringStore)
+	if !ok {
+		t.Skip("not a tool.ExpiringStore")
+	}
+	return es
+}
+
+func putTTL(t *testing.T, s tool.ExpiringStore, key string, v []byte, ttl time.Duration) {
+	t.Helper()
+	if err := s.PutTTL(ctx(t), key, v, ttl); err != nil {
+		t.Fatalf("PutTTL(%q): %v", key, err)
+	}
+}
+
+// testTTL: a key within its TTL behaves like any other.
+func testTTL(t *testing.T, s tool.Store) {
+	es := expiringStore(t, s)
+	putTTL(t, es, "dedupe/d1", []byte("seen"), time.Hour)
+	wantValue(t, s, "dedupe/d1", []byte("seen"))
+	wantList(t, s, "dedupe/", "dedupe/d1")
+	putTTL(t, es, "dedupe/d1", []byte("again"), time.Hour) // overwrites
+	wantValue(t, s, "dedupe/d1", []byte("again"))
+	if cs, ok := s.(tool.SwapStore); ok {
+		if ok, err := cs.CompareAndSwap(ctx(t), "dedupe/d1", nil, []byte("x")); err != nil || ok {
+			t.Fatalf("CompareAndSwap(nil) on a live TTL key = %v, %v; want false", ok, err)
+		}
+	}
+	if err := s.Delete(ctx(t), "dedupe/d1"); err != nil {
+		t.Fatal(err)
+	}
+	wantAbsent(t, s, "dedupe/d1")
+}
+
+// testTTLExpiry: once expired, a key is invisible to Get, List and CompareAndSwap, and may be created again.
+func testTTLExpiry(t *testing.T, s tool.Store) {
+	es := expiringStore(t, s)
+	mustPut(t, s, "dedupe/keep", []byte("k"))
+	putTTL(t, es, "dedupe/gone", []byte("v"), 50*time.Millisecond)
+	eventually(t, func() bool {
+		_, err := s.Get(ctx(t), "dedupe/gone")
+		return errors.Is(err, tool.ErrNotFound)
+	})
+	wantList(t, s, "dedupe/", "dedupe/keep")
+	wantList(t, s, "dedupe/g", []string{}...)
+	if cs, ok := s.(tool.SwapStore); ok {
+		if ok, err := cs.CompareAndSwap(ctx(t), "dedupe/gone", []byte("v"), []byte("w")); err != nil || ok {
+			t.Fatalf("CompareAndSwap on the expired value = %v, %v; want false", ok, err)
+		}
+		if ok, err := cs.CompareAndSwap(ctx(t), "dedupe/gone", nil, []byte("new")); err != nil || !ok {
+			t.Fatalf("CompareAndSwap(nil) on an expired key = %v, %v; want true", ok, err)
+		}
+		wantValue(t, s, "dedupe/gone", []byte("new"))
+	}
+	// A zero TTL has expired at once.
+	putTTL(t, es, "dedupe/zero", []byte("v"), 0)
+	wantAbsent(t, s, "dedupe/zero")
+}
+
+// testTTLClearedByWrite: Put and CompareAndSwap write values without expiry over a key written with PutTTL. A
+// marker key with the same TTL, written after, tells when the old expiry has passed.
+func testTTLClearedByWrite(t *testing.T, s tool.Store) {
+	es := expiringStore(t, s)
+	const ttl = 100 * time.Millisecond
+	putTTL(t, es, "put", []byte("old"), ttl)
+	cs, swap := s.(tool.SwapStore)
+	if swap {
+		putTTL(t, es, "swap", []byte("old"), ttl)
+	}
+	putTTL(t, es, "marker", []byte("m"), ttl)
+	mustPut(t, s, "put", []byte("new"))
+	if swap {
+		if ok, err := cs.CompareAndSwap(ctx(t), "swap", []byte("old"), []byte("new")); err != nil || !ok {
+			t.Fatalf("CompareAndSwap on a live TTL key = %v, %v; want true", ok, err)
+		}
+	}
+	eventually(t, func() bool {
+		_, err := s.Get(ctx(t), "marker")
+		return errors.Is(err, tool.ErrNotFound)
+	})
+	wantValue(t, s, "put", []byte("new"))
+	if swap {
+		wantValue(t, s, "swap", []byte("new"))
+	}
+}
+
+// eventually polls cond until it holds, failing t after 10 s. It is for expiries on a clock the test cannot
+// drive (the database's), where no event announces the moment.
+func eventually(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 10s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

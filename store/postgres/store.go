@@ -1,0 +1,197 @@
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/commonagents-go/tool"
+)
+
+// queries holds the Store's SQL, built once with the schema prefix. A key is live when it has no expiry or its
+// expiry is after the database's now().
+type queries struct {
+	get, put, putTTL, del, listFrom, listRange, casInsert, casUpdate string
+	lease, release, sweepKeys, sweepLeases                           string
+}
+
+func newQueries(prefix string) queries {
+	kv, leases := prefix+"tool_kv", prefix+"tool_leases"
+	const live = `(expires_at IS NULL OR expires_at > now())`
+	return queries{
+		get: `SELECT value FROM ` + kv + ` WHERE key = $1 AND ` + live,
+		put: `INSERT INTO ` + kv + ` (key, value) VALUES ($1, $2)
+			ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, expires_at = NULL`,
+		putTTL: `INSERT INTO ` + kv + ` (key, value, expires_at) VALUES ($1, $2, now() + $3 * interval '1 microsecond')
+			ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, expires_at = EXCLUDED.expires_at`,
+		del:       `DELETE FROM ` + kv + ` WHERE key = $1`,
+		listFrom:  `SELECT key FROM ` + kv + ` WHERE key >= $1 AND ` + live + ` ORDER BY key`,
+		listRange: `SELECT key FROM ` + kv + ` WHERE key >= $1 AND key < $2 AND ` + live + ` ORDER BY key`,
+		// An expired row counts as absent: the insert takes its place.
+		casInsert: `INSERT INTO ` + kv + ` AS t (key, value) VALUES ($1, $2)
+			ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, expires_at = NULL
+			WHERE t.expires_at IS NOT NULL AND t.expires_at <= now()`,
+		// Under READ COMMITTED a concurrent update of the row makes this one wait, then re-check value = $2
+		// against the new row: exactly one of two racing swaps from the same old value wins.
+		casUpdate: `UPDATE ` + kv + ` SET value = $3, expires_at = NULL WHERE key = $1 AND value = $2 AND ` + live,
+		lease: `INSERT INTO ` + leases + ` AS l (key, owner, until) VALUES ($1, $2, now() + $3 * interval '1 microsecond')
+			ON CONFLICT (key) DO UPDATE SET owner = EXCLUDED.owner, until = EXCLUDED.until
+			WHERE l.owner = EXCLUDED.owner OR l.until <= now()`,
+		release: `DELETE FROM ` + leases + ` WHERE key = $1 AND owner = $2`,
+		// The outer expiry test is re-checked on a row another transaction rewrote meanwhile, so a fresh Put of
+		// a key that had just expired survives the sweep.
+		sweepKeys: `DELETE FROM ` + kv + ` WHERE key IN (SELECT key FROM ` + kv + ` WHERE expires_at <= now() LIMIT $1)
+			AND expires_at <= now()`,
+		sweepLeases: `DELETE FROM ` + leases + ` WHERE until <= now()`,
+	}
+}
+
+// Get returns key's value, or tool.ErrNotFound when it is absent or expired.
+func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
+	var v []byte
+	err := s.db.QueryRowContext(ctx, s.q.get, []byte(key)).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, tool.ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("postgres store: get %q: %w", key, err)
+	}
+	return v, nil
+}
+
+// Put sets key to value, without expiry.
+func (s *Store) Put(ctx context.Context, key string, value []byte) error {
+	if err := checkKey(key); err != nil {
+		return err
+	}
+	if _, err := s.db.ExecContext(ctx, s.q.put, []byte(key), nonNil(value)); err != nil {
+		return fmt.Errorf("postgres store: put %q: %w", key, err)
+	}
+	return nil
+}
+
+// PutTTL is Put for a value that Get, List and CompareAndSwap no longer see once ttl has passed on the database's
+// clock.
+func (s *Store) PutTTL(ctx context.Context, key string, value []byte, ttl time.Duration) error {
+	if err := checkKey(key); err != nil {
+		return err
+	}
+	if _, err := s.db.ExecContext(ctx, s.q.putTTL, []byte(key), nonNil(value), ttl.Microseconds()); err != nil {
+		return fmt.Errorf("postgres store: put %q: %w", key, err)
+	}
+	return nil
+}
+
+// Delete removes key; an absent key is not an error.
+func (s *Store) Delete(ctx context.Context, key string) error {
+	if _, err := s.db.ExecContext(ctx, s.q.del, []byte(key)); err != nil {
+		return fmt.Errorf("postgres store: delete %q: %w", key, err)
+	}
+	return nil
+}
+
+// List returns the live keys that start with prefix, sorted bytewise.
+func (s *Store) List(ctx context.Context, prefix string) ([]string, error) {
+	var rows *sql.Rows
+	var err error
+	if end, ok := successor(prefix); ok {
+		rows, err = s.db.QueryContext(ctx, s.q.listRange, []byte(prefix), end)
+	} else {
+		rows, err = s.db.QueryContext(ctx, s.q.listFrom, []byte(prefix))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("postgres store: list %q: %w", prefix, err)
+	}
+	defer rows.Close()
+	var keys []string
+	for rows.Next() {
+		var k []byte
+		if err := rows.Scan(&k); err != nil {
+			return nil, fmt.Errorf("postgres store: list %q: %w", prefix, err)
+		}
+		keys = append(keys, string(k))
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("postgres store: list %q: %w", prefix, err)
+	}
+	return keys, nil
+}
+
+// CompareAndSwap sets key to next when its live value is old — nil old means the key must be absent or expired —
+// and reports whether it did. The new value has no expiry.
+func (s *Store) CompareAndSwap(ctx context.Context, key string, old, next []byte) (bool, error) {
+	if err := checkKey(key); err != nil {
+		return false, err
+	}
+	var res sql.Result
+	var err error
+	if old == nil {
+		res, err = s.db.ExecContext(ctx, s.q.casInsert, []byte(key), nonNil(next))
+	} else {
+		res, err = s.db.ExecContext(ctx, s.q.casUpdate, []byte(key), old, nonNil(next))
+	}
+	if err != nil {
+		return false, fmt.Errorf("postgres store: compare-and-swap %q: %w", key, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, fmt.Errorf("postgres store: compare-and-swap %q: %w", key, err)
+	}
+	return n == 1, nil
+}
+
+// Lease acquires or renews the lease on key for owner until ttl from the database's now() and reports whether
+// owner holds it. A lease whose holder let it run out is free for anyone. Leases and keys are separate namespaces.
+func (s *Store) Lease(ctx context.Context, key, owner string, ttl time.Duration) (bool, error) {
+	if err := checkKey(key); err != nil {
+		return false, err
+	}
+	res, err := s.db.ExecContext(ctx, s.q.lease, []byte(key), []byte(owner), ttl.Microseconds())
+	if err != nil {
+		return false, fmt.Errorf("postgres store: lease %q: %w", key, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, fmt.Errorf("postgres store: lease %q: %w", key, err)
+	}
+	return n == 1, nil
+}
+
+// Release gives up owner's lease on key; it does nothing when owner does not hold it.
+func (s *Store) Release(ctx context.Context, key, owner string) error {
+	if _, err := s.db.ExecContext(ctx, s.q.release, []byte(key), []byte(owner)); err != nil {
+		return fmt.Errorf("postgres store: release %q: %w", key, err)
+	}
+	return nil
+}
+
+// checkKey refuses keys the primary-key index cannot hold, with an error naming the length, not the database's.
+func checkKey(key string) error {
+	if len(key) > MaxKeyLen {
+		return fmt.Errorf("postgres store: key of %d bytes is longer than %d", len(key), MaxKeyLen)
+	}
+	return nil
+}
+
+// nonNil maps a nil value to an empty one: a nil []byte would be sent as NULL.
+func nonNil(b []byte) []byte {
+	if b == nil {
+		return []byte{}
+	}
+	return b
+}
+
+// successor returns the smallest byte string greater than every string that starts with prefix, for a range
+// scan; ok is false when there is none (prefix empty or all 0xff), and the scan has no upper bound.
+func successor(prefix string) (end []byte, ok bool) {
+	b := []byte(prefix)
+	for i := len(b) - 1; i >= 0; i-- {
+		if b[i] != 0xff {
+			b[i]++
+			return b[:i+1], true
+		}
+	}
+	return nil, false
+}
