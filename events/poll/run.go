@@ -61,7 +61,7 @@ type worker struct {
 // step fetches once, detects the items, fires the new ones and returns the delay to the next fetch.
 func (w *worker) step(ctx context.Context) time.Duration {
 	if w.h.Lease != nil {
-		held, err := w.h.Lease(ctx, w.interval+w.h.Limits.RequestTimeout+events.LeaseMargin)
+		held, err := w.h.Lease(ctx, 2*w.interval+w.h.Limits.RequestTimeout)
 		if err != nil || !held {
 			return w.interval // another replica polls; try again, to take over if it stops
 		}
