@@ -29,7 +29,9 @@ var errClosed = errors.New("exec: the task's processes are torn down")
 
 // Initialize returns the task's instance. When in.Action is a server-mode action its process is started now
 // (SPEC §7.8), its command rendered with in.Values; a program that cannot be started is an error wrapping
-// runtime.ErrUnrecoverable. Oneshot actions start nothing here.
+// runtime.ErrUnrecoverable. A recoverable failure to render the command line (runtime.Error, such as a missing
+// auth token) leaves the server unstarted: the next call starts it, or reports that failure again. Oneshot
+// actions start nothing here.
 func (Backend) Initialize(ctx context.Context, in *runtime.Init) (runtime.Instance, error) {
 	i := &instance{limits: in.Limits, logger: in.Logger, observe: in.Observe, slots: map[*Action]*slot{}}
 	if i.logger == nil {
@@ -40,6 +42,12 @@ func (Backend) Initialize(ctx context.Context, in *runtime.Init) (runtime.Instan
 	}
 	if act, ok := in.Action.(*Action); ok && act.Mode == ModeServer {
 		if _, err := i.server(ctx, act, in.Values); err != nil {
+			if !errors.Is(err, runtime.ErrUnrecoverable) {
+				// A recoverable failure rendering the command line (an auth token briefly unavailable) must
+				// not end the task: the call that triggered Initialize tries again and reports it, as a restart
+				// would.
+				return i, nil
+			}
 			_ = i.Teardown(ctx)
 			return nil, err
 		}
@@ -144,7 +152,8 @@ func callTimeout(own time.Duration, l runtime.Limits) time.Duration {
 
 // render resolves the action's command line for one process with values, and reads the forwarded environment.
 func (a *Action) render(values interp.Resolver) (spec, error) {
-	s := spec{dir: a.Dir, env: environ(a.Env), args: make([]string, len(a.Args))}
+	s := spec{dir: a.Dir, args: make([]string, len(a.Args))}
+	s.env, s.redact = environ(a.Env)
 	var err error
 	if s.path, err = a.Command.RenderString(values); err != nil {
 		return spec{}, renderError("command", err)

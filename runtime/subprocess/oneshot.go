@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/commonagents-go/tool/internal/decode"
+	"github.com/commonagents-go/tool/internal/redact"
 	"github.com/commonagents-go/tool/interp"
 	"github.com/commonagents-go/tool/runtime"
 )
@@ -47,23 +48,25 @@ func (i *instance) oneshot(ctx context.Context, act *Action, call *runtime.Call)
 
 	tctx, cancel := context.WithTimeout(ctx, callTimeout(act.Timeout, i.limits))
 	defer cancel()
-	var timedOut, tooLarge bool
+	var timedOut bool
 	select {
 	case <-p.done:
 	case <-overflow:
-		tooLarge = true
 	case <-tctx.Done():
 		timedOut = ctx.Err() == nil
 	}
 	p.kill()
 	<-p.done
 	_ = p.stdin.Close() // ends the writer should a process outside the group still hold stdin unread
+	// The reader has ended (done): the buffer decides, not which of done and overflow the select saw first.
+	tooLarge := int64(out.buf.Len()) > limit
 
 	res := &runtime.Result{BytesOut: int64(len(req)), BytesIn: int64(out.buf.Len()), ServerData: map[string]any{}}
 	stderr := p.stderr.Since(0)
 	if stderr != "" {
 		res.ServerData["stderr"] = stderr
 	}
+	stderrLine := excerpt(s.redact, stderr)
 	if p.state != nil {
 		res.ServerData["exit_code"] = p.state.ExitCode()
 	}
@@ -73,20 +76,22 @@ func (i *instance) oneshot(ctx context.Context, act *Action, call *runtime.Call)
 		return res, nil
 	case timedOut:
 		res.Error = runtime.Errorf(runtime.KindTimeout, "the program did not finish within %s and was killed%s",
-			callTimeout(act.Timeout, i.limits), excerpt(stderr))
+			callTimeout(act.Timeout, i.limits), stderrLine)
 		return res, nil
 	case ctx.Err() != nil:
 		return nil, fmt.Errorf("exec: %w", ctx.Err())
 	}
-	res.Output, res.Error = decodeOneshot(out.buf.Bytes(), p.state, stderr)
-	if res.Error == nil && isPending(res.Output) {
+	var pending bool
+	res.Output, pending, res.Error = decodeOneshot(out.buf.Bytes(), p.state, stderrLine)
+	if pending {
 		res.ServerData["status"] = "pending"
 	}
 	return res, nil
 }
 
-// decodeOneshot maps a finished program's stdout and exit status to an output or a recoverable error.
-func decodeOneshot(stdout []byte, state *os.ProcessState, stderr string) (any, *runtime.Error) {
+// decodeOneshot maps a finished program's stdout and exit status to an output or a recoverable error; pending
+// reports an output made from {"pending": ...}. stderrLine is the excerpt of stderr for messages.
+func decodeOneshot(stdout []byte, state *os.ProcessState, stderrLine string) (out any, pending bool, err *runtime.Error) {
 	trimmed := bytes.TrimSpace(stdout)
 	var v any
 	var decodeErr error
@@ -99,46 +104,43 @@ func decodeOneshot(stdout []byte, state *os.ProcessState, stderr string) (any, *
 		if state != nil {
 			status = state.String() // "exit status 3", "signal: killed"
 		}
-		if msg, ok := obj["error"]; ok && decodeErr == nil {
-			return nil, runtime.Errorf(runtime.KindToolError, "%s", errorText(msg))
+		if msg, ok := present(obj, "error"); ok && decodeErr == nil {
+			return nil, false, runtime.Errorf(runtime.KindToolError, "%s", errorText(msg))
 		}
-		return nil, runtime.Errorf(runtime.KindToolError, "the program failed (%s)%s", status, excerpt(stderr))
+		return nil, false, runtime.Errorf(runtime.KindToolError, "the program failed (%s)%s", status, stderrLine)
 	}
 	switch {
 	case len(trimmed) == 0:
-		return nil, runtime.Errorf(runtime.KindMalformedResponse, "the program wrote nothing to stdout%s", excerpt(stderr))
+		return nil, false, runtime.Errorf(runtime.KindMalformedResponse, "the program wrote nothing to stdout%s", stderrLine)
 	case decodeErr != nil:
-		return nil, runtime.Errorf(runtime.KindMalformedResponse, "the program's stdout is not JSON%s", excerpt(stderr))
+		return nil, false, runtime.Errorf(runtime.KindMalformedResponse, "the program's stdout is not JSON%s", stderrLine)
 	case !isObject:
-		return nil, runtime.Errorf(runtime.KindMalformedResponse,
+		return nil, false, runtime.Errorf(runtime.KindMalformedResponse,
 			`the program's stdout is not a JSON object with "result", "error" or "pending"`)
 	}
 	return fromEnvelope(obj)
 }
 
-// fromEnvelope reads {"error": ...}, {"pending": ...} or {"result": ...}, in that order of precedence.
-func fromEnvelope(obj map[string]any) (any, *runtime.Error) {
-	if msg, ok := obj["error"]; ok {
-		return nil, runtime.Errorf(runtime.KindToolError, "%s", errorText(msg))
+// fromEnvelope reads {"error": ...}, {"pending": ...} or {"result": ...}, in that order of precedence; a key whose
+// value is null counts as absent (producers that always write every key write {"result": v, "error": null}).
+func fromEnvelope(obj map[string]any) (out any, pending bool, err *runtime.Error) {
+	if msg, ok := present(obj, "error"); ok {
+		return nil, false, runtime.Errorf(runtime.KindToolError, "%s", errorText(msg))
 	}
-	if p, ok := obj["pending"]; ok {
-		return map[string]any{"pending": p}, nil
+	if p, ok := present(obj, "pending"); ok {
+		return map[string]any{"pending": p}, true, nil
 	}
 	if r, ok := obj["result"]; ok {
-		return r, nil
+		return r, false, nil
 	}
-	return nil, runtime.Errorf(runtime.KindMalformedResponse,
+	return nil, false, runtime.Errorf(runtime.KindMalformedResponse,
 		`the program's stdout is a JSON object without "result", "error" or "pending"`)
 }
 
-// isPending reports an output made by fromEnvelope from {"pending": ...}.
-func isPending(out any) bool {
-	m, ok := out.(map[string]any)
-	if !ok || len(m) != 1 {
-		return false
-	}
-	_, ok = m["pending"]
-	return ok
+// present returns obj[key] when it is there and not null.
+func present(obj map[string]any, key string) (any, bool) {
+	v, ok := obj[key]
+	return v, ok && v != nil
 }
 
 // maxMessage bounds the text a program's error or stderr puts into a message for the LLM.
@@ -155,10 +157,11 @@ func errorText(v any) string {
 	return truncate(s, maxMessage)
 }
 
-// excerpt is ": " and the last non-empty line of stderr, bounded, or "" when stderr is empty. The whole bounded
-// stderr is in ServerData; the last line is usually the error itself, not a stack.
-func excerpt(stderr string) string {
-	s := strings.TrimRight(stderr, " \t\r\n")
+// excerpt is ": " and the last non-empty line of stderr, bounded, with the values in secrets masked, or "" when
+// stderr is empty. The whole bounded stderr is in ServerData; the last line is usually the error itself, not a
+// stack.
+func excerpt(secrets *redact.Set, stderr string) string {
+	s := strings.TrimRight(secrets.String(stderr), " \t\r\n")
 	if s == "" {
 		return ""
 	}

@@ -259,6 +259,14 @@ func TestLoadProblems(t *testing.T) {
     parameters: {properties: {p: {type: string}}}
     execute: {exec: {command: "x", args: ["--p={parameters.p}"], runtime: server}}
 `, "actions[0].execute.exec.args[0]", "forbidden"},
+		{"timeout over a day", `  - name: a
+    description: d
+    execute: {exec: {command: "x", timeout_ms: 86400001}}
+`, "actions[0].execute.exec.timeout_ms", "invalid"},
+		{"timeout that would overflow", `  - name: a
+    description: d
+    execute: {exec: {command: "x", timeout_ms: 9223372036854775}}
+`, "actions[0].execute.exec.timeout_ms", "invalid"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

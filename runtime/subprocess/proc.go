@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"sync"
 	"time"
+
+	"github.com/commonagents-go/tool/internal/redact"
 )
 
 // StderrBytes bounds the stderr a process leaves in a result's ServerData["stderr"]: the last StderrBytes bytes
@@ -22,10 +24,11 @@ var errNoGroups = errors.New("exec: running processes needs a unix system (proce
 
 // spec is a rendered command line.
 type spec struct {
-	path string
-	args []string
-	dir  string
-	env  []string
+	path   string
+	args   []string
+	dir    string
+	env    []string
+	redact *redact.Set // the forwarded variables' values, masked in messages; never nil
 }
 
 // proc is one running program in a process group of its own, with its three pipes. Its stdout is read by the
@@ -156,23 +159,32 @@ func closeAll(files ...*os.File) {
 	}
 }
 
+// minRedact is the shortest forwarded value masked in messages: shorter ones ("1", "C") are no secrets, and
+// masking them would garble the text.
+const minRedact = 4
+
 // environ is the environment of a new process: PATH and HOME, then the variables named in names, each with its
-// value in the host process now; names the host has not set are left out. Nothing else is inherited.
-func environ(names []string) []string {
-	env := make([]string, 0, len(names)+2) // never nil: a nil Env would inherit everything
-	add := func(name string) {
+// value in the host process now; names the host has not set are left out. Nothing else is inherited. secrets holds
+// the values of the named variables (minRedact bytes or longer), to mask in messages.
+func environ(names []string) (env []string, secrets *redact.Set) {
+	env = make([]string, 0, len(names)+2) // never nil: a nil Env would inherit everything
+	secrets = &redact.Set{}
+	add := func(name string, secret bool) {
 		if v, ok := os.LookupEnv(name); ok {
 			env = append(env, name+"="+v)
+			if secret && len(v) >= minRedact {
+				secrets.Add(v)
+			}
 		}
 	}
-	add("PATH")
-	add("HOME")
+	add("PATH", false)
+	add("HOME", false)
 	for _, n := range names {
 		if n != "PATH" && n != "HOME" {
-			add(n)
+			add(n, true)
 		}
 	}
-	return env
+	return env, secrets
 }
 
 // tail keeps the last bytes written to it and counts them all. It is safe for concurrent use.

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/commonagents-go/tool/internal/decode"
+	"github.com/commonagents-go/tool/internal/redact"
 	"github.com/commonagents-go/tool/interp"
 	"github.com/commonagents-go/tool/runtime"
 )
@@ -24,33 +25,42 @@ import (
 type server struct {
 	name     string // the action's name, for messages
 	p        *proc
-	limit    int64         // longest reply line
+	redact   *redact.Set   // the forwarded variables' values, masked in messages
+	limit    int64         // longest reply line, without its newline
 	writeSem chan struct{} // one writer at a time; waiting ends with the caller's context
 	closing  atomic.Bool   // Teardown stopped it: its exit is not a death
+	silenced atomic.Bool   // killed for not answering (maxSilentTimeouts)
+	settled  chan struct{} // closed once its end is settled: dead is set and waiting calls have their error
 
 	mu       sync.Mutex
 	calls    map[uint64]chan reply // calls waiting for their reply
+	silent   int                   // call timeouts in a row with no reply line of any kind in between
 	dead     bool
 	deathErr error // what calls get once dead: a *runtime.Error or an unrecoverable error
 }
 
+// maxSilentTimeouts is how many call timeouts in a row, with no reply of any kind from the server in between,
+// make a server wedged: its process group is killed and the kill counts as one of its deaths.
+const maxSilentTimeouts = 2
+
 // reply is what a call waiting on a server receives: a JSON-RPC response or the server's end.
 type reply struct {
-	result   json.RawMessage
-	rpcErr   *rpcError
-	tooLarge bool
-	death    error
+	result    json.RawMessage
+	rpcErr    json.RawMessage // the response's error as written; absent or null = none
+	malformed bool            // a line with the call's id that is not JSON
+	tooLarge  bool
+	death     error
 }
 
 type rpcResponse struct {
 	ID     json.RawMessage `json:"id"`
 	Result json.RawMessage `json:"result"`
-	Error  *rpcError       `json:"error"`
+	Error  json.RawMessage `json:"error"`
 }
 
 type rpcError struct {
 	Code    json.RawMessage `json:"code"`
-	Message string          `json:"message"`
+	Message json.RawMessage `json:"message"`
 	Data    json.RawMessage `json:"data,omitempty"`
 }
 
@@ -81,8 +91,8 @@ func (i *instance) server(ctx context.Context, act *Action, values interp.Resolv
 	if err != nil {
 		return nil, err
 	}
-	srv := &server{name: act.Name, limit: i.responseBytes(), writeSem: make(chan struct{}, 1),
-		calls: map[uint64]chan reply{}}
+	srv := &server{name: act.Name, redact: s.redact, limit: i.responseBytes(), writeSem: make(chan struct{}, 1),
+		settled: make(chan struct{}), calls: map[uint64]chan reply{}}
 	p, err := start(s, func(r io.Reader) { srv.readLoop(r, i.logger) })
 	if err != nil {
 		sl.failed = runtime.Unrecoverable(fmt.Errorf("exec: starting the server of %s (%s): %w", act.Name, s.path, err))
@@ -116,13 +126,17 @@ func (i *instance) watch(sl *slot, srv *server) {
 		err = sl.failed
 	default:
 		sl.deaths++
+		how := fmt.Sprintf("exited (%s)", status)
+		if srv.silenced.Load() {
+			how = fmt.Sprintf("stopped answering (%d calls in a row timed out) and was killed", maxSilentTimeouts)
+		}
 		if sl.deaths >= 2 {
-			sl.failed = runtime.Unrecoverable(fmt.Errorf("exec: the server of %s exited (%s) again after its restart%s",
-				srv.name, status, excerpt(stderr)))
+			sl.failed = runtime.Unrecoverable(fmt.Errorf("exec: the server of %s %s again after its restart%s",
+				srv.name, how, excerpt(srv.redact, stderr)))
 			err = sl.failed
 		} else {
-			err = runtime.Errorf(runtime.KindUnavailable, "the tool's server process exited (%s) and is restarted "+
-				"for the next call%s", status, excerpt(stderr))
+			err = runtime.Errorf(runtime.KindUnavailable, "the tool's server process %s and is restarted "+
+				"for the next call%s", how, excerpt(srv.redact, stderr))
 		}
 	}
 	sl.mu.Unlock()
@@ -141,6 +155,7 @@ func (i *instance) watch(sl *slot, srv *server) {
 	for _, ch := range calls {
 		ch <- reply{death: err}
 	}
+	close(srv.settled)
 }
 
 func (s *server) isDead() bool {
@@ -179,7 +194,7 @@ func (i *instance) request(ctx context.Context, act *Action, call *runtime.Call)
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("exec: %w", ctx.Err())
 		}
-		return timeoutResult(srv, mark, timeout, "did not read the request")
+		return srv.timeoutResult(ctx, mark, timeout, "did not read the request")
 	}
 	var r reply
 	select {
@@ -189,7 +204,7 @@ func (i *instance) request(ctx context.Context, act *Action, call *runtime.Call)
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("exec: %w", ctx.Err())
 		}
-		return timeoutResult(srv, mark, timeout, "did not reply")
+		return srv.timeoutResult(ctx, mark, timeout, "did not reply")
 	}
 	if r.death != nil {
 		return deathResult(r.death)
@@ -202,12 +217,15 @@ func (i *instance) request(ctx context.Context, act *Action, call *runtime.Call)
 	switch {
 	case r.tooLarge:
 		res.Error = runtime.Errorf(runtime.KindResultTooLarge, "the server's reply is larger than %d bytes", srv.limit)
-	case r.rpcErr != nil:
-		res.Error = runtime.Errorf(runtime.KindToolError, "%s", errorText(r.rpcErr.Message))
+	case r.malformed:
+		res.Error = runtime.Errorf(runtime.KindMalformedResponse, "the server's reply is not valid JSON")
+	case !isNull(r.rpcErr):
+		msg, code, data := rpcErrorParts(r.rpcErr)
+		res.Error = runtime.Errorf(runtime.KindToolError, "%s", errorText(msg))
 		if res.ServerData == nil {
 			res.ServerData = map[string]any{}
 		}
-		res.ServerData["rpc_error"] = map[string]any{"code": rawText(r.rpcErr.Code), "data": rawText(r.rpcErr.Data)}
+		res.ServerData["rpc_error"] = map[string]any{"code": code, "data": data}
 	case r.result == nil:
 		res.Error = runtime.Errorf(runtime.KindMalformedResponse, "the server's reply has neither result nor error")
 	default:
@@ -220,14 +238,61 @@ func (i *instance) request(ctx context.Context, act *Action, call *runtime.Call)
 	return res, nil
 }
 
-func timeoutResult(srv *server, mark int64, timeout time.Duration, what string) (*runtime.Result, error) {
-	stderr := srv.p.stderr.Since(mark)
-	res := runtime.Fail(runtime.Errorf(runtime.KindTimeout, "the tool's server %s within %s%s", what, timeout,
-		excerpt(stderr)))
+// timeoutResult is a call's timeout. When it is the maxSilentTimeouts-th in a row with no reply from the server in
+// between, the server is killed, and the result waits (at most until ctx ends) until its end is settled, so that
+// the next call starts a new process.
+func (s *server) timeoutResult(ctx context.Context, mark int64, timeout time.Duration, what string) (*runtime.Result, error) {
+	stderr := s.p.stderr.Since(mark)
+	var killed string
+	if s.timedOut() {
+		s.silenced.Store(true)
+		s.p.kill()
+		select {
+		case <-s.settled:
+		case <-ctx.Done():
+		}
+		killed = fmt.Sprintf("; after %d such calls in a row it was killed", maxSilentTimeouts)
+	}
+	res := runtime.Fail(runtime.Errorf(runtime.KindTimeout, "the tool's server %s within %s%s%s", what, timeout,
+		killed, excerpt(s.redact, stderr)))
 	if stderr != "" {
 		res.ServerData = map[string]any{"stderr": stderr}
 	}
 	return res, nil
+}
+
+// timedOut counts a call timeout; it reports whether the server has now been silent for maxSilentTimeouts of
+// them in a row. Only the call that reaches the count reports true.
+func (s *server) timedOut() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.dead {
+		return false
+	}
+	s.silent++
+	return s.silent == maxSilentTimeouts
+}
+
+// heard records a reply line of any kind (for a waiting call or not, well-formed or not): the server answers.
+func (s *server) heard() {
+	s.mu.Lock()
+	s.silent = 0
+	s.mu.Unlock()
+}
+
+func isNull(raw json.RawMessage) bool {
+	t := bytes.TrimSpace(raw)
+	return len(t) == 0 || string(t) == "null"
+}
+
+// rpcErrorParts reads a JSON-RPC error as written: an object's message, code and data, or, for any other value
+// (a bare string is a common mistake), the value itself as the message.
+func rpcErrorParts(raw json.RawMessage) (msg, code, data any) {
+	var e rpcError
+	if bytes.HasPrefix(bytes.TrimSpace(raw), []byte("{")) && json.Unmarshal(raw, &e) == nil {
+		return rawText(e.Message), rawText(e.Code), rawText(e.Data)
+	}
+	return rawText(raw), nil, nil
 }
 
 // deathResult turns a server's end into a call's outcome: a recoverable Result or an unrecoverable error.
@@ -329,7 +394,7 @@ func (s *server) readLoop(r io.Reader, logger *slog.Logger) {
 		full := errors.Is(err, bufio.ErrBufferFull)
 		if !full && long == nil && !over { // the common case: a whole line in the buffer
 			if len(chunk) > 0 {
-				if int64(len(chunk)) > s.limit {
+				if lineLen(chunk) > s.limit {
 					s.oversize(chunk[:min(len(chunk), oversizeKeep)], logger)
 				} else {
 					s.dispatch(chunk, logger)
@@ -342,7 +407,7 @@ func (s *server) readLoop(r io.Reader, logger *slog.Logger) {
 		}
 		if !over {
 			long = append(long, chunk...)
-			if int64(len(long)) > s.limit {
+			if lineLen(long) > s.limit {
 				over, long = true, long[:min(len(long), oversizeKeep)]
 			}
 		}
@@ -361,12 +426,22 @@ func (s *server) readLoop(r io.Reader, logger *slog.Logger) {
 	}
 }
 
+// lineLen is the length of a line without its newline.
+func lineLen(line []byte) int64 {
+	n := len(line)
+	if n > 0 && line[n-1] == '\n' {
+		n--
+	}
+	return int64(n)
+}
+
 // oversizeKeep is how much of a line over the limit is kept, to find its id.
 const oversizeKeep = 4 << 10
 
 // oversize answers the call a too-long reply line belongs to: the id found in its first bytes, else the only
 // call waiting. When neither tells, the line is dropped and its call ends with its timeout.
 func (s *server) oversize(prefix []byte, logger *slog.Logger) {
+	s.heard()
 	id, ok := idFromPrefix(prefix)
 	if !ok {
 		s.mu.Lock()
@@ -434,7 +509,8 @@ func skipValue(dec *json.Decoder) bool {
 }
 
 // dispatch routes one reply line. Lines that are not a response to a waiting call (notifications, replies to
-// calls that timed out, noise) are dropped.
+// calls that timed out, noise) are dropped; a line that is not JSON but begins like a response with a waiting
+// call's id is that call's malformed reply.
 func (s *server) dispatch(line []byte, logger *slog.Logger) {
 	line = bytes.TrimSpace(line)
 	if len(line) == 0 {
@@ -442,7 +518,13 @@ func (s *server) dispatch(line []byte, logger *slog.Logger) {
 	}
 	var resp rpcResponse
 	if err := json.Unmarshal(line, &resp); err != nil {
-		logger.Debug("exec: server wrote a line that is not a JSON-RPC response", "action", s.name, "bytes", len(line))
+		id, ok := idFromPrefix(line)
+		if !ok {
+			logger.Debug("exec: server wrote a line that is not a JSON-RPC response", "action", s.name, "bytes", len(line))
+			return
+		}
+		s.heard()
+		s.deliver(id, reply{malformed: true})
 		return
 	}
 	id, ok := parseID(resp.ID)
@@ -450,6 +532,7 @@ func (s *server) dispatch(line []byte, logger *slog.Logger) {
 		logger.Debug("exec: server response without a usable id", "action", s.name)
 		return
 	}
+	s.heard()
 	s.deliver(id, reply{result: resp.Result, rpcErr: resp.Error})
 }
 
@@ -480,7 +563,8 @@ func parseID(raw json.RawMessage) (uint64, bool) {
 	return uint64(f), true
 }
 
-// stop ends the process: stdin closed, a grace period to exit, then its group killed.
+// stop ends the process: stdin closed, a grace period to exit, then its group killed. It returns once the end is
+// settled (the exited fact reported).
 func (s *server) stop(ctx context.Context) error {
 	s.closing.Store(true)
 	select {
@@ -502,7 +586,7 @@ func (s *server) stop(ctx context.Context) error {
 	}
 	s.p.kill()
 	select {
-	case <-s.p.done:
+	case <-s.settled: // reaped, and its exit reported
 		return nil
 	case <-ctx.Done():
 		return fmt.Errorf("exec: the server of %s (pid %d) did not end before teardown's deadline", s.name, s.p.pid)

@@ -177,6 +177,19 @@ func (r *recorder) Observe(_ context.Context, f tool.Fact) {
 	r.facts = append(r.facts, f)
 }
 
+// find returns the last fact named name, or nil.
+func (r *recorder) find(name string) *tool.Fact {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i := len(r.facts) - 1; i >= 0; i-- {
+		if r.facts[i].Name == name {
+			f := r.facts[i]
+			return &f
+		}
+	}
+	return nil
+}
+
 // names lists the facts whose name starts with prefix, without it, with the restart flag of started facts.
 func (r *recorder) names(prefix string) string {
 	r.mu.Lock()
@@ -199,17 +212,30 @@ func (r *recorder) names(prefix string) string {
 // does not. Either way the process is reaped and no goroutine remains (newTask's leak check).
 func TestServerTeardown(t *testing.T) {
 	for _, tc := range []struct {
-		name string
-		args []string
-	}{{"exits on end of input", nil}, {"ignores end of input", []string{"-ignore-eof"}}} {
+		name   string
+		args   []string
+		status string // of the exited fact
+	}{
+		{"exits on end of input", nil, "exit status 0"},
+		{"ignores end of input", []string{"-ignore-eof"}, "signal: killed"},
+	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tl := load(t, serverAction(10000, tc.args...), tool.WithLimits(tool.Limits{TeardownTimeout: 2e9}))
+			facts := &recorder{}
+			tl := load(t, serverAction(10000, tc.args...), tool.WithObserver(facts),
+				tool.WithLimits(tool.Limits{TeardownTimeout: 2e9}))
 			task := newTask(t, tl)
 			pid := serverPID(t, task)
 			if err := task.Close(context.Background()); err != nil {
 				t.Fatal(err)
 			}
 			waitGone(t, pid)
+			exited := facts.find("exec.server.exited")
+			if exited == nil {
+				t.Fatal("no exec.server.exited fact")
+			}
+			if exited.Data["status"] != tc.status || exited.Data["torn_down"] != true {
+				t.Errorf("exited fact %v, want status %q, torn down", exited.Data, tc.status)
+			}
 		})
 	}
 }

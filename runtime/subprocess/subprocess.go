@@ -6,7 +6,8 @@
 //
 // Each call starts the command with {"args": {...}} on stdin and reads one JSON object from stdout:
 // {"result": v} makes v the output, {"error": "..."} a recoverable tool_error, {"pending": {...}} an output
-// {"pending": {...}} with ServerData["status"] = "pending". Empty or non-JSON stdout, a non-zero exit, a timeout or
+// {"pending": {...}} with ServerData["status"] = "pending"; a key whose value is null counts as absent. Empty or
+// non-JSON stdout, a non-zero exit, a timeout or
 // stdout over the response limit are recoverable errors; the last line of stderr goes into the message and the
 // last StderrBytes of it into ServerData["stderr"].
 //
@@ -14,18 +15,21 @@
 //
 // The action's process starts at Initialize (or at its action's first call) and lives for the task. Each call is
 // one line {"jsonrpc":"2.0","id":N,"method":"execute","params":{"args":{...}}} on its stdin; the reply line with
-// the same id gives the output (result) or a recoverable tool_error (error). Calls may be in flight together;
-// replies may come in any order; a reply for a call that timed out is dropped. If the process exits, calls
-// waiting get a recoverable unavailable error and the next call starts it again; if that one exits too, the task
-// is over (runtime.ErrUnrecoverable).
+// the same id gives the output (result) or a recoverable tool_error (error, an object's message or any other
+// value's text); a line with a waiting call's id that is not JSON is a malformed_response. Calls may be in flight
+// together; replies may come in any order; a reply for a call that timed out is dropped. After two call timeouts
+// in a row with no reply line of any kind in between, the server is taken as wedged and its process group killed,
+// which counts as its exit. If the process exits, calls waiting get a recoverable unavailable error and the next
+// call starts it again; if that one exits too, the task is over (runtime.ErrUnrecoverable).
 //
 // # Processes
 //
 // Every process runs in a process group of its own, with an environment of PATH, HOME and the variables its block
 // lists (values read from the host at start), nothing else. A timeout, a cancellation or the end of a oneshot
 // process kills the whole group, so nothing it started survives the call; Teardown closes a server's stdin, waits a
-// bounded grace period and kills its group. Stdout lines have no length limit below the response limit;
-// stderr is always drained, only its tail kept. Process groups need a unix system.
+// bounded grace period and kills its group. Stdout lines have no length limit below the response limit (the
+// newline not counted); stderr is always drained, only its tail kept, and the values of forwarded variables are
+// masked in the stderr line that messages quote. Process groups need a unix system.
 package subprocess
 
 import (
@@ -52,7 +56,8 @@ func init() { runtime.Default().MustRegister(Backend{}) }
 
 // Config is an exec block, at action or top level; action fields override the top-level ones.
 type Config struct {
-	// Command is the program (a template; never {parameters.*}). A bare name is looked up in the host's PATH.
+	// Command is the program (a template; never {parameters.*}). A bare name is looked up in the host's PATH; a
+	// relative path with a slash is taken from Dir when set, else from the host's working directory.
 	Command string `json:"command,omitempty"`
 	// Args are its arguments, one template per argv entry (no {parameters.*} in server mode).
 	Args []string `json:"args,omitempty"`
@@ -95,6 +100,9 @@ type Backend struct{}
 
 // Kind returns "exec".
 func (Backend) Kind() string { return Kind }
+
+// maxTimeout bounds timeout_ms: a day is longer than any call should run, and far from overflowing a Duration.
+const maxTimeout = 24 * time.Hour
 
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
@@ -143,9 +151,12 @@ func (Backend) Prepare(_ context.Context, b *runtime.Block) (runtime.Action, err
 		}
 	}
 	if cfg.TimeoutMS != nil {
-		if *cfg.TimeoutMS <= 0 {
-			errs.Add(field.Invalid(p("timeout_ms", own.TimeoutMS != nil), "timeout_ms must be greater than zero"))
-		} else {
+		switch tp := p("timeout_ms", own.TimeoutMS != nil); {
+		case *cfg.TimeoutMS <= 0:
+			errs.Add(field.Invalid(tp, "timeout_ms must be greater than zero"))
+		case *cfg.TimeoutMS > maxTimeout.Milliseconds():
+			errs.Add(field.Invalid(tp, "timeout_ms must be at most %d (%s)", maxTimeout.Milliseconds(), maxTimeout))
+		default:
 			a.Timeout = time.Duration(*cfg.TimeoutMS) * time.Millisecond
 		}
 	}

@@ -11,7 +11,8 @@
 //	barrier  held until args.n barrier requests arrived, then all answered in reverse order with {"token"}
 //	crash    writes to stderr and exits with status 3 without replying
 //
-// At the end of stdin it exits, unless run with -ignore-eof, when it keeps running until killed.
+// At the end of stdin it exits, unless run with -ignore-eof, when it keeps running until killed. -token=... is
+// accepted and ignored.
 package main
 
 import (
@@ -105,6 +106,7 @@ func handle(r request) {
 
 func main() {
 	ignoreEOF := flag.Bool("ignore-eof", false, "keep running after stdin ends")
+	_ = flag.String("token", "", "accepted and ignored (tests of templated arguments)")
 	flag.Parse()
 	br := bufio.NewReader(os.Stdin)
 	for {
