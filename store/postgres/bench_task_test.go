@@ -1,0 +1,124 @@
+package postgres_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/commonagents-go/tool"
+	"github.com/commonagents-go/tool/tooltest"
+)
+
+const hooks = `kind: commonagents.info/v1beta2/tool
+namespace: bench
+name: hooks
+description: A webhook and an action that grows the allow list.
+settings:
+  properties:
+    secret: {type: string, format: password}
+parameters:
+  properties:
+    repo: {type: string, require_binding: true}
+actions:
+  - name: tag
+    description: Tags the task.
+    parameters:
+      properties:
+        label: {type: string}
+    execute:
+      cel:
+        expression: "input.label"
+events:
+  - name: pushed
+    description: A push.
+    message: "push to {event.payload.ref}"
+    receive:
+      webhook:
+        secret: "{settings.secret}"
+        filter: "event.payload.repository.full_name == parameters.repo"
+`
+
+// BenchmarkTask measures the task paths that write state — Invoke growing the allow list (rewritten: 64 values,
+// the oldest evicted each call), Deliver with a new delivery id (checked, claimed, recorded) — and ResumeTask of
+// 1,000 stored tasks, on the memory store and on PostgreSQL in the same run.
+func BenchmarkTask(b *testing.B) {
+	ctx := context.Background()
+	for _, st := range []struct {
+		name string
+		open func() tool.Store
+	}{{"memory", tool.NewMemoryStore}, {"postgres", func() tool.Store { return open(b, newSchema(b)) }}} {
+		load := func(store tool.Store) *tool.Tool {
+			tl, err := tool.Load(ctx, []byte(hooks), tool.WithStore(store), tool.WithReplicaID("bench"),
+				tool.WithSettings(map[string]any{"secret": "s3cret"}), tool.WithLimits(tool.Limits{AllowListValues: 64}))
+			if err != nil {
+				b.Fatal(err)
+			}
+			return tl
+		}
+		cfg := func(id string) tool.TaskConfig {
+			return tool.TaskConfig{ID: id, Capability: tool.Capability{Bindings: map[string]any{"repo": "o/r"}}}
+		}
+		b.Run(st.name+"/Invoke", func(b *testing.B) {
+			task, err := load(st.open()).NewTask(ctx, cfg("t1"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer task.Close(ctx)
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				i++
+				if _, err := task.Invoke(ctx, "tag", map[string]any{"label": fmt.Sprint("l", i)}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(st.name+"/Deliver", func(b *testing.B) {
+			task, err := load(st.open()).NewTask(ctx, cfg("t1"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer task.Close(ctx)
+			signer := tooltest.Signer{Secret: "s3cret"}
+			body := []byte(`{"ref":"refs/heads/main","repository":{"full_name":"o/r"}}`)
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				i++
+				in := signer.GitHub(body, fmt.Sprint("d", i))
+				d, err := task.Deliver(ctx, in)
+				if err != nil || len(d.Activations) != 1 {
+					b.Fatalf("Deliver = %+v, %v", d, err)
+				}
+			}
+		})
+		b.Run(st.name+"/Resume1000", func(b *testing.B) {
+			store := st.open()
+			tl := load(store)
+			for n := range 1000 {
+				task, err := tl.NewTask(ctx, cfg(fmt.Sprint("r", n)))
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := task.Invoke(ctx, "tag", map[string]any{"label": "x"}); err != nil {
+					b.Fatal(err)
+				}
+				if err := task.Detach(ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				tl := load(store)
+				for n := range 1000 {
+					task, err := tl.ResumeTask(ctx, cfg(fmt.Sprint("r", n)))
+					if err != nil {
+						b.Fatal(err)
+					}
+					_ = task.Detach(ctx)
+				}
+			}
+		})
+	}
+}
+
