@@ -38,7 +38,8 @@ type Server struct {
 	Env       map[string]string `json:"env,omitempty"`
 	URL       string            `json:"url,omitempty"`
 	Headers   map[string]string `json:"headers,omitempty"`
-	// Timeout bounds one tools/call (extension; default 30s).
+	// Timeout bounds one tools/call and the server's start and handshake (extension; default: the host's call
+	// timeout, else 30s).
 	Timeout string `json:"timeout,omitempty"`
 }
 
