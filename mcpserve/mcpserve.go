@@ -3,16 +3,21 @@
 // parameters, and each tools/call runs through Task.Invoke of one task.
 //
 // A recoverable failure of a call (SPEC §8) is an MCP result with isError set and "kind: message" as its text; an
-// unrecoverable one is a JSON-RPC error, and the task is then over. `tool serve-mcp` is this package over stdio; a
-// host mounts Handler on its own HTTP server for streamable HTTP.
+// unrecoverable one is a JSON-RPC error whose message is the task's error text (secrets masked by the task), and the
+// task is then over: later calls are refused with a JSON-RPC error without running, and a task New started is
+// closed. `tool serve-mcp` is this package over stdio; a host mounts Handler on its own HTTP server for streamable
+// HTTP.
 package mcpserve
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
+	"sync/atomic"
+	"time"
 
 	"github.com/commonagents-go/tool"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -27,7 +32,12 @@ type Server struct {
 	mcp   *server.MCPServer
 	task  *tool.Task
 	owned bool // the task was started by New: Close closes it
+	// over holds the first unrecoverable error's text once the task is over.
+	over atomic.Pointer[string]
 }
+
+// closeBound bounds closing an owned task after an unrecoverable error.
+const closeBound = 15 * time.Second
 
 // New starts a task of t with cfg and returns a server of the functions cfg.Capability exposes. Close ends the
 // task. It returns NewTask's error (bindings that do not validate, for instance).
@@ -89,9 +99,12 @@ func (s *Server) Close(ctx context.Context) error {
 	return s.task.Close(ctx)
 }
 
-// handler runs one tools/call of function through the task.
+// handler runs one tools/call of function through the task; after an unrecoverable error it refuses.
 func (s *Server) handler(function string) server.ToolHandlerFunc {
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if msg := s.over.Load(); msg != nil {
+			return nil, fmt.Errorf("the task is over after an unrecoverable error: %s", *msg)
+		}
 		args := []byte(req.Params.RawArguments)
 		if len(args) == 0 && req.Params.Arguments != nil {
 			var err error
@@ -101,10 +114,25 @@ func (s *Server) handler(function string) server.ToolHandlerFunc {
 		}
 		res, err := s.task.InvokeFunction(ctx, function, args)
 		if err != nil {
-			return nil, err
+			if errors.Is(err, tool.ErrUnrecoverable) {
+				s.end(ctx, err)
+			}
+			// The task's error text: secrets are masked by the task; a Go error chain is not passed on.
+			return nil, errors.New(err.Error())
 		}
 		return Result(res), nil
 	}
+}
+
+// end marks the task over after err, and closes it when New started it (bounded, not by the call's ctx).
+func (s *Server) end(ctx context.Context, err error) {
+	msg := err.Error()
+	if !s.over.CompareAndSwap(nil, &msg) || !s.owned {
+		return
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), closeBound)
+	defer cancel()
+	_ = s.task.Close(cctx) // Close reports it again to the host
 }
 
 // Result converts a call's result into an MCP tool result: an error as isError with "kind: message"; an object

@@ -2,12 +2,16 @@ package mcpserve_test
 
 import (
 	"context"
+	"errors"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/commonagents-go/tool"
 	"github.com/commonagents-go/tool/mcpserve"
+	mcpclient "github.com/mark3labs/mcp-go/client"
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -116,5 +120,57 @@ actions:
 	res, err := task.Invoke(ctx, "shout", map[string]any{"word": "quiet"})
 	if err != nil || res.IsError || res.Output != "QUIET" {
 		t.Fatalf("shout: %v %+v", err, res)
+	}
+}
+
+// TestTaskOverAfterUnrecoverable: after an unrecoverable error the server refuses every later call, and the task
+// New started is closed.
+func TestTaskOverAfterUnrecoverable(t *testing.T) {
+	ctx := context.Background()
+	src := manifest + `  - name: broken
+    description: Calls a server that cannot start.
+    parameters:
+      properties: {}
+    execute:
+      mcp:
+        transport: stdio
+        command: /nonexistent/mcp-server
+`
+	tl, err := tool.Load(ctx, []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := mcpserve.New(ctx, tl, tool.TaskConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close(ctx) })
+	c, err := mcpclient.NewInProcessClient(s.MCPServer())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Initialize(ctx, mcpgo.InitializeRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	call := func(name string, args map[string]any) (*mcpgo.CallToolResult, error) {
+		req := mcpgo.CallToolRequest{}
+		req.Params.Name = name
+		req.Params.Arguments = args
+		return c.CallTool(ctx, req)
+	}
+	if _, err := call("words_broken", map[string]any{}); err == nil || !strings.Contains(err.Error(), "unrecoverable") &&
+		!strings.Contains(err.Error(), "starting") {
+		t.Fatalf("broken: %v, want a JSON-RPC error", err)
+	}
+	res, err := call("words_shout", map[string]any{"word": "after"})
+	if err == nil || !strings.Contains(err.Error(), "the task is over") {
+		t.Errorf("a call after an unrecoverable error: %v %+v, want it refused", err, res)
+	}
+	if _, err := s.Task().Invoke(ctx, "shout", map[string]any{"word": "x"}); !errors.Is(err, tool.ErrClosed) {
+		t.Errorf("the task New started is not closed: %v", err)
 	}
 }

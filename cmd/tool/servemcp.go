@@ -25,7 +25,8 @@ closes the task, tearing down what its calls started. Each tool's input schema
 is the function's parameters (as 'tool functions' prints them) and each
 tools/call runs through Task.Invoke. A recoverable failure is a result with
 isError set and "kind: message" as its text; an unrecoverable one is a JSON-RPC
-error, and later calls fail too.
+error with the task's error text (secrets masked), and every later call is
+refused with a JSON-RPC error: the task is over.
 
 The exit code is 0 after a clean end of input, 1 when the manifest cannot be
 loaded or the task cannot start, 2 for a command-line mistake. Diagnostics go

@@ -32,6 +32,8 @@ const excerptBytes = 1 << 10
 // session is one connected and initialized MCP client, with the process behind it for stdio.
 type session struct {
 	client *client.Client
+	// cancel ends the session's stream context (an SSE stream, stdio request handling).
+	cancel context.CancelFunc
 	proc   *exec.Cmd   // nil unless stdio
 	stderr *tailBuffer // nil unless stdio
 	// stderrW is the write end of the stderr pipe, closed in this process once the server started; drained is
@@ -45,7 +47,8 @@ type dial struct {
 	srv    *CompiledServer
 	values interp.Resolver
 	http   *http.Client
-	// life bounds the connection: SSE streams and stdio request handling end with it.
+	// life is the parent of the session's stream context: SSE streams and stdio request handling end with it (or
+	// when the session closes).
 	life context.Context
 	// notify receives the server's notifications (progress).
 	notify func(mcp.JSONRPCNotification)
@@ -53,31 +56,48 @@ type dial struct {
 	logger *slog.Logger
 }
 
-// connect starts or connects to the server and runs the MCP initialize handshake, bounded by ctx. On failure
-// everything it started is released; the error carries the stderr excerpt of a stdio server.
+// connect starts or connects to the server and runs the MCP initialize handshake, all bounded by ctx: the stream
+// runs on a context of its own (under d.life, since it outlives the handshake), which ends with ctx until the
+// handshake has succeeded. On failure everything it started is released (a stdio server's process group is
+// killed before connect returns); the error carries the stderr excerpt of a stdio server.
 func connect(ctx context.Context, d dial) (*session, error) {
 	s, err := open(d)
 	if err != nil {
 		return nil, err
 	}
+	life, cancel := context.WithCancel(d.life)
+	s.cancel = cancel
 	if d.notify != nil {
 		s.client.OnNotification(d.notify)
 	}
-	err = s.client.Start(d.life)
+	bound := context.AfterFunc(ctx, cancel) // the stream ends with the handshake's bound until it succeeded
+	err = s.client.Start(life)
 	if s.stderrW != nil {
 		_ = s.stderrW.Close() // the child has its copy
 	}
 	if err != nil {
 		s.abandon()
-		return nil, s.failure("starting", err)
+		return nil, s.failure("starting", startErr(ctx, err))
 	}
 	req := mcp.InitializeRequest{}
 	req.Params.ClientInfo = mcp.Implementation{Name: "commonagents-go/tool", Version: "1"}
 	if _, err := s.client.Initialize(ctx, req); err != nil {
 		s.abandon()
-		return nil, s.failure("initialize handshake", err)
+		return nil, s.failure("initialize handshake", startErr(ctx, err))
+	}
+	if !bound() { // ctx ended as the handshake succeeded: the stream is being cancelled
+		s.abandon()
+		return nil, s.failure("initialize handshake", ctx.Err())
 	}
 	return s, nil
+}
+
+// startErr prefers the bound's end to what the transport made of it.
+func startErr(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("%w (%v)", ctx.Err(), err)
+	}
+	return err
 }
 
 // open builds the client of the server's transport; for stdio the process starts at Client.Start.
@@ -215,12 +235,18 @@ func (s *session) abandon() {
 	if s.proc != nil {
 		killGroup(s.proc)
 	}
+	if s.cancel != nil {
+		s.cancel()
+	}
 	go func() { _ = s.client.Close() }()
 }
 
 // close ends the session within ctx: the client is closed (for stdio: stdin closed, then signals), and a stdio
 // server's process group is killed once half of the remaining time is spent or the client has closed.
 func (s *session) close(ctx context.Context) error {
+	if s.cancel != nil {
+		defer s.cancel()
+	}
 	done := make(chan error, 1)
 	go func() { done <- s.client.Close() }()
 	if s.proc == nil {

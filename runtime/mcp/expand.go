@@ -24,23 +24,26 @@ const maxRefDepth = 32
 // Expand lists the tools of the top-level block's server (tools/list) and returns one action per tool, bound to
 // the shared server: name and description from the tool, parameters from its input schema with local $refs
 // inlined, annotations from its hints. It runs only when the host opted in (b.Discover) and no declared action
-// runs on mcp (b.Used, SPEC §7.6); otherwise it returns an empty expansion. The server is started (or connected to) for the listing and closed before Expand returns, all
-// within ctx. A server that cannot be reached or listed is an error; a tool that cannot become an action (a name
-// the manifest does not allow, a schema that is not a usable object schema) is skipped with the reason.
+// runs on mcp (b.Used, SPEC §7.6; this includes actions with a server of their own, which the block cannot tell
+// apart); otherwise it returns an empty expansion. The server is started (or connected to) for the listing and
+// closed before Expand returns: start, handshake and listing are bounded by ctx and by the block's timeout (else
+// DefaultTimeout), closing by DefaultTeardownTimeout. A server that cannot be reached or listed is an error; a tool
+// that cannot become an action (a name the manifest does not allow, a schema that is not a usable object schema) is
+// skipped with the reason.
 func (Backend) Expand(ctx context.Context, b *runtime.Block) (*runtime.Expansion, error) {
 	if !b.Discover || b.Used || b.Shared == nil {
 		return &runtime.Expansion{}, nil
 	}
 	if b.Check == nil {
-		return nil, errors.New("mcp: Expand needs the block's Checker")
+		return nil, errors.New("expanding needs the block's Checker")
 	}
 	srv, key := sharedServer(b)
 	if srv == nil {
-		return nil, errors.New("mcp: the top-level mcp block has problems")
+		return nil, errors.New("the top-level mcp block has problems")
 	}
 	tools, err := listTools(ctx, srv, b)
 	if err != nil {
-		return nil, fmt.Errorf("mcp: listing the tools of the top-level server: %w", err)
+		return nil, fmt.Errorf("listing the tools of the top-level server: %w", err)
 	}
 	exp := &runtime.Expansion{}
 	for _, t := range tools {
@@ -67,11 +70,16 @@ func (Backend) Expand(ctx context.Context, b *runtime.Block) (*runtime.Expansion
 	return exp, nil
 }
 
-// listTools connects to srv with the load-time values, lists its tools and closes the connection.
+// listTools connects to srv with the load-time values, lists its tools and closes the connection; connecting and
+// listing are bounded by ctx and by the server's timeout (else DefaultTimeout).
 func listTools(ctx context.Context, srv *CompiledServer, b *runtime.Block) ([]mcp.Tool, error) {
-	life, cancel := context.WithCancel(ctx)
+	timeout := srv.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	lctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	sess, err := connect(ctx, dial{srv: srv, values: b.Values, life: life})
+	sess, err := connect(lctx, dial{srv: srv, values: b.Values, life: ctx})
 	if err != nil {
 		return nil, err
 	}
@@ -80,9 +88,9 @@ func listTools(ctx context.Context, srv *CompiledServer, b *runtime.Block) ([]mc
 		defer ccancel()
 		_ = sess.close(cctx)
 	}()
-	res, err := sess.client.ListTools(ctx, mcp.ListToolsRequest{})
+	res, err := sess.client.ListTools(lctx, mcp.ListToolsRequest{})
 	if err != nil {
-		return nil, sess.failure("tools/list", err)
+		return nil, sess.failure("tools/list", startErr(lctx, err))
 	}
 	return res.Tools, nil
 }

@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"regexp"
+	"strconv"
 	"sync"
 	"time"
 
+	"github.com/commonagents-go/tool/internal/httpspec"
 	"github.com/commonagents-go/tool/interp"
 	"github.com/commonagents-go/tool/runtime"
 	"github.com/mark3labs/mcp-go/client/transport"
@@ -26,8 +29,10 @@ const DefaultTeardownTimeout = 10 * time.Second
 var errClosed = errors.New("mcp: the task's servers are torn down")
 
 // Initialize starts (stdio) or connects to (sse, streamable_http) the server of in.Action and runs the MCP
-// initialize handshake, bounded by ctx and by the server's timeout. Any failure wraps runtime.ErrUnrecoverable and,
-// for stdio, quotes the end of the server's stderr. Other servers of the task start on their first call.
+// initialize handshake, bounded by ctx (the task's context: Task.Close ends it) and by the server's timeout. Any
+// failure wraps runtime.ErrUnrecoverable and, for stdio, quotes the end of the server's stderr; a stdio server
+// whose start or handshake fails or is cut short is killed before Initialize returns. Other servers of the task
+// start on their first call.
 func (Backend) Initialize(ctx context.Context, in *runtime.Init) (runtime.Instance, error) {
 	act, err := action(in.Action)
 	if err != nil {
@@ -38,10 +43,14 @@ func (Backend) Initialize(ctx context.Context, in *runtime.Init) (runtime.Instan
 		http: in.HTTPClient, limits: in.Limits, observe: in.Observe, logger: in.Logger,
 		life: life, cancel: cancel, servers: map[string]*server{}, progress: map[string]progressTarget{},
 	}
-	if _, err := i.session(ctx, act, in.Values); err != nil {
+	hctx, hcancel := context.WithTimeout(ctx, i.connectTimeout(act))
+	defer hcancel()
+	sess, err := connect(hctx, i.dial(act, in.Values))
+	if err != nil {
 		cancel()
-		return nil, err
+		return nil, runtime.Unrecoverable(fmt.Errorf("server %s (%s): %w", act.Key, act.Server.Transport, err))
 	}
+	i.servers[act.Key] = &server{sess: sess}
 	return i, nil
 }
 
@@ -62,9 +71,10 @@ type instance struct {
 	life    context.Context // ends at Teardown
 	cancel  context.CancelFunc
 
-	mu      sync.Mutex
-	servers map[string]*server // by Action.Key
-	closed  bool
+	mu         sync.Mutex
+	servers    map[string]*server // by Action.Key
+	closed     bool
+	connecting sync.WaitGroup // connects running in the background
 
 	progressMu sync.Mutex
 	progress   map[string]progressTarget // by progress token (the call id)
@@ -88,7 +98,9 @@ type progressTarget struct {
 }
 
 // session returns the live session of act's server, connecting first when there is none (once, however many
-// calls arrive together). A failed connect is unrecoverable and remembered.
+// calls arrive together). The connect runs in the background, bounded by the server's timeout and ended by
+// Teardown, so that a caller that gives up (ctx) neither cancels it for the others nor waits for it. A failed
+// connect is unrecoverable and remembered.
 func (i *instance) session(ctx context.Context, act *Action, values interp.Resolver) (*session, error) {
 	for {
 		i.mu.Lock()
@@ -110,8 +122,8 @@ func (i *instance) session(ctx context.Context, act *Action, values interp.Resol
 			return nil, s.failed
 		case s.pending == nil:
 			s.pending = make(chan struct{})
-			i.mu.Unlock()
-			return i.connect(ctx, act, s, values)
+			i.connecting.Add(1)
+			go i.connect(act, s, values)
 		}
 		wait := s.pending
 		i.mu.Unlock()
@@ -123,34 +135,36 @@ func (i *instance) session(ctx context.Context, act *Action, values interp.Resol
 	}
 }
 
-// connect starts s's session; s.pending is set and is closed when connect returns. The connect is not bound to
-// the caller's cancellation (the session serves the whole task) but to the server's timeout and the task's life.
-func (i *instance) connect(ctx context.Context, act *Action, s *server, values interp.Resolver) (*session, error) {
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), i.timeout(act))
-	stop := context.AfterFunc(i.life, cancel)
-	sess, err := connect(cctx, dial{srv: act.Server, values: values, http: i.http, life: i.life, notify: i.notify,
-		logger: i.logger})
-	stop()
+// connect starts s's session; s.pending is set and is closed when connect returns. It runs on the task's life
+// (Teardown ends it), bounded by the server's timeout.
+func (i *instance) connect(act *Action, s *server, values interp.Resolver) {
+	defer i.connecting.Done()
+	cctx, cancel := context.WithTimeout(i.life, i.connectTimeout(act))
+	sess, err := connect(cctx, i.dial(act, values))
 	cancel()
 	if err != nil {
 		err = runtime.Unrecoverable(fmt.Errorf("mcp: server %s (%s): %w", act.Key, act.Server.Transport, err))
 	}
 
 	i.mu.Lock()
-	defer i.mu.Unlock()
 	close(s.pending)
 	s.pending = nil
 	switch {
 	case i.closed && err == nil:
 		// Teardown ran while we connected: nobody else will close this session.
-		go i.release(sess)
-		return nil, runtime.Unrecoverable(errClosed)
+		i.mu.Unlock()
+		i.release(sess)
+		return
 	case err != nil:
 		s.failed = err
-		return nil, err
+	default:
+		s.sess = sess
 	}
-	s.sess = sess
-	return sess, nil
+	i.mu.Unlock()
+}
+
+func (i *instance) dial(act *Action, values interp.Resolver) dial {
+	return dial{srv: act.Server, values: values, http: i.http, life: i.life, notify: i.notify, logger: i.logger}
 }
 
 // release closes a session that is no longer used, within the teardown bound.
@@ -176,7 +190,21 @@ func (i *instance) drop(act *Action, sess *session) {
 	}
 }
 
-func (i *instance) timeout(act *Action) time.Duration {
+// callTimeout bounds one tools/call of act: the action's timeout (its block's, else its server's), else the host's
+// call timeout, else DefaultTimeout.
+func (i *instance) callTimeout(act *Action) time.Duration {
+	switch {
+	case act.Timeout > 0:
+		return act.Timeout
+	case i.limits.CallTimeout > 0:
+		return i.limits.CallTimeout
+	}
+	return DefaultTimeout
+}
+
+// connectTimeout bounds the start and handshake of act's server: the server block's timeout, else the host's call
+// timeout, else DefaultTimeout.
+func (i *instance) connectTimeout(act *Action) time.Duration {
 	switch {
 	case act.Server.Timeout > 0:
 		return act.Server.Timeout
@@ -193,11 +221,12 @@ func (i *instance) teardownTimeout() time.Duration {
 	return DefaultTeardownTimeout
 }
 
-// Invoke calls the action's tool with the call's arguments, bounded by the server's timeout (else
-// Limits.CallTimeout, else 30s) and ctx. A connection found lost (the server process died, the HTTP server went
+// Invoke calls the action's tool with the call's arguments, bounded by the action's timeout (its block's, else its
+// server's, else Limits.CallTimeout, else 30s) and ctx. A connection found lost (the server process died, the HTTP server went
 // away) is re-established once and the call retried; failing again is unrecoverable. An isError result is a
 // recoverable tool_error; a JSON-RPC error answer is recoverable too (invalid_arguments for invalid params,
-// tool_error otherwise); the call's deadline is a recoverable timeout.
+// tool_error otherwise), and so is an HTTP status ≥ 400 from a remote server (rate_limited for 429, unavailable for
+// 5xx, invalid_request otherwise); the call's deadline is a recoverable timeout.
 func (i *instance) Invoke(ctx context.Context, a runtime.Action, call *runtime.Call) (*runtime.Result, error) {
 	act, err := action(a)
 	if err != nil {
@@ -211,7 +240,7 @@ func (i *instance) Invoke(ctx context.Context, a runtime.Action, call *runtime.C
 		i.track(call.ID, progressTarget{ctx: ctx, callID: call.ID, action: call.Action})
 		defer i.untrack(call.ID)
 	}
-	cctx, cancel := context.WithTimeout(ctx, i.timeout(act))
+	cctx, cancel := context.WithTimeout(ctx, i.callTimeout(act))
 	defer cancel()
 	for attempt := 1; ; attempt++ {
 		sess, err := i.session(cctx, act, call.Values)
@@ -231,11 +260,14 @@ func (i *instance) Invoke(ctx context.Context, a runtime.Action, call *runtime.C
 			return nil, callContextError(ctx, act)
 		}
 		if cctx.Err() != nil {
-			return nil, runtime.Errorf(runtime.KindTimeout, "mcp: tool %s did not answer within %s", act.ToolName, i.timeout(act))
+			return nil, runtime.Errorf(runtime.KindTimeout, "mcp: tool %s did not answer within %s", act.ToolName, i.callTimeout(act))
 		}
 		var terr *transport.Error
 		if !errors.As(err, &terr) {
 			return nil, rpcError(act, err)
+		}
+		if e := statusError(act, err); e != nil {
+			return nil, e
 		}
 		i.drop(act, sess)
 		if attempt == 2 {
@@ -259,6 +291,39 @@ func rpcError(act *Action, err error) error {
 		return runtime.Errorf(runtime.KindInvalidArguments, "mcp: tool %s: %v", act.ToolName, err)
 	}
 	return runtime.Errorf(runtime.KindToolError, "mcp: tool %s: %v", act.ToolName, err)
+}
+
+// httpStatus finds the HTTP status mcp-go's SSE and streamable HTTP transports report for an answer that is not
+// 200 or 202: they give it only in the message ("request failed with status 503: body").
+var httpStatus = regexp.MustCompile(`request failed with status (\d{3}): ?`)
+
+// statusError classifies an HTTP status ≥ 400 answer to a call as recoverable (SPEC §7.1): the server is reachable
+// and said no, which is no lost connection. 429 is rate_limited, 5xx unavailable, other 4xx invalid_request; the
+// message quotes a bounded excerpt of the body. nil when err carries no such status.
+func statusError(act *Action, err error) *runtime.Error {
+	msg := err.Error()
+	m := httpStatus.FindStringSubmatchIndex(msg)
+	if m == nil {
+		return nil
+	}
+	code, _ := strconv.Atoi(msg[m[2]:m[3]])
+	if code < 400 {
+		return nil
+	}
+	text := fmt.Sprintf("mcp: tool %s: the server answered HTTP %d %s", act.ToolName, code, http.StatusText(code))
+	if x := httpspec.Excerpt([]byte(msg[m[1]:]), httpspec.ExcerptLimit); x != "" {
+		text += ": " + x
+	}
+	kind := runtime.KindInvalidRequest
+	switch {
+	case code == http.StatusTooManyRequests:
+		kind = runtime.KindRateLimited
+	case code >= 500:
+		kind = runtime.KindUnavailable
+	}
+	e := runtime.Errorf(kind, "%s", text)
+	e.Status = code
+	return e
 }
 
 func (i *instance) track(token string, t progressTarget) {
@@ -315,7 +380,15 @@ func (i *instance) Teardown(ctx context.Context) error {
 			}
 		}
 		i.mu.Unlock()
-		i.cancel() // ends connects in flight and SSE streams
+		i.cancel() // ends connects in flight (killing a stdio server still in its handshake) and SSE streams
+		connected := make(chan struct{})
+		go func() { i.connecting.Wait(); close(connected) }()
+		var waitErr error
+		select {
+		case <-connected:
+		case <-ctx.Done():
+			waitErr = fmt.Errorf("waiting for a server's start to end: %w", ctx.Err())
+		}
 
 		errs := make([]error, len(sessions))
 		var wg sync.WaitGroup
@@ -323,8 +396,8 @@ func (i *instance) Teardown(ctx context.Context) error {
 			wg.Go(func() { errs[n] = sess.close(ctx) })
 		}
 		wg.Wait()
-		if err := errors.Join(errs...); err != nil {
-			i.teardownErr = fmt.Errorf("mcp: teardown: %w", err)
+		if err := errors.Join(append(errs, waitErr)...); err != nil {
+			i.teardownErr = fmt.Errorf("closing the servers: %w", err)
 		}
 	})
 	return i.teardownErr

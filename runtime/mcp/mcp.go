@@ -9,6 +9,7 @@ package mcp
 import (
 	"context"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/commonagents-go/tool/field"
@@ -37,11 +38,14 @@ type Server struct {
 	Env       map[string]string `json:"env,omitempty"`
 	URL       string            `json:"url,omitempty"`
 	Headers   map[string]string `json:"headers,omitempty"`
-	// Timeout bounds one tools/call (extension; default 30s).
+	// Timeout bounds one tools/call and the server's start and handshake (extension; default: the host's call
+	// timeout, else 30s).
 	Timeout string `json:"timeout,omitempty"`
 }
 
-// Config is an action-level mcp block: its own server, or none to use the top-level one.
+// Config is an action-level mcp block: its own server, or none to use the top-level one. Without a server of its own
+// (no transport, command or url) it may set only tool_name and timeout, which then bounds this action's calls on
+// the shared server; args, env and headers there are load problems, since they would configure no server.
 type Config struct {
 	Server
 	// ToolName is the server's tool to call; default: the action name.
@@ -68,6 +72,9 @@ type Action struct {
 	Key string
 	// ToolName is the server's tool to call.
 	ToolName string
+	// Timeout bounds one tools/call of this action: its own block's timeout, else the server's; 0 leaves it to
+	// the host's limit (else 30s).
+	Timeout time.Duration
 	// Hints are the tool's annotations when the action was expanded from tools/list; nil otherwise.
 	Hints *runtime.Traits
 }
@@ -105,8 +112,24 @@ func (Backend) Prepare(_ context.Context, b *runtime.Block) (runtime.Action, err
 		errs.Add(field.Required(b.Path.Child("transport"),
 			"an mcp action needs a server: give transport and command or url here or in a top-level mcp block"))
 	default:
+		// Only tool_name and timeout apply to an action on the shared server.
+		for _, f := range []struct {
+			name string
+			set  bool
+		}{{"args", len(cfg.Args) > 0}, {"env", len(cfg.Env) > 0}, {"headers", len(cfg.Headers) > 0}} {
+			if f.set {
+				errs.Add(field.Forbidden(b.Path.Child(f.name), "%s configures a server: give transport here too for a "+
+					"server of this action's own, or set it in the top-level mcp block", f.name))
+			}
+		}
 		// ValidateShared reports the top-level block's problems once; here it is only compiled.
 		a.Server, a.Key = sharedServer(b)
+	}
+	d, e := httpspec.Duration(b.Path.Child("timeout"), cfg.Timeout)
+	errs.Add(e)
+	a.Timeout = d
+	if a.Timeout == 0 && a.Server != nil {
+		a.Timeout = a.Server.Timeout
 	}
 	return a, errs.Err()
 }
@@ -164,11 +187,13 @@ func CompileServer(c runtime.Checker, p *field.Path, s Server) (*CompiledServer,
 	if s.Command != "" {
 		t, e := c.Template(p.Child("command"), s.Command, roots...)
 		errs = append(errs, e...)
+		errs = append(errs, noParameters(p.Child("command"), t)...)
 		out.Command = t
 	}
 	for i, arg := range s.Args {
 		t, e := c.Template(p.Child("args").Index(i), arg, roots...)
 		errs = append(errs, e...)
+		errs = append(errs, boundOnly(c, p.Child("args").Index(i), refs(t))...)
 		out.Args = append(out.Args, t)
 	}
 	for name, v := range s.Env {
@@ -179,22 +204,91 @@ func CompileServer(c runtime.Checker, p *field.Path, s Server) (*CompiledServer,
 		}
 		t, e := c.Template(ep, v, roots...)
 		errs = append(errs, e...)
+		errs = append(errs, boundOnly(c, ep, refs(t))...)
 		out.Env[name] = t
 	}
 	if s.URL != "" {
 		u, e := c.URL(p.Child("url"), s.URL, "", roots...)
 		errs = append(errs, e...)
+		if len(e) == 0 && u != nil {
+			errs = append(errs, boundOnly(c, p.Child("url"), u.Refs())...)
+		}
 		out.URL = u
 	}
 	for name, v := range s.Headers {
-		t, e := c.Template(p.Child("headers").Key(name), v, roots...)
+		hp := p.Child("headers").Key(name)
+		t, e := c.Template(hp, v, roots...)
 		errs = append(errs, e...)
+		errs = append(errs, boundOnly(c, hp, refs(t))...)
 		out.Headers[name] = t
 	}
 	d, e := httpspec.Duration(p.Child("timeout"), s.Timeout)
 	errs.Add(e)
 	out.Timeout = d
 	return out, errs
+}
+
+func refs(t *interp.Template) []interp.Ref {
+	if t == nil {
+		return nil
+	}
+	return t.Refs()
+}
+
+// noParameters forbids {parameters.*} in a stdio command: the program to run is the manifest's choice.
+func noParameters(p *field.Path, t *interp.Template) field.List {
+	for _, r := range refs(t) {
+		if r.Root == interp.RootParameters {
+			return field.List{field.Forbidden(p, "{%s}: parameters cannot be used in command: the program to run is "+
+				"the manifest's choice, never the LLM's", r.Text)}
+		}
+	}
+	return nil
+}
+
+// boundOnly admits {parameters.x} in a server field only when x has require_binding: true. A server starts once
+// per task, with the values of the call that starts it, so a value the LLM chooses per call would be used once and
+// then silently ignored; a bound value is the same for every call of the task.
+func boundOnly(c runtime.Checker, p *field.Path, rs []interp.Ref) field.List {
+	var errs field.List
+	for _, r := range rs {
+		if r.Root != interp.RootParameters {
+			continue
+		}
+		name := ""
+		if len(r.Steps) > 0 && !r.Steps[0].IsIndex {
+			name = r.Steps[0].Name
+		}
+		if name != "" && !requiresBinding(c, name) {
+			errs.Add(field.Forbidden(p, "{%s}: a server starts once per task, so only a parameter with "+
+				"require_binding: true (fixed by the capability's bindings) may be used here; %q has none", r.Text, name))
+		} else if name == "" {
+			errs.Add(field.Forbidden(p, "{%s}: a server starts once per task, so only single parameters with "+
+				"require_binding: true may be used here", r.Text))
+		}
+	}
+	return errs
+}
+
+// requiresBinding reports whether the declared parameter name has require_binding: true. runtime.Checker has no
+// direct question for it, so it asks the one check that depends on it: a parameter in a URL's host is admitted
+// only with require_binding (SPEC §4.4). An undeclared name reports true here: Template already reported it.
+func requiresBinding(c runtime.Checker, name string) bool {
+	q := "'"
+	if strings.Contains(name, q) {
+		q = `"`
+		if strings.Contains(name, q) {
+			return false // cannot be asked; refused
+		}
+	}
+	probe := "http://{parameters[" + q + name + q + "]}/"
+	_, errs := c.URL(field.NewPath("probe"), probe, "", interp.RootParameters)
+	for _, e := range errs {
+		if e.Type == field.TypeForbidden {
+			return false
+		}
+	}
+	return true
 }
 
 var (

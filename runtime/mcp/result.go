@@ -12,7 +12,8 @@ import (
 // convert turns a tools/call result into a backend result: structured content when the server gives it, else
 // its text parts joined by newlines. Content of other kinds (images, audio, resources) goes to ServerData
 // "content", for the host; when there is nothing else the output lists them by type and index into it. isError
-// is a recoverable tool_error carrying the text. A result larger than limit is a recoverable result_too_large.
+// is a recoverable tool_error carrying the text. A result larger than limit, counting the structured content, the text
+// and the data of the other kinds, is a recoverable result_too_large, without its content.
 func convert(res *mcp.CallToolResult, limit int64) *runtime.Result {
 	var text []string
 	var other []any
@@ -27,16 +28,17 @@ func convert(res *mcp.CallToolResult, limit int64) *runtime.Result {
 			size += int64(len(c.Text))
 		default:
 			other = append(other, c)
+			size += contentSize(c)
 		}
 	}
 	joined := strings.Join(text, "\n")
 	out := &runtime.Result{BytesIn: size}
-	if len(other) > 0 {
-		out.ServerData = map[string]any{"content": other}
-	}
 	if limit > 0 && size > limit {
 		out.Error = runtime.Errorf(runtime.KindResultTooLarge, "mcp: the tool's result is %d bytes, over the %d-byte limit", size, limit)
 		return out
+	}
+	if len(other) > 0 {
+		out.ServerData = map[string]any{"content": other}
 	}
 	if res.IsError {
 		if joined == "" {
@@ -84,4 +86,24 @@ func contentType(c any) string {
 	}
 	_ = json.Unmarshal(b, &t)
 	return t.Type
+}
+
+// contentSize is what a non-text content item weighs against the response limit: its base64 data (images, audio),
+// its text or blob (embedded resources), else its JSON encoding.
+func contentSize(c mcp.Content) int64 {
+	switch c := c.(type) {
+	case mcp.ImageContent:
+		return int64(len(c.Data))
+	case *mcp.ImageContent:
+		return int64(len(c.Data))
+	case mcp.AudioContent:
+		return int64(len(c.Data))
+	case *mcp.AudioContent:
+		return int64(len(c.Data))
+	}
+	b, err := json.Marshal(c)
+	if err != nil {
+		return 0
+	}
+	return int64(len(b))
 }
