@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -19,6 +20,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
@@ -287,5 +289,29 @@ func TestFailureMessageStaysUTF8(t *testing.T) {
 	}
 	if !utf8.ValidString(res.Error.Message) {
 		t.Errorf("message is not valid UTF-8: %q", res.Error.Message)
+	}
+}
+
+// R2: a create the cluster does not answer within the request timeout is a recoverable unavailable error, and
+// the Job it may have made is found by its task, tool and call labels and deleted.
+func TestCreateTimesOut(t *testing.T) {
+	leakcheck.Check(t)
+	e := newEnv(t, &kubernetesjob.Backend{RequestTimeout: 50 * time.Millisecond}, always(kubernetesjobtest.Outcome{}))
+	gvr := batchv1.SchemeGroupVersion.WithResource("jobs")
+	e.cluster.Client.PrependReactor("create", "jobs", func(a k8stesting.Action) (bool, k8sruntime.Object, error) {
+		job := a.(k8stesting.CreateAction).GetObject().(*batchv1.Job).DeepCopy()
+		job.Name = job.GenerateName + "slow"
+		if err := e.cluster.Client.Tracker().Create(gvr, job, job.Namespace); err != nil {
+			return true, nil, err
+		}
+		time.Sleep(150 * time.Millisecond) // a slow API server: the answer comes after the request timeout
+		return true, nil, fmt.Errorf("client rate limiter: %w", context.DeadlineExceeded)
+	})
+	res, err := e.task.Invoke(context.Background(), "render_report", args)
+	if err != nil || !res.IsError || res.Error.Kind != "unavailable" {
+		t.Fatalf("err %v, result %+v; want an unavailable result", err, res)
+	}
+	if e.cluster.Exists("agent-jobs", "render-report-slow") {
+		t.Errorf("the Job of the timed-out create still exists; deletions %v", e.cluster.Deleted())
 	}
 }
