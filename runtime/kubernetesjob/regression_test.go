@@ -227,8 +227,10 @@ func TestTeardownHonoursItsDeadline(t *testing.T) {
 	if err == nil {
 		t.Error("Teardown reported no error though no delete succeeded")
 	}
-	if n := deletes.Load(); n != 4 {
-		t.Errorf("%d deletes reached the server before the deadline, want all 4 (in parallel)", n)
+	// Sequential deletes would send one (it hangs until the deadline); parallel ones send them all. At least two
+	// shows the parallelism without depending on how fast a loaded machine starts four requests.
+	if n := deletes.Load(); n < 2 {
+		t.Errorf("%d deletes reached the server before the deadline, want them in parallel (4)", n)
 	}
 }
 
