@@ -1,6 +1,7 @@
 package kubernetesjob
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -72,11 +74,16 @@ func (i *instance) Invoke(ctx context.Context, a runtime.Action, call *runtime.C
 		return nil, err
 	}
 	job := i.newJob(ns, call, spec)
-	created, err := i.client.BatchV1().Jobs(ns).Create(ctx, job, metav1.CreateOptions{})
+	cctx, cancel := context.WithTimeout(ctx, i.b.requestTimeout())
+	created, err := i.client.BatchV1().Jobs(ns).Create(cctx, job, metav1.CreateOptions{})
+	lost := cctx.Err() != nil
+	cancel()
 	if err != nil {
-		if ctx.Err() != nil {
+		if lost {
 			// The Job may exist though the answer was lost: find it by its call label.
 			i.deleteCall(ctx, ns, job.Labels[LabelCall])
+		}
+		if ctx.Err() != nil {
 			return nil, fmt.Errorf("kubernetes_job: creating a Job in %s: %w", ns, ctx.Err())
 		}
 		return apiFailure("creating the Job", err)
@@ -88,13 +95,16 @@ func (i *instance) Invoke(ctx context.Context, a runtime.Action, call *runtime.C
 	return r.do(ctx)
 }
 
+// ownLabels are the labels that select this task's Jobs (and no other tool's Jobs of a task with the same ID).
+func (i *instance) ownLabels() labels.Set {
+	return labels.Set{LabelManagedBy: ManagedBy, LabelTask: labelValue(i.taskID), LabelTool: labelValue(i.tool)}
+}
+
 // newJob builds the Job of one call: the spec with the backend's defaults, a generated name and the labels that
 // name the task, tool, action and call, on the Job and on its pods.
 func (i *instance) newJob(ns string, call *runtime.Call, spec *batchv1.JobSpec) *batchv1.Job {
-	lbl := map[string]string{
-		LabelManagedBy: ManagedBy, LabelTask: labelValue(i.taskID), LabelTool: labelValue(i.tool),
-		LabelAction: labelValue(call.Action), LabelCall: labelValue(call.ID),
-	}
+	lbl := map[string]string(i.ownLabels())
+	lbl[LabelAction], lbl[LabelCall] = labelValue(call.Action), labelValue(call.ID)
 	ann := map[string]string{LabelTask: i.taskID, LabelTool: i.tool, LabelAction: call.Action, LabelCall: call.ID}
 	if spec.BackoffLimit == nil {
 		var n int32
@@ -156,21 +166,28 @@ func (i *instance) track(k jobKey, on bool) {
 	}
 }
 
-// teardownTimeout bounds one cleanup request made after the call's context ended.
+// teardownTimeout bounds one cleanup request made after the call's context ended, and Teardown when its ctx has
+// no deadline.
 func (i *instance) teardownTimeout() time.Duration {
 	return orDefault(i.limits.TeardownTimeout, 10*time.Second)
 }
 
-// deleteJob deletes one Job with background propagation (its pods go too), bounded by the teardown bound even when
-// ctx has ended. A Job already gone is no error.
+// deleteJob deletes one Job of a call, bounded by the teardown bound even when ctx has ended (a cancelled call
+// still removes its Job).
 func (i *instance) deleteJob(ctx context.Context, k jobKey) error {
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), i.teardownTimeout())
 	defer cancel()
+	return i.delete(dctx, k)
+}
+
+// delete deletes one Job with background propagation (its pods go too), bounded by ctx alone. A Job already gone
+// is no error.
+func (i *instance) delete(ctx context.Context, k jobKey) error {
 	policy := metav1.DeletePropagationBackground
-	err := i.client.BatchV1().Jobs(k.namespace).Delete(dctx, k.name, metav1.DeleteOptions{PropagationPolicy: &policy})
+	err := i.client.BatchV1().Jobs(k.namespace).Delete(ctx, k.name, metav1.DeleteOptions{PropagationPolicy: &policy})
 	fact := map[string]any{"namespace": k.namespace, "job": k.name}
 	if err != nil && !apierrors.IsNotFound(err) {
-		fact["error"] = string(apierrors.ReasonForError(err))
+		fact["error"] = cmp.Or(string(apierrors.ReasonForError(err)), "request failed")
 		i.observe(ctx, "job.delete_failed", fact)
 		i.logger.WarnContext(ctx, "kubernetes_job: deleting a Job failed; its TTL removes it later",
 			"namespace", k.namespace, "job", k.name, "error", err)
@@ -184,55 +201,92 @@ func (i *instance) deleteJob(ctx context.Context, k jobKey) error {
 func (i *instance) deleteCall(ctx context.Context, ns, call string) {
 	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), i.teardownTimeout())
 	defer cancel()
-	sel := labels.Set{LabelTask: labelValue(i.taskID), LabelCall: call}.String()
-	list, err := i.client.BatchV1().Jobs(ns).List(lctx, metav1.ListOptions{LabelSelector: sel})
+	sel := i.ownLabels()
+	sel[LabelCall] = call
+	list, err := i.client.BatchV1().Jobs(ns).List(lctx, metav1.ListOptions{LabelSelector: sel.String()})
 	if err != nil {
 		i.logger.WarnContext(ctx, "kubernetes_job: listing the Jobs of a cancelled call failed", "namespace", ns, "error", err)
 		return
 	}
 	for _, j := range list.Items {
-		_ = i.deleteJob(ctx, jobKey{ns, j.Name})
+		_ = i.delete(lctx, jobKey{ns, j.Name})
 	}
 }
 
-// Teardown deletes every Job of this task still in the cluster, found by the task label in every namespace the
-// task used (recorded in the task state, so also Jobs created before a host restart). With Backend.Keep,
-// finished Jobs stay. It runs once; later calls return the first result.
+// teardownParallel bounds the API requests Teardown has in flight.
+const teardownParallel = 8
+
+// Teardown deletes every Job of this task still in the cluster, found by the task and tool labels in every
+// namespace the task used (recorded in the task state, so also Jobs created before a host restart). With
+// Backend.Keep, finished Jobs stay. The requests run in parallel, all bounded by ctx (by the teardown bound when
+// ctx has no deadline). It runs once; later calls return the first result.
 func (i *instance) Teardown(ctx context.Context) error {
 	i.teardownOnce.Do(func() { i.teardownErr = i.teardown(ctx) })
 	return i.teardownErr
 }
 
 func (i *instance) teardown(ctx context.Context) error {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, i.teardownTimeout())
+		defer cancel()
+	}
 	i.mu.Lock()
 	i.closed = true
 	namespaces := slices.Sorted(maps.Keys(i.namespaces))
 	running := maps.Clone(i.running) // deleted even if listing fails
 	i.mu.Unlock()
-	sel := labels.Set{LabelManagedBy: ManagedBy, LabelTask: labelValue(i.taskID)}.String()
-	var errs []error
-	for _, ns := range namespaces {
-		list, err := i.client.BatchV1().Jobs(ns).List(ctx, metav1.ListOptions{LabelSelector: sel})
-		if err != nil {
-			errs = append(errs, fmt.Errorf("kubernetes_job: listing the task's Jobs in %s: %w", ns, err))
-			continue
+
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+		seen = map[jobKey]bool{}
+		sem  = make(chan struct{}, teardownParallel)
+	)
+	fail := func(err error) {
+		mu.Lock()
+		errs = append(errs, err)
+		mu.Unlock()
+	}
+	del := func(k jobKey) {
+		mu.Lock()
+		dup := seen[k]
+		seen[k] = true
+		mu.Unlock()
+		if dup {
+			return
 		}
-		for _, j := range list.Items {
-			k := jobKey{ns, j.Name}
-			delete(running, k)
-			if done, _ := finished(&j); done && i.b.Keep {
-				continue
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			if err := i.delete(ctx, k); err != nil {
+				fail(err)
 			}
-			if err := i.deleteJob(ctx, k); err != nil {
-				errs = append(errs, err)
-			}
-		}
+		})
 	}
 	for k := range running {
-		if err := i.deleteJob(ctx, k); err != nil {
-			errs = append(errs, err)
-		}
+		del(k)
 	}
+	sel := i.ownLabels().String()
+	for _, ns := range namespaces {
+		wg.Go(func() {
+			sem <- struct{}{}
+			list, err := i.client.BatchV1().Jobs(ns).List(ctx, metav1.ListOptions{LabelSelector: sel})
+			<-sem
+			if err != nil {
+				fail(fmt.Errorf("kubernetes_job: listing the task's Jobs in %s: %w", ns, err))
+				return
+			}
+			for n := range list.Items {
+				if done, _ := finished(&list.Items[n]); done && i.b.Keep {
+					continue
+				}
+				del(jobKey{ns, list.Items[n].Name})
+			}
+		})
+	}
+	wg.Wait()
 	return errors.Join(errs...)
 }
 
@@ -252,6 +306,9 @@ func apiFailure(what string, err error) (*runtime.Result, error) {
 		apierrors.IsAlreadyExists(err):
 		return runtime.Fail(runtime.Errorf(runtime.KindUnavailable, "%s: %s", what, msg)), nil
 	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return runtime.Fail(runtime.Errorf(runtime.KindUnavailable, "%s: the cluster did not answer in time", what)), nil
+	}
 	return nil, runtime.Unrecoverable(fmt.Errorf("kubernetes_job: %s: %w", what, err))
 }
 
@@ -265,10 +322,13 @@ func apiMessage(err error) string {
 	return clip(msg, 512)
 }
 
-// clip bounds s to n bytes, marking the cut.
+// clip bounds s to n bytes, marking the cut, which falls between two UTF-8 sequences.
 func clip(s string, n int) string {
 	if len(s) <= n {
 		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
 	}
 	return s[:n] + "…"
 }

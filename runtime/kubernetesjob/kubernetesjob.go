@@ -44,6 +44,8 @@ const (
 	DefaultLogTailBytes = 2 << 10
 	// DefaultResultBytes bounds a result read from a log when the host's Limits set no response size.
 	DefaultResultBytes = 10 << 20
+	// DefaultRequestTimeout bounds one API request (a create, a get, a list, reading a log).
+	DefaultRequestTimeout = 30 * time.Second
 )
 
 // Backend implements runtime.Runtime for kubernetes_job. Its fields are the host's options; a Backend must not be
@@ -72,6 +74,10 @@ type Backend struct {
 	Keep bool
 	// LogTailBytes bounds the log tail quoted in a failed call's error; 0 means DefaultLogTailBytes.
 	LogTailBytes int
+	// RequestTimeout bounds each API request of a call (a create, a get, a list, reading a log; not the watch,
+	// which the call's own deadlines bound); 0 means DefaultRequestTimeout. A request that times out is a
+	// recoverable unavailable error.
+	RequestTimeout time.Duration
 }
 
 // Kind returns "kubernetes_job".
@@ -126,6 +132,9 @@ func (b *Backend) pendingTimeout() time.Duration {
 }
 func (b *Backend) activeDeadline() time.Duration {
 	return orDefault(b.ActiveDeadline, DefaultActiveDeadline)
+}
+func (b *Backend) requestTimeout() time.Duration {
+	return orDefault(b.RequestTimeout, DefaultRequestTimeout)
 }
 func (b *Backend) ttl() time.Duration { return orDefault(b.TTLAfterFinished, DefaultTTLAfterFinished) }
 

@@ -308,11 +308,13 @@ func TestTeardownDeletesTheTasksJobs(t *testing.T) {
 	if res, err := e.task.Invoke(context.Background(), "render_report", args); err != nil || res.IsError {
 		t.Fatal(err, res)
 	}
-	stray := func(name, task string) *batchv1.Job {
+	stray := func(name, task, tl string) *batchv1.Job {
 		return &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "agent-jobs", Labels: map[string]string{
-			kubernetesjob.LabelManagedBy: kubernetesjob.ManagedBy, kubernetesjob.LabelTask: task}}}
+			kubernetesjob.LabelManagedBy: kubernetesjob.ManagedBy, kubernetesjob.LabelTask: task,
+			kubernetesjob.LabelTool: tl}}}
 	}
-	for _, j := range []*batchv1.Job{stray("left-over", "task-1"), stray("other-task", "task-2")} {
+	for _, j := range []*batchv1.Job{stray("left-over", "task-1", "reports"), stray("other-task", "task-2", "reports"),
+		stray("other-tool", "task-1", "other")} {
 		if err := e.cluster.Client.Tracker().Add(j); err != nil {
 			t.Fatal(err)
 		}
@@ -320,9 +322,10 @@ func TestTeardownDeletesTheTasksJobs(t *testing.T) {
 	if err := e.task.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if e.cluster.Exists("agent-jobs", "left-over") || !e.cluster.Exists("agent-jobs", "other-task") {
-		t.Errorf("after Close: left-over exists %v (want false), other-task exists %v (want true)",
-			e.cluster.Exists("agent-jobs", "left-over"), e.cluster.Exists("agent-jobs", "other-task"))
+	for name, want := range map[string]bool{"left-over": false, "other-task": true, "other-tool": true} {
+		if got := e.cluster.Exists("agent-jobs", name); got != want {
+			t.Errorf("after Close: %s exists %v, want %v", name, got, want)
+		}
 	}
 }
 
@@ -436,6 +439,8 @@ actions:
 			"actions[0].execute.kubernetes_job.spec.template.spec.containers", "required"},
 		{"restart policy Always", "        namespace: ns\n        spec:\n          template: {spec: {restartPolicy: Always, containers: [{name: main, image: busybox}]}}",
 			"actions[0].execute.kubernetes_job.spec.template.spec.restartPolicy", "unsupported"},
+		{"activeDeadlineSeconds not positive", "        namespace: ns\n        spec:\n          activeDeadlineSeconds: -5" + container,
+			"actions[0].execute.kubernetes_job.spec.activeDeadlineSeconds", "invalid"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -131,6 +131,9 @@ func checkSpec(p *field.Path, s *batchv1.JobSpec) field.List {
 			errs.Add(field.Required(pod.Child("containers").Index(i).Child("image"), "a container needs an image"))
 		}
 	}
+	if d := s.ActiveDeadlineSeconds; d != nil && *d <= 0 {
+		errs.Add(field.Invalid(p.Child("activeDeadlineSeconds"), "activeDeadlineSeconds must be positive, not %d", *d))
+	}
 	switch s.Template.Spec.RestartPolicy {
 	case "", "Never", "OnFailure", probeText:
 	default:

@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -70,89 +71,208 @@ func (r *run) withData(res *runtime.Result) *runtime.Result {
 	return res
 }
 
+// maxDeadline caps the call's backstop: an activeDeadlineSeconds beyond it (a manifest meaning "no deadline")
+// would overflow time.Duration.
+const maxDeadline = 100 * 365 * 24 * time.Hour
+
+// minWatchLife is how long a watch that delivered no change must have lasted for the next one to open at once;
+// a watch that ends sooner (a proxy cutting long requests, repeated error events) is reopened with a back-off.
+const minWatchLife = 10 * time.Second
+
+// jobDeadline is the Job's activeDeadlineSeconds as a duration (def when unset), capped at maxDeadline.
+func jobDeadline(s *int64, def time.Duration) time.Duration {
+	switch {
+	case s == nil:
+		return min(def, maxDeadline)
+	case *s >= int64(maxDeadline/time.Second):
+		return maxDeadline
+	case *s < 0:
+		return 0
+	}
+	return time.Duration(*s) * time.Second
+}
+
+// deadlines are the bounds of one call's wait besides its ctx.
+type deadlines struct {
+	pending, backstop *time.Timer
+	limit             time.Duration
+}
+
 // wait watches the Job until it finishes and returns it. It returns a recoverable error instead when the Job's pod
 // is still Pending at the pending deadline, when the Job is deleted by someone else or when the cluster does not
-// end it within its activeDeadlineSeconds plus a grace; and ctx's error when ctx ends. An expired or broken watch
-// is resumed; every (re)start reads the Job once, so no change between two watches is missed.
+// end it within its activeDeadlineSeconds plus a grace; ctx's error when ctx ends; and the API error, classified
+// by apiFailure, when the cluster refuses the watch or the read (no permission). An expired or broken watch is
+// resumed, with a back-off when it ended at once; every (re)start reads the Job once, so no change between two
+// watches is missed.
 func (r *run) wait(ctx context.Context) (*batchv1.Job, *runtime.Error, error) {
-	jobs := r.i.client.BatchV1().Jobs(r.key.namespace)
-	pending := time.NewTimer(r.i.b.pendingTimeout())
-	defer pending.Stop()
-	limit := r.i.b.activeDeadline()
-	if s := r.job.Spec.ActiveDeadlineSeconds; s != nil {
-		limit = time.Duration(*s) * time.Second
-	}
-	backstop := time.NewTimer(limit + deadlineGrace)
-	defer backstop.Stop()
-	sel := fields.OneTermEqualSelector("metadata.name", r.key.name).String()
+	limit := jobDeadline(r.job.Spec.ActiveDeadlineSeconds, r.i.b.activeDeadline())
+	d := &deadlines{pending: time.NewTimer(r.i.b.pendingTimeout()), backstop: time.NewTimer(limit + deadlineGrace),
+		limit: limit}
+	defer d.pending.Stop()
+	defer d.backstop.Stop()
 	retry := newBackoff()
 	for {
-		w, err := jobs.Watch(ctx, metav1.ListOptions{FieldSelector: sel, AllowWatchBookmarks: true})
-		var cur *batchv1.Job
-		if err == nil {
-			cur, err = jobs.Get(ctx, r.key.name, metav1.GetOptions{})
-			if err != nil {
-				w.Stop()
-			}
-		}
+		w, cur, err := r.open(ctx)
 		switch {
 		case ctx.Err() != nil:
-			if err == nil {
+			if w != nil {
 				w.Stop()
 			}
-			return nil, nil, fmt.Errorf("kubernetes_job: Job %s/%s: %w", r.key.namespace, r.key.name, ctx.Err())
+			return nil, nil, r.ctxErr(ctx)
 		case apierrors.IsNotFound(err):
 			return nil, r.gone(), nil
+		case err != nil && !transient(err):
+			res, err := apiFailure("watching the Job", err)
+			if err != nil {
+				return nil, nil, err
+			}
+			return nil, res.Error, nil
 		case err != nil:
 			r.i.logger.WarnContext(ctx, "kubernetes_job: watching a Job failed; retrying", "namespace", r.key.namespace,
 				"job", r.key.name, "error", err)
-			retry.sleep(ctx) // when ctx ends, the next turn reports it
+			if stuck, err := r.pause(ctx, retry.next(), d); stuck != nil || err != nil {
+				return nil, stuck, err
+			}
 			continue
 		}
 		if done, _ := finished(cur); done {
 			w.Stop()
 			return cur, nil, nil
 		}
-		job, stuck, err := r.events(ctx, w, pending, backstop, limit)
+		start := time.Now()
+		job, stuck, progress, err := r.events(ctx, w, d)
 		w.Stop()
 		if job != nil || stuck != nil || err != nil {
 			return job, stuck, err
 		}
-		retry.reset()
+		if progress || time.Since(start) >= minWatchLife {
+			retry.reset()
+			continue
+		}
+		if stuck, err := r.pause(ctx, retry.next(), d); stuck != nil || err != nil {
+			return nil, stuck, err
+		}
 	}
 }
 
+// open starts a watch on the Job, then reads it; each request is bounded by the backend's request timeout (the
+// watch itself only by ctx). On an error no watch is left open.
+func (r *run) open(ctx context.Context) (watch.Interface, *batchv1.Job, error) {
+	jobs := r.i.client.BatchV1().Jobs(r.key.namespace)
+	sel := fields.OneTermEqualSelector("metadata.name", r.key.name).String()
+	wctx, stop := context.WithCancel(ctx)
+	timer := time.AfterFunc(r.i.b.requestTimeout(), stop) // the watch must answer in time
+	w, err := jobs.Watch(wctx, metav1.ListOptions{FieldSelector: sel, AllowWatchBookmarks: true})
+	if !timer.Stop() { // stop was called: the watch, if any, is dead
+		if err == nil {
+			w.Stop()
+		}
+		err = fmt.Errorf("opening a watch: %w", context.DeadlineExceeded)
+	}
+	if err != nil {
+		stop()
+		return nil, nil, err
+	}
+	w = &stopWatch{Interface: w, cancel: stop}
+	gctx, cancel := context.WithTimeout(ctx, r.i.b.requestTimeout())
+	defer cancel()
+	cur, err := jobs.Get(gctx, r.key.name, metav1.GetOptions{})
+	if err != nil {
+		w.Stop()
+		return nil, nil, err
+	}
+	return w, cur, nil
+}
+
+// stopWatch releases the watch's context when the watch stops.
+type stopWatch struct {
+	watch.Interface
+	cancel context.CancelFunc
+}
+
+func (w *stopWatch) Stop() {
+	w.Interface.Stop()
+	w.cancel()
+}
+
+// transient reports whether a failed watch or read is worth retrying: the cluster is busy or unreachable, not
+// refusing the request.
+func transient(err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		return true // a network error
+	}
+	return apierrors.IsTooManyRequests(err) || apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) ||
+		apierrors.IsServiceUnavailable(err) || apierrors.IsInternalError(err) || apierrors.IsUnexpectedServerError(err)
+}
+
+// pause waits for delay before the next watch, still honouring ctx and the call's deadlines.
+func (r *run) pause(ctx context.Context, delay time.Duration, d *deadlines) (*runtime.Error, error) {
+	t := time.NewTimer(delay)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			return nil, nil
+		case <-ctx.Done():
+			return nil, r.ctxErr(ctx)
+		case <-d.backstop.C:
+			return r.overdue(d), nil
+		case <-d.pending.C:
+			if stuck := r.stuck(ctx); stuck != nil {
+				return stuck, nil
+			}
+		}
+	}
+}
+
+func (r *run) ctxErr(ctx context.Context) error {
+	return fmt.Errorf("kubernetes_job: Job %s/%s: %w", r.key.namespace, r.key.name, ctx.Err())
+}
+
+func (r *run) overdue(d *deadlines) *runtime.Error {
+	return runtime.Errorf(runtime.KindTimeout, "the Job did not finish within its deadline of %s", d.limit)
+}
+
 // events consumes one watch until the Job finishes (returned), something fails, or the watch ends (all nil).
-func (r *run) events(ctx context.Context, w watch.Interface, pending, backstop *time.Timer, limit time.Duration) (*batchv1.Job, *runtime.Error, error) {
+// progress reports whether the watch delivered a change or a bookmark: a working watch.
+func (r *run) events(ctx context.Context, w watch.Interface, d *deadlines) (job *batchv1.Job, stuck *runtime.Error, progress bool, err error) {
 	for {
 		select {
 		case <-ctx.Done():
-			return nil, nil, fmt.Errorf("kubernetes_job: Job %s/%s: %w", r.key.namespace, r.key.name, ctx.Err())
-		case <-backstop.C:
-			return nil, runtime.Errorf(runtime.KindTimeout, "the Job did not finish within its deadline of %s", limit), nil
-		case <-pending.C:
+			return nil, nil, progress, r.ctxErr(ctx)
+		case <-d.backstop.C:
+			return nil, r.overdue(d), progress, nil
+		case <-d.pending.C:
 			if stuck := r.stuck(ctx); stuck != nil {
-				return nil, stuck, nil
+				return nil, stuck, progress, nil
 			}
 		case ev, ok := <-w.ResultChan():
 			if !ok {
-				return nil, nil, nil
+				return nil, nil, progress, nil
 			}
 			switch ev.Type {
 			case watch.Added, watch.Modified:
 				if j, ok := ev.Object.(*batchv1.Job); ok && j.Name == r.key.name {
 					if done, _ := finished(j); done {
-						return j, nil, nil
+						return j, nil, true, nil
 					}
 				}
+				// A new watch replays the Job as Added: only a modification shows the watch working.
+				progress = progress || ev.Type == watch.Modified
+			case watch.Bookmark:
+				progress = true
 			case watch.Deleted:
 				if j, ok := ev.Object.(*batchv1.Job); ok && j.Name == r.key.name {
-					return nil, r.gone(), nil
+					return nil, r.gone(), true, nil
 				}
 			case watch.Error:
 				r.i.logger.DebugContext(ctx, "kubernetes_job: the watch ended; resuming", "namespace", r.key.namespace,
 					"job", r.key.name, "error", apierrors.FromObject(ev.Object))
-				return nil, nil, nil
+				return nil, nil, progress, nil
 			}
 		}
 	}
@@ -227,6 +347,8 @@ func pendingReason(pods []corev1.Pod) (reason, message string) {
 
 func (r *run) pods(ctx context.Context) ([]corev1.Pod, error) {
 	sel := labels.Set{labelJobName: r.key.name}.String()
+	ctx, cancel := context.WithTimeout(ctx, r.i.b.requestTimeout())
+	defer cancel()
 	list, err := r.i.client.CoreV1().Pods(r.key.namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
 	if err != nil {
 		return nil, err
@@ -364,8 +486,11 @@ func lastPod(pods []corev1.Pod, phase corev1.PodPhase) *corev1.Pod {
 	return out
 }
 
-// log reads at most limit bytes of a container's log (the last tailLines lines when set).
+// log reads at most limit bytes of a container's log (the last tailLines lines when set), within the backend's
+// request timeout.
 func (r *run) log(ctx context.Context, pod, container string, limit int64, tailLines *int64) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, r.i.b.requestTimeout())
+	defer cancel()
 	opts := &corev1.PodLogOptions{Container: container, LimitBytes: &limit, TailLines: tailLines}
 	stream, err := r.i.client.CoreV1().Pods(r.key.namespace).GetLogs(pod, opts).Stream(ctx)
 	if err != nil {
@@ -394,21 +519,15 @@ func output(data []byte) any {
 	return strings.ToValidUTF8(strings.TrimRight(string(data), "\r\n"), "\uFFFD")
 }
 
-// backoff spaces out retries of a failing watch.
+// backoff spaces out the watches of a call when they fail or end at once.
 type backoff struct{ d time.Duration }
 
 func newBackoff() *backoff { return &backoff{d: 100 * time.Millisecond} }
 func (b *backoff) reset()  { b.d = 100 * time.Millisecond }
 
-// sleep waits for the current delay, doubling it up to 5s; it reports false when ctx ended first.
-func (b *backoff) sleep(ctx context.Context) bool {
-	t := time.NewTimer(b.d)
-	defer t.Stop()
+// next returns the current delay and doubles it, up to 5s.
+func (b *backoff) next() time.Duration {
+	d := b.d
 	b.d = min(2*b.d, 5*time.Second)
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
+	return d
 }
