@@ -26,6 +26,8 @@ type eventState struct {
 	cancels     map[uint64]context.CancelCauseFunc
 	cancelSeq   uint64
 	saveMu      sync.Mutex // serialises persistence, so the last write holds the latest state
+	// savedActivity is the last activity (unix ns) written to the Store.
+	savedActivity atomic.Int64
 }
 
 // init derives the task's view of the tool's events from its capability.
@@ -71,7 +73,16 @@ func (t *Task) touch() {
 	t.lastActivity.Store(now)
 	t.events.mu.Unlock()
 	t.expiredNow(newly)
+	// Persist the activity now and then, so that a task resumed after a crash does not time out early.
+	if saved := t.events.savedActivity.Load(); now-saved > int64(ActivitySaveInterval) &&
+		t.events.savedActivity.CompareAndSwap(saved, now) {
+		_ = t.saveEvents(t.ctx)
+	}
 }
+
+// ActivitySaveInterval is how often, at most, task activity is written to the Store for events with a timeout: a
+// task resumed after a crash counts its idle time from at most this much before the last activity.
+const ActivitySaveInterval = time.Minute
 
 // expired reports whether event i has expired, expiring it (and any other event) when its timeout has passed.
 func (t *Task) expired(i int) bool {

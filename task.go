@@ -419,7 +419,7 @@ func (t *Task) initialize(ctx context.Context, a *action, call *runtime.Call, in
 func (t *Task) initFor(ctx context.Context, a *action, call *runtime.Call) *runtime.Init {
 	o := t.tool.opts
 	in := &runtime.Init{
-		TaskID: t.id, Tool: t.tool.Name(), Action: a.prepared, Actions: t.tool.preparedOf(a.kind),
+		TaskID: t.id, Tool: t.tool.Name(), ToolNamespace: t.tool.Namespace(), Action: a.prepared, Actions: t.tool.preparedOf(a.kind),
 		// Not bound to the triggering call's context: a session's destroy renders with these values at Close.
 		Values:     &callValues{ctx: context.WithoutCancel(ctx), task: t, action: a.def.Name, args: call.Args},
 		HTTPClient: t.tool.httpClient,

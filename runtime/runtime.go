@@ -114,8 +114,9 @@ func (b *Block) DecodeShared(dst any) field.List {
 
 // Init is what a backend receives when a task first needs it.
 type Init struct {
-	// TaskID and Tool name the task and its manifest.
-	TaskID, Tool string
+	// TaskID and Tool name the task and its manifest; ToolNamespace is the manifest's namespace.
+	TaskID, Tool  string
+	ToolNamespace string
 	// Action is the prepared action whose call triggered Initialize.
 	Action Action
 	// Actions are every prepared action of the tool that runs on this backend.

@@ -32,6 +32,7 @@ type instance struct {
 	b            *Backend
 	client       kubernetes.Interface
 	taskID, tool string
+	toolNS       string // the manifest's namespace
 	limits       runtime.Limits
 	state        runtime.State
 	observe      func(ctx context.Context, name string, data map[string]any)
@@ -97,7 +98,8 @@ func (i *instance) Invoke(ctx context.Context, a runtime.Action, call *runtime.C
 
 // ownLabels are the labels that select this task's Jobs (and no other tool's Jobs of a task with the same ID).
 func (i *instance) ownLabels() labels.Set {
-	return labels.Set{LabelManagedBy: ManagedBy, LabelTask: labelValue(i.taskID), LabelTool: labelValue(i.tool)}
+	return labels.Set{LabelManagedBy: ManagedBy, LabelTask: labelValue(i.taskID), LabelTool: labelValue(i.tool),
+		LabelToolNamespace: labelValue(i.toolNS)}
 }
 
 // newJob builds the Job of one call: the spec with the backend's defaults, a generated name and the labels that

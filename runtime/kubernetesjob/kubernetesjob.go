@@ -109,7 +109,7 @@ func (b *Backend) Initialize(ctx context.Context, in *runtime.Init) (runtime.Ins
 	if b.Client == nil {
 		return nil, runtime.Unrecoverable(ErrNoClient)
 	}
-	i := &instance{b: b, client: b.Client, taskID: in.TaskID, tool: in.Tool, limits: in.Limits, state: in.State,
+	i := &instance{b: b, client: b.Client, taskID: in.TaskID, tool: in.Tool, toolNS: in.ToolNamespace, limits: in.Limits, state: in.State,
 		observe: in.Observe, logger: in.Logger, namespaces: map[string]bool{}, running: map[jobKey]bool{}}
 	if in.State != nil {
 		data, err := in.State.Load(ctx)

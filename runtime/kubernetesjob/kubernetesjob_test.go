@@ -173,8 +173,9 @@ func checkJob(t *testing.T, j *batchv1.Job, callID string) {
 	}
 	want := map[string]string{
 		"app.kubernetes.io/managed-by": "commonagents-go-tool", "tool.commonagents.info/task": "task-1",
-		"tool.commonagents.info/tool": "reports", "tool.commonagents.info/action": "render_report",
-		"tool.commonagents.info/call": callID,
+		"tool.commonagents.info/tool": "reports", "tool.commonagents.info/tool-namespace": "test",
+		"tool.commonagents.info/action": "render_report",
+		"tool.commonagents.info/call":   callID,
 	}
 	if !reflect.DeepEqual(j.Labels, want) {
 		t.Errorf("labels = %v, want %v", j.Labels, want)
@@ -311,7 +312,7 @@ func TestTeardownDeletesTheTasksJobs(t *testing.T) {
 	stray := func(name, task, tl string) *batchv1.Job {
 		return &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "agent-jobs", Labels: map[string]string{
 			kubernetesjob.LabelManagedBy: kubernetesjob.ManagedBy, kubernetesjob.LabelTask: task,
-			kubernetesjob.LabelTool: tl}}}
+			kubernetesjob.LabelTool: tl, kubernetesjob.LabelToolNamespace: "test"}}}
 	}
 	for _, j := range []*batchv1.Job{stray("left-over", "task-1", "reports"), stray("other-task", "task-2", "reports"),
 		stray("other-tool", "task-1", "other")} {

@@ -16,8 +16,10 @@ const (
 	LabelManagedBy = "app.kubernetes.io/managed-by"
 	LabelTask      = "tool.commonagents.info/task"
 	LabelTool      = "tool.commonagents.info/tool"
-	LabelAction    = "tool.commonagents.info/action"
-	LabelCall      = "tool.commonagents.info/call"
+	// LabelToolNamespace holds the manifest's namespace: with LabelTool it names the tool.
+	LabelToolNamespace = "tool.commonagents.info/tool-namespace"
+	LabelAction        = "tool.commonagents.info/action"
+	LabelCall          = "tool.commonagents.info/call"
 	// ManagedBy is the value of LabelManagedBy.
 	ManagedBy = "commonagents-go-tool"
 	// labelJobName is the label the Job controller puts on the pods of a Job.

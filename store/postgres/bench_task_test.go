@@ -121,4 +121,3 @@ func BenchmarkTask(b *testing.B) {
 		})
 	}
 }
-
