@@ -2,6 +2,7 @@ package events
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"net/http"
 	"time"
@@ -72,6 +73,30 @@ type Host struct {
 	// replica holds it, and reloads State, which the other replica may have changed. Release gives it up.
 	Lease   func(ctx context.Context, ttl time.Duration) (bool, error)
 	Release func(ctx context.Context) error
+}
+
+// LoadState decodes the event's record from State into v. Nothing stored leaves v as it is; a record that
+// cannot be read is logged and ignored, so the work starts afresh rather than not at all.
+func (h *Host) LoadState(ctx context.Context, v any) {
+	b, err := h.State.Load(ctx)
+	if err == nil && len(b) > 0 {
+		err = json.Unmarshal(b, v)
+	}
+	if err != nil {
+		h.Logger.Warn("event state unreadable; starting afresh", "error", err)
+	}
+}
+
+// SaveState writes v as the event's record, even when ctx is cancelled (what happened must be recorded); a
+// failure is logged.
+func (h *Host) SaveState(ctx context.Context, v any) {
+	b, err := json.Marshal(v)
+	if err == nil {
+		err = h.State.Save(context.WithoutCancel(ctx), b)
+	}
+	if err != nil {
+		h.Logger.Error("event state not persisted", "error", err)
+	}
 }
 
 // LeaseMargin is added to a lease's ttl beyond the time its holder expects to need, so that a live holder keeps

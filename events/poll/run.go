@@ -221,23 +221,9 @@ func Format(t time.Time) string { return t.UTC().Truncate(time.Second).Format(Ti
 
 func (w *worker) load(ctx context.Context) {
 	w.loaded, w.state = true, State{}
-	b, err := w.h.State.Load(ctx)
-	if err == nil && len(b) > 0 {
-		err = json.Unmarshal(b, &w.state)
-	}
-	if err != nil {
-		w.h.Logger.Warn("poll state unreadable; polling afresh", "error", err)
-	}
+	w.h.LoadState(ctx, &w.state)
 }
 
-func (w *worker) save(ctx context.Context) {
-	b, err := json.Marshal(w.state)
-	if err == nil {
-		err = w.h.State.Save(context.WithoutCancel(ctx), b)
-	}
-	if err != nil {
-		w.h.Logger.Error("poll state not persisted", "error", err)
-	}
-}
+func (w *worker) save(ctx context.Context) { w.h.SaveState(ctx, w.state) }
 
 var _ events.Background = (*Event)(nil)

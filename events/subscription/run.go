@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	mathrand "math/rand/v2"
@@ -314,24 +313,10 @@ func (w *worker) unsubscribeWithin(ctx context.Context, ch *Channel, reason stri
 
 func (w *worker) load(ctx context.Context) {
 	w.loaded, w.state = true, State{}
-	b, err := w.h.State.Load(ctx)
-	if err == nil && len(b) > 0 {
-		err = json.Unmarshal(b, &w.state)
-	}
-	if err != nil {
-		w.h.Logger.Warn("subscription state unreadable; subscribing afresh", "error", err)
-	}
+	w.h.LoadState(ctx, &w.state)
 }
 
-func (w *worker) save(ctx context.Context) {
-	b, err := json.Marshal(w.state)
-	if err == nil {
-		err = w.h.State.Save(context.WithoutCancel(ctx), b)
-	}
-	if err != nil {
-		w.h.Logger.Error("subscription state not persisted", "error", err)
-	}
-}
+func (w *worker) save(ctx context.Context) { w.h.SaveState(ctx, w.state) }
 
 // newID returns a channel id: 32 random hex digits, which every platform's id syntax accepts.
 func newID() string {
