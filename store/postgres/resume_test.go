@@ -338,6 +338,8 @@ func TestKillAndResume(t *testing.T) {
 	first := startHost(t, schema, manifest, srv.URL, "t1", "r1", false,
 		"-invoke", `note={"text":"hello"}`, "-invoke", `tag={"label":"urgent"}`)
 	first.wait("result", 2)
+	// The first fetch is the baseline: b and c come after it.
+	waitFor(t, "the baseline fetch", func() bool { f, _, _ := p.snapshot(); return f["r1"] >= 1 })
 	p.publish("b", "c")
 	waitFor(t, "b and c to fire in the first process", func() bool { return len(first.activated()) >= 2 })
 	_, sessions, channels := p.snapshot()
