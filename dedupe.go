@@ -16,8 +16,9 @@ import (
 // prune once the dedupe window has passed.
 type dedupeLog struct {
 	mu       sync.Mutex
-	entries  []dedupeEntry   // oldest first
-	inflight map[string]bool // keys being activated: a concurrent retry of the same delivery is a duplicate
+	entries  []dedupeEntry     // oldest first
+	inflight map[string]bool   // keys being activated: a concurrent retry of the same delivery is a duplicate
+	claims   map[string][]byte // keys this task claimed in a shared Store, with the claim written
 }
 
 type dedupeEntry struct {
@@ -45,7 +46,7 @@ func (t *Task) seen(ctx context.Context, event, id string) bool {
 		return true
 	}
 	if log.inflight == nil {
-		log.inflight = map[string]bool{}
+		log.inflight, log.claims = map[string]bool{}, map[string][]byte{}
 	}
 	log.inflight[key] = true
 	log.mu.Unlock()
@@ -61,11 +62,12 @@ func (t *Task) seen(ctx context.Context, event, id string) bool {
 	now := t.tool.opts.clock.Now()
 	if err == nil {
 		text, claim := strings.CutPrefix(string(b), claimPrefix)
+		text, _, _ = strings.Cut(text, " ") // a claim is "claim <time> <replica>"
 		at, perr := time.Parse(time.RFC3339Nano, text)
 		fresh := perr == nil && now.Sub(at) < t.tool.opts.limits.DedupeWindow
 		if claim {
-			// Another replica is activating it; a claim older than a call's bound is from a replica that died.
-			fresh = perr == nil && now.Sub(at) < t.tool.opts.limits.CallTimeout
+			// Another replica is activating it; an older claim is from a replica that died meanwhile.
+			fresh = perr == nil && now.Sub(at) < ClaimTimeout
 		}
 		if fresh {
 			t.release(event, id)
@@ -76,10 +78,16 @@ func (t *Task) seen(ctx context.Context, event, id string) bool {
 	}
 	// Replicas sharing the Store claim the id, so that only one of them activates a delivery sent to both.
 	if swap, ok := store.(SwapStore); ok {
-		claimed, err := swap.CompareAndSwap(ctx, key, b, []byte(claimPrefix+now.UTC().Format(time.RFC3339Nano)))
+		claim := []byte(claimPrefix + now.UTC().Format(time.RFC3339Nano) + " " + t.tool.opts.replicaID())
+		claimed, err := swap.CompareAndSwap(ctx, key, b, claim)
 		if err == nil && !claimed {
 			t.release(event, id)
 			return true
+		}
+		if err == nil {
+			log.mu.Lock()
+			log.claims[key] = claim
+			log.mu.Unlock()
 		}
 	}
 	return false
@@ -88,6 +96,11 @@ func (t *Task) seen(ctx context.Context, event, id string) bool {
 // claimPrefix marks a delivery id that a replica is activating, not yet activated.
 const claimPrefix = "claim "
 
+// ClaimTimeout is how long a replica's claim on a delivery id holds off the same delivery at the other replicas
+// sharing the Store (SPEC §9.2, §13): past it the claimant is taken for dead and a retry activates. A Sink that
+// takes longer than this to accept can see a retry activated by another replica.
+const ClaimTimeout = 5 * time.Minute
+
 // unclaim removes the claim seen took in a shared Store on a delivery that did not activate, so that a retry
 // activates it. Stores without compare-and-swap hold no claims.
 func (t *Task) unclaim(ctx context.Context, event, id string) {
@@ -95,10 +108,17 @@ func (t *Task) unclaim(ctx context.Context, event, id string) {
 	if _, ok := store.(SwapStore); !ok {
 		return
 	}
+	key := t.dedupeKey(event, id)
+	t.dedupe.mu.Lock()
+	claim := t.dedupe.claims[key]
+	delete(t.dedupe.claims, key)
+	t.dedupe.mu.Unlock()
+	if claim == nil {
+		return
+	}
 	ctx, cancel := t.storeContext(ctx)
 	defer cancel()
-	key := t.dedupeKey(event, id)
-	if b, err := store.Get(ctx, key); err == nil && strings.HasPrefix(string(b), claimPrefix) {
+	if b, err := store.Get(ctx, key); err == nil && string(b) == string(claim) { // ours, not a later claimant's
 		_ = store.Delete(ctx, key)
 	}
 }
@@ -129,6 +149,7 @@ func (t *Task) remember(ctx context.Context, event, id string) {
 	}
 	log := &t.dedupe
 	log.mu.Lock()
+	delete(log.claims, key)
 	log.entries = append(log.entries, dedupeEntry{key: key, at: now})
 	n := 0
 	for n < len(log.entries)-1 && now.Sub(log.entries[n].at) >= t.tool.opts.limits.DedupeWindow {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/commonagents-go/tool/allowlist"
+	"github.com/commonagents-go/tool/events"
 	"github.com/commonagents-go/tool/runtime"
 )
 
@@ -32,6 +33,24 @@ func (t *Tool) ResumeTask(ctx context.Context, cfg TaskConfig) (*Task, error) {
 		return nil, errors.New("tool: resume task: TaskConfig.ID must name the stored task")
 	}
 	return t.startTask(ctx, cfg, true)
+}
+
+// ErrTaskExists is returned by NewTask for an ID the Store already holds a task under: resume it (ResumeTask) or
+// end it (Close) rather than start another over its state.
+var ErrTaskExists = errors.New("tool: a task with this ID is already in the Store")
+
+// fresh checks that the Store holds no task under t's ID.
+func (t *Task) fresh(ctx context.Context) error {
+	sctx, cancel := t.storeContext(ctx)
+	defer cancel()
+	_, err := t.tool.opts.store.Get(sctx, t.stateKey("allowlist"))
+	switch {
+	case err == nil:
+		return fmt.Errorf("%w: %q of tool %s/%s", ErrTaskExists, t.id, t.tool.Namespace(), t.tool.Name())
+	case errors.Is(err, ErrNotFound):
+		return nil
+	}
+	return fmt.Errorf("tool: new task %s: %w", t.id, err)
 }
 
 // restore loads the task's stored state into t, which holds the fresh configuration.
@@ -57,12 +76,13 @@ func (t *Task) restore(ctx context.Context) error {
 		}
 	}
 	slices.Sort(dropped)
-	if _, err := t.allow.Merge(b); err != nil {
+	if _, err := t.allow.Rebase(b); err != nil {
 		return err
 	}
 	if err := t.restoreEvents(sctx); err != nil {
 		return err
 	}
+	t.retireReceivers(ctx)
 	kinds, err := t.resumeBackends(ctx)
 	if err != nil {
 		return err
@@ -94,7 +114,48 @@ func (t *Task) restoreEvents(ctx context.Context) error {
 	if !s.LastActivityAt.IsZero() {
 		t.lastActivity.Store(s.LastActivityAt.UnixNano())
 	}
+	t.expireLocked(t.tool.opts.clock.Now().UnixNano()) // the time the earlier process was gone counts
 	return nil
+}
+
+// retireReceivers removes what the earlier process registered for background events this task will not run: an
+// event the capability no longer includes, that expired or whose task is interrupted is retired (a subscription
+// unsubscribes its recorded channels, within the teardown bound); records of events the manifest no longer has
+// cannot be acted on and are reported as "subscription.orphaned" facts.
+func (t *Task) retireReceivers(ctx context.Context) {
+	sctx, cancel := t.storeContext(ctx)
+	defer cancel()
+	prefix := t.stateKey("receivers/")
+	keys, err := t.tool.opts.store.List(sctx, prefix)
+	if err != nil {
+		t.tool.opts.logger.Warn("event records not listed", "tool", t.tool.Name(), "task", t.id, "error", err)
+		return
+	}
+	for _, key := range keys {
+		name := strings.TrimPrefix(key, prefix)
+		i := slices.IndexFunc(t.tool.events, func(ev *event) bool { return ev.def.Name == name })
+		if i < 0 {
+			t.observe(ctx, "subscription.orphaned", "", map[string]any{"event": name,
+				"detail": "the manifest has no such event any more: what it registered cannot be removed"})
+			continue
+		}
+		var reason string
+		switch {
+		case !t.events.included[i]:
+			reason = "excluded"
+		case t.events.expired[i]:
+			reason = events.StopExpired
+		case t.isInterrupted():
+			reason = events.StopInterrupted
+		default:
+			continue // its worker runs and takes the records over
+		}
+		if r, ok := t.tool.events[i].prepared.(events.Retirer); ok {
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), t.tool.opts.limits.TeardownTimeout)
+			_ = r.Retire(rctx, t.host(i), reason)
+			cancel()
+		}
+	}
 }
 
 // resumeBackends resumes the backends that recorded state and can resume (runtime.Resumer), and returns their
@@ -113,8 +174,13 @@ func (t *Task) resumeBackends(ctx context.Context) ([]string, error) {
 		backend, ok := t.tool.opts.runtimes.Lookup(kind)
 		r, canResume := backend.(runtime.Resumer)
 		actions := t.tool.preparedOf(kind)
-		if !ok || !canResume || len(actions) == 0 {
+		if !ok || len(actions) == 0 {
+			t.observe(ctx, "runtime.state_orphaned", "", map[string]any{"backend": kind,
+				"detail": "no action of the manifest runs on this backend any more: what its state records is not torn down"})
 			continue
+		}
+		if !canResume {
+			continue // it initializes as usual on its next call
 		}
 		in := t.initFor(ctx, t.tool.firstOf(kind), &runtime.Call{Args: t.boundParams()})
 		in.Action = nil

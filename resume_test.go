@@ -110,3 +110,60 @@ func TestResumeReplacesChangedBindings(t *testing.T) {
 		t.Errorf("dropped_sealed = %v", obs.Facts("task.restored")[0].Data)
 	}
 }
+
+func TestNewTaskRefusesAStoredID(t *testing.T) {
+	t.Parallel()
+	store := tool.NewMemoryStore()
+	tl := tooltest.Load(t, repoEvents(""), tool.WithStore(store), tool.WithSettings(map[string]any{"secret": hookSecret}))
+	ctx := context.Background()
+	cfg := tool.TaskConfig{ID: "t1", Capability: tool.Capability{Bindings: map[string]any{"repo": "o/r"}}}
+	first, err := tl.NewTask(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tl.NewTask(ctx, cfg); !errors.Is(err, tool.ErrTaskExists) {
+		t.Errorf("NewTask over a stored task = %v, want ErrTaskExists", err)
+	}
+	if err := first.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	again, err := tl.NewTask(ctx, cfg) // closed: its state is gone
+	if err != nil {
+		t.Fatalf("NewTask after Close: %v", err)
+	}
+	again.Close(ctx)
+}
+
+// TestResumeRetiresEventsItWillNotRun resumes a detached task whose capability no longer includes its
+// subscription: the channel the earlier process registered is unsubscribed, nothing new is subscribed.
+func TestResumeRetiresEventsItWillNotRun(t *testing.T) {
+	tooltest.NoLeaks(t)
+	srv := tooltest.NewServer(t)
+	srv.Handle("POST", "/watch/doc-1", tooltest.Response{Body: map[string]any{"resource_id": "res-1"}})
+	srv.Handle("POST", "/stop", tooltest.Response{Status: 204})
+	store, obs := tool.NewMemoryStore(), tooltest.NewObserver()
+	load := func() *tool.Tool {
+		return tooltest.Load(t, driveManifest(""), tool.WithStore(store), tool.WithObserver(obs),
+			tool.WithSettings(map[string]any{"base_url": srv.URL}), tool.WithAuth(tokens{"google": "tok-g"}))
+	}
+	ctx := context.Background()
+	cfg := tool.TaskConfig{ID: "t1", Capability: tool.Capability{Bindings: map[string]any{"document_id": "doc-1"}}}
+	first, err := load().NewTask(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs.Wait(t, "subscription.created", 1)
+	if err := first.Detach(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Capability.Include = []string{"noop"}
+	second, err := load().ResumeTask(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer second.Close(ctx)
+	subs, unsubs := channels(srv)
+	if len(subs) != 1 || !slices.Equal(unsubs, subs) {
+		t.Errorf("subscribed %v, unsubscribed %v: the excluded event's channel must be removed at resume", subs, unsubs)
+	}
+}

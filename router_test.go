@@ -177,7 +177,7 @@ func TestRouterTaskMembership(t *testing.T) {
 	r := tool.NewRouter()
 	bind := tool.Capability{Bindings: map[string]any{"repo": "o/r"}}
 	a := newTask(t, tl, tool.TaskConfig{ID: "same", Capability: bind})
-	b := newTask(t, tl, tool.TaskConfig{ID: "same", Capability: bind})
+	b := newTask(t, repoTool(t), tool.TaskConfig{ID: "same", Capability: bind}) // its own Store
 	if err := r.Add(a); err != nil {
 		t.Fatal(err)
 	}

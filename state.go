@@ -49,7 +49,7 @@ func (t *Task) saveAllowList(ctx context.Context) error {
 		case err != nil:
 			return fmt.Errorf("store allow list: %w", err)
 		default:
-			added, err := t.allow.Merge(old)
+			added, err := t.allow.Rebase(old)
 			if err != nil {
 				return fmt.Errorf("store allow list: %w", err)
 			}

@@ -164,6 +164,18 @@ func (t *Tool) startTask(ctx context.Context, cfg TaskConfig, resume bool) (*Tas
 			task.cancel()
 			return nil, task.secrets.Error(fmt.Errorf("tool: resume task %s: %w", task.id, err))
 		}
+	} else if cfg.ID != "" {
+		if err := task.fresh(ctx); err != nil {
+			task.cancel()
+			return nil, err
+		}
+	}
+	if task.events.anyLimit { // the start is the first activity: a resumed task's timeouts count from it
+		task.events.savedActivity.Store(task.lastActivity.Load())
+		if err := task.saveEvents(ctx); err != nil {
+			task.cancel()
+			return nil, err
+		}
 	}
 	if err := task.saveAllowList(ctx); err != nil {
 		task.cancel()
@@ -270,6 +282,9 @@ func (t *Task) close(ctx context.Context, detach bool) error {
 		}
 	}
 	if detach {
+		if err := t.saveEvents(ctx); err != nil { // the last activity, for the resumed task's timeouts
+			errs = append(errs, err)
+		}
 		t.observe(ctx, "task.detached", "", nil)
 	} else {
 		if err := t.deleteState(ctx, keep); err != nil {

@@ -236,6 +236,13 @@ func (e *entry) aged(it *item, max int) bool {
 	return e.clock-it.stamp > uint64(max/2)
 }
 
+// remove drops it from the entry.
+func (e *entry) remove(it *item) {
+	i, _ := slices.BinarySearchFunc(e.order, it.stamp, func(x *item, s uint64) int { return cmp.Compare(x.stamp, s) })
+	e.order = slices.Delete(e.order, i, i+1)
+	delete(e.index, it.text)
+}
+
 // put adds or refreshes a value, evicting the oldest past max.
 func (e *entry) put(text string, val any, max int) (added, changed bool, evicted []string) {
 	if it := e.index[text]; it != nil {

@@ -270,34 +270,51 @@ func TestUnmarshal(t *testing.T) {
 	}
 }
 
-func TestMergeAddsTheOtherHoldersValues(t *testing.T) {
+func TestRebaseKeepsOwnValuesNewest(t *testing.T) {
 	t.Parallel()
 	mine, theirs := New(3), New(3)
 	mine.Seal("repo", "o/r")
-	mine.Add("label", "bug")
-	theirs.Seal("repo", "other/repo") // sealed on their side: never merged
-	theirs.Add("label", "bug")
-	theirs.Add("label", "docs")
+	theirs.Seal("repo", "other/repo") // sealed on their side: ignored
+	for _, v := range []string{"a", "b", "c"} {
+		theirs.Add("label", v)
+	}
 	theirs.Add("assignee", "ann")
+	mine.Add("label", "b")
+	mine.Add("label", "d")
 	data, err := theirs.MarshalJSON()
 	if err != nil {
 		t.Fatal(err)
 	}
-	added, err := mine.Merge(data)
+	added, err := mine.Rebase(data)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fmt.Sprint(added) != "map[assignee:[ann] label:[docs]]" {
+	// The union a b c + b d over a cap of 3: the stored oldest (a, c) go, not the values this list added.
+	if got := fmt.Sprint(mine.Snapshot()); got != "map[assignee:[ann] label:[b c d] repo:[o/r]]" {
+		t.Errorf("rebased = %s", got)
+	}
+	if fmt.Sprint(added) != "map[assignee:[ann] label:[c]]" {
 		t.Errorf("added = %v", added)
 	}
-	if got := fmt.Sprint(mine.Snapshot()); got != "map[assignee:[ann] label:[bug docs] repo:[o/r]]" {
-		t.Errorf("merged = %s", got)
+	// A full list keeps what it just added.
+	full, stored := New(2), New(2)
+	stored.Add("label", "a")
+	stored.Add("label", "b")
+	full.Add("label", "a")
+	full.Add("label", "b")
+	full.Add("label", "c") // evicts a
+	data, _ = stored.MarshalJSON()
+	if _, err := full.Rebase(data); err != nil {
+		t.Fatal(err)
 	}
-	if _, err := mine.Merge([]byte("{not json")); err == nil {
-		t.Error("Merge of bad JSON succeeded")
+	if got := fmt.Sprint(full.Snapshot()); got != "map[label:[b c]]" {
+		t.Errorf("full list after rebase = %s, want the new value kept", got)
+	}
+	if _, err := mine.Rebase([]byte("{not json")); err == nil {
+		t.Error("Rebase of bad JSON succeeded")
 	}
 	sealed, err := SealedValues(data)
-	if err != nil || fmt.Sprint(sealed) != "map[repo:other/repo]" {
+	if err != nil || len(sealed) != 0 {
 		t.Errorf("SealedValues = %v, %v", sealed, err)
 	}
 }

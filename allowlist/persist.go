@@ -69,11 +69,13 @@ func (l *List) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-// Merge adds to the list the values of the unsealed names in data (MarshalJSON's form, written by another holder
-// of the same task: a replica, or this process before a restart), oldest first, as Add would; sealed names of
-// either side are left as they are. It returns, by name, the values that were new here. On a decoding error the
-// list is unchanged.
-func (l *List) Merge(data []byte) (added map[string][]any, err error) {
+// Rebase makes the list the union of data (MarshalJSON's form, written by another holder of the same task: a
+// replica, or this process before a restart) and its own values, its own counting as the newer: for each
+// unsealed name, the stored values come first, oldest first, then this list's values in their order, so that
+// when the union is over the cap it is the stored oldest that go, never a value this list just added. Sealed
+// names keep this list's entry; stored sealed entries are ignored. It returns, by name, the values that were new
+// here. On a decoding error the list is unchanged.
+func (l *List) Rebase(data []byte) (added map[string][]any, err error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	var in map[string]stored
@@ -82,20 +84,51 @@ func (l *List) Merge(data []byte) (added map[string][]any, err error) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	max := l.limit()
+	entries := make(map[string]*entry, len(in)+len(l.entries))
 	for _, name := range sortedNames(in) {
 		s := in[name]
-		if s.Sealed {
+		if s.Sealed || (l.entries[name] != nil && l.entries[name].sealed) {
 			continue
 		}
+		e := newEntry(false)
 		for _, v := range s.Values {
-			if ok, _, _ := l.add(name, v); ok {
+			if text, val, ok := normalize(v); ok && val != nil {
+				e.put(text, val, max)
+			}
+		}
+		entries[name] = e
+	}
+	for name, mine := range l.entries {
+		if mine.sealed {
+			entries[name] = mine
+			continue
+		}
+		e := entries[name]
+		if e == nil {
+			entries[name] = mine
+			continue
+		}
+		for _, it := range mine.order {
+			if old := e.index[it.text]; old != nil { // refresh: ours is the newer use
+				e.remove(old)
+			}
+			e.put(it.text, it.val, max)
+		}
+	}
+	for name, e := range entries {
+		mine := l.entries[name]
+		for _, it := range e.order {
+			if mine == nil || mine.index[it.text] == nil {
 				if added == nil {
 					added = map[string][]any{}
 				}
-				added[name] = append(added[name], v)
+				added[name] = append(added[name], it.val)
 			}
 		}
 	}
+	l.entries = entries
+	l.version.Add(1)
 	return added, nil
 }
 

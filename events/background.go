@@ -21,6 +21,14 @@ type Background interface {
 	Start(h *Host) Worker
 }
 
+// Retirer is implemented by background events whose records can outlive their worker: when a resumed task
+// will not run the event (the capability no longer includes it, it expired or the task was interrupted while
+// the earlier process was gone), Retire removes what the records hold (a subscription's channels) without
+// starting anything.
+type Retirer interface {
+	Retire(ctx context.Context, h *Host, reason string) error
+}
+
 // Worker is the background work of one event for one task.
 type Worker interface {
 	// Stop ends the work: its timers stop, its goroutines exit before Stop returns, and what it registered

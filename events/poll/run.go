@@ -61,11 +61,11 @@ type worker struct {
 // step fetches once, detects the items, fires the new ones and returns the delay to the next fetch.
 func (w *worker) step(ctx context.Context) time.Duration {
 	if w.h.Lease != nil {
-		held, err := w.h.Lease(ctx, 2*w.interval+w.h.Limits.RequestTimeout)
-		if err != nil || !held {
+		if !w.holds(ctx) {
 			return w.interval // another replica polls; try again, to take over if it stops
 		}
-		w.load(ctx) // the other replica may have polled since
+		defer w.heartbeat(ctx)() // a slow Sink must not let the lease run out under the step
+		w.load(ctx)              // the other replica may have polled since
 	} else if !w.loaded {
 		w.load(ctx)
 	}
@@ -96,6 +96,9 @@ func (w *worker) step(ctx context.Context) time.Duration {
 			continue
 		}
 		if !baseline {
+			if w.h.Lease != nil && !w.holds(ctx) {
+				return w.interval // the lease was lost (a slow Sink): the new holder offers the rest
+			}
 			activated, err := w.h.Emit(ctx, item, fetchedAt)
 			switch {
 			case err != nil:
@@ -110,8 +113,8 @@ func (w *worker) step(ctx context.Context) time.Duration {
 		seen[fp] = true
 		current = append(current, fp)
 	}
-	if ctx.Err() != nil {
-		return w.interval // stopped meanwhile: Stop decides what the state becomes
+	if ctx.Err() != nil || w.h.Lease != nil && !w.holds(ctx) {
+		return w.interval // stopped meanwhile (Stop decides what the state becomes), or the lease was lost
 	}
 	w.remember(current)
 	w.state.Baselined = true
@@ -160,6 +163,34 @@ func (w *worker) fetch(ctx context.Context, now time.Time) ([]any, error) {
 	}
 }
 
+// holds acquires or renews the poll's lease and reports whether this replica holds it. The lease lasts two
+// intervals and a request past now: a live holder renews it on every step and before every item.
+func (w *worker) holds(ctx context.Context) bool {
+	held, err := w.h.Lease(ctx, 2*w.interval+w.h.Limits.RequestTimeout)
+	return err == nil && held
+}
+
+// heartbeat renews the lease in the background, a third of its ttl apart on the wall clock (the lease's clock),
+// until the returned function is called.
+func (w *worker) heartbeat(ctx context.Context) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(max((2*w.interval+w.h.Limits.RequestTimeout)/3, time.Millisecond))
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				w.holds(ctx)
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
+}
+
 // remember keeps the fingerprints of the current response first, then older ones up to SeenLimit.
 func (w *worker) remember(current []string) {
 	keep := max(SeenLimit, len(current))
@@ -190,7 +221,8 @@ func (w *worker) Stop(ctx context.Context, reason string) error {
 	var err error
 	w.stopOnce.Do(func() {
 		w.stop(ctx)
-		if reason == events.StopInterrupted || reason == events.StopExpired {
+		// Only the lease holder resets the state: it is shared with the replicas, which may still poll.
+		if (reason == events.StopInterrupted || reason == events.StopExpired) && (w.h.Lease == nil || w.holds(ctx)) {
 			err = w.h.State.Save(ctx, []byte("{}"))
 		}
 		if w.h.Release != nil {

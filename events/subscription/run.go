@@ -262,6 +262,9 @@ func (w *worker) Stop(ctx context.Context, reason string) error {
 		if ctx.Err() != nil { // the step's requests are aborted by now: it ends at once
 			w.stop(context.WithoutCancel(ctx))
 		}
+		if w.h.Lease != nil {
+			w.loaded = false // another replica may have renewed since this one loaded the records
+		}
 		if w.h.Release != nil {
 			defer func() { _ = w.h.Release(ctx) }()
 		}
@@ -292,6 +295,12 @@ func (w *worker) Stop(ctx context.Context, reason string) error {
 		w.stopErr = errors.Join(errs...)
 	})
 	return w.stopErr
+}
+
+// Retire unsubscribes the channels an earlier process recorded, without subscribing.
+func (e *Event) Retire(ctx context.Context, h *events.Host, reason string) error {
+	w := &worker{ev: e, h: h, stop: func(context.Context) {}}
+	return w.Stop(ctx, reason)
 }
 
 // unsubscribeWithin retries an unsubscribe on the wall clock until it succeeds or ctx ends.
@@ -325,4 +334,7 @@ func newID() string {
 	return hex.EncodeToString(b[:])
 }
 
-var _ events.Background = (*Event)(nil)
+var (
+	_ events.Background = (*Event)(nil)
+	_ events.Retirer    = (*Event)(nil)
+)

@@ -19,12 +19,13 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/commonagents-go/tool"
 	"github.com/jackc/pgx/v5"
-	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
+	"github.com/jackc/pgx/v5/stdlib" // also registers the "pgx" database/sql driver, for OpenDB's callers
 )
 
 // MaxKeyLen is the longest key the Store accepts, in bytes: PostgreSQL's B-tree indexes refuse entries much
@@ -99,16 +100,22 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	db, err := sql.Open("pgx", dsn)
+	// Parsed here, so that no error quotes the dsn: the driver's own masking misses some libpq spellings of the
+	// password.
+	pc, err := pgx.ParseConfig(dsn)
 	if err != nil {
-		return nil, fmt.Errorf("postgres store: open: %w", err)
+		return nil, errors.New("postgres store: the DSN cannot be parsed (it is not quoted here: it may hold a password)")
 	}
+	db := stdlib.OpenDB(*pc)
 	db.SetMaxOpenConns(cfg.maxConns)
 	db.SetMaxIdleConns(cfg.maxConns)
 	db.SetConnMaxIdleTime(5 * time.Minute)
 	s, err := open(ctx, db, cfg)
 	if err != nil {
 		db.Close()
+		if pc.Password != "" && strings.Contains(err.Error(), pc.Password) {
+			err = errors.New(strings.ReplaceAll(err.Error(), pc.Password, "[redacted]"))
+		}
 		return nil, err
 	}
 	s.ownsDB = true
