@@ -89,7 +89,7 @@ func (v *callValues) token(ref interp.Ref) (any, error) {
 		e := runtime.Errorf(runtime.KindUnavailable, "could not get a token from auth provider %q", provider)
 		return nil, e
 	}
-	v.task.secrets.Add(tok)
+	v.task.secrets.AddToken(tok)
 	return tok, nil
 }
 

@@ -20,8 +20,15 @@ const Mask = "[redacted]"
 type Set struct {
 	mu      sync.Mutex
 	secrets []string
+	tokens  []string // the latest MaxTokens auth tokens, oldest first
 	r       atomic.Pointer[strings.Replacer] // nil while the set is empty
 }
+
+// MaxTokens is how many auth tokens a Set keeps masking (AddToken): a provider that rotates its token on every
+// fetch would otherwise grow the set, and the cost of every scrub, for the life of the task. A token is only
+// ever rendered into the request of the call that fetched it, and that call's result is scrubbed long before
+// this many newer tokens arrive.
+const MaxTokens = 64
 
 // Clone returns an independent copy of s.
 func (s *Set) Clone() *Set {
@@ -29,6 +36,7 @@ func (s *Set) Clone() *Set {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c.secrets = append([]string(nil), s.secrets...)
+	c.tokens = append([]string(nil), s.tokens...)
 	c.r.Store(s.r.Load())
 	return c
 }
@@ -45,13 +53,32 @@ func (s *Set) Add(values ...string) {
 		s.secrets = append(s.secrets, v)
 		changed = true
 	}
-	if !changed {
+	if changed {
+		s.rebuild()
+	}
+}
+
+// AddToken records an auth token, forgetting the oldest beyond MaxTokens.
+func (s *Set) AddToken(v string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if v == "" || contains(s.secrets, v) || contains(s.tokens, v) {
 		return
 	}
+	s.tokens = append(s.tokens, v)
+	if len(s.tokens) > MaxTokens {
+		s.tokens = s.tokens[len(s.tokens)-MaxTokens:]
+	}
+	s.rebuild()
+}
+
+// rebuild makes the replacer of the secrets and tokens; s.mu is held.
+func (s *Set) rebuild() {
+	all := append(append(make([]string, 0, len(s.secrets)+len(s.tokens)), s.secrets...), s.tokens...)
 	// Longest first, so a secret that contains another is masked whole.
-	sort.Slice(s.secrets, func(i, j int) bool { return len(s.secrets[i]) > len(s.secrets[j]) })
-	pairs := make([]string, 0, 2*len(s.secrets))
-	for _, v := range s.secrets {
+	sort.Slice(all, func(i, j int) bool { return len(all[i]) > len(all[j]) })
+	pairs := make([]string, 0, 2*len(all))
+	for _, v := range all {
 		pairs = append(pairs, v, Mask)
 	}
 	s.r.Store(strings.NewReplacer(pairs...))

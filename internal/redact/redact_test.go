@@ -1,0 +1,31 @@
+package redact
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+func TestTokensAreBoundedSecretsAreNot(t *testing.T) {
+	t.Parallel()
+	var s Set
+	s.Add("setting-password")
+	for i := range MaxTokens + 10 {
+		s.AddToken(fmt.Sprintf("token-%03d", i))
+	}
+	got := s.String("setting-password token-000 token-073")
+	if strings.Contains(got, "setting-password") || strings.Contains(got, "token-073") {
+		t.Errorf("String = %q: the password and the newest token must be masked", got)
+	}
+	if !strings.Contains(got, "token-000") {
+		t.Errorf("String = %q: the oldest token is past MaxTokens and forgotten", got)
+	}
+	if len(s.tokens) != MaxTokens {
+		t.Errorf("%d tokens kept, want %d", len(s.tokens), MaxTokens)
+	}
+	c := s.Clone()
+	c.AddToken("only-in-clone")
+	if strings.Contains(s.String("only-in-clone"), Mask) {
+		t.Error("a token added to a clone masks in the original")
+	}
+}
