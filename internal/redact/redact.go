@@ -20,7 +20,7 @@ const Mask = "[redacted]"
 type Set struct {
 	mu      sync.Mutex
 	secrets []string
-	tokens  []string // the latest MaxTokens auth tokens, oldest first
+	tokens  []string                         // the latest MaxTokens auth tokens, oldest first
 	r       atomic.Pointer[strings.Replacer] // nil while the set is empty
 }
 
