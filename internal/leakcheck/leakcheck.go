@@ -47,7 +47,7 @@ func leaked(before map[string]bool) []string {
 func ignorable(stack string) bool {
 	for _, s := range []string{
 		"testing.(*T).Run", "testing.(*M).", "testing.tRunner", "runtime.goexit0", "os/signal.signal_recv",
-		"created by runtime.gc", "runtime.ReadTrace", "net/http.(*persistConn)", "internal/poll.runtime_pollWait",
+		"created by runtime.gc", "runtime.ReadTrace", "net/http.(*persistConn)",
 	} {
 		if strings.Contains(stack, s) && !strings.Contains(stack, "commonagents-go/tool") {
 			return true
