@@ -12,8 +12,11 @@ import (
 // Store keeps task state (SPEC §10). Keys are namespaced by tool and task. Implementations must be safe for
 // concurrent use. Get returns ErrNotFound for an absent key.
 type Store interface {
+	// Get returns key's value, or an error wrapping ErrNotFound when it is absent.
 	Get(ctx context.Context, key string) ([]byte, error)
+	// Put sets key's value, creating the key.
 	Put(ctx context.Context, key string, value []byte) error
+	// Delete removes key; an absent key is no error.
 	Delete(ctx context.Context, key string) error
 	// List returns the keys that start with prefix, sorted.
 	List(ctx context.Context, prefix string) ([]string, error)
@@ -241,8 +244,11 @@ type Clock interface {
 
 // Timer is a Clock's timer.
 type Timer interface {
+	// C delivers the time when the timer fires; it holds at most one unread firing.
 	C() <-chan time.Time
+	// Stop prevents the timer from firing and reports whether it was pending.
 	Stop() bool
+	// Reset makes the timer fire d from now, dropping an unread firing, and reports whether it was pending.
 	Reset(d time.Duration) bool
 }
 

@@ -7,6 +7,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	// The command validates kubernetes_job manifests too (client-go's weight matters to library users, not here).
+	// Without a cluster client, such an action's calls fail with kubernetesjob.ErrNoClient.
+	_ "github.com/commonagents-go/tool/runtime/kubernetesjob"
 )
 
 // Exit codes.
