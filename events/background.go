@@ -129,8 +129,11 @@ type Limits struct {
 
 // Timer is a timer of the task's clock.
 type Timer interface {
+	// C delivers the time when the timer fires; it holds at most one unread firing.
 	C() <-chan time.Time
+	// Stop prevents the timer from firing and reports whether it was pending.
 	Stop() bool
+	// Reset makes the timer fire d from now and reports whether it was pending.
 	Reset(d time.Duration) bool
 }
 
