@@ -64,13 +64,20 @@ func driveTask(t *testing.T, extra string, watch ...tooltest.Response) (*tool.Ta
 	srv.Handle("POST", "/watch/doc-1", watch...)
 	srv.Handle("POST", "/stop", tooltest.Response{Status: 204})
 	clock, obs := tooltest.NewClock(time.Time{}), tooltest.NewObserver()
-	tl := tooltest.Load(t, driveManifest(extra), tool.WithClock(clock), tool.WithObserver(obs),
-		tool.WithSettings(map[string]any{"base_url": srv.URL}), tool.WithAuth(tokens{"google": "tok-g"}),
-		tool.WithRuntimeInfo(tool.RuntimeInfo{APIRoot: "https://agents.example"}))
-	task := tooltest.NewTask(t, tl, tool.TaskConfig{Capability: tool.Capability{
-		Bindings: map[string]any{"document_id": "doc-1"}}})
+	tl := driveTool(t, extra, srv.URL, clock, obs, tool.WithRuntimeInfo(tool.RuntimeInfo{APIRoot: "https://agents.example"}))
+	task := tooltest.NewTask(t, tl, driveConfig)
 	return task, srv, clock, obs
 }
+
+// driveTool loads driveManifest(extra) against the service at baseURL, on clock, reporting to obs.
+func driveTool(t *testing.T, extra, baseURL string, clock *tooltest.Clock, obs *tooltest.Observer, opts ...tool.Option) *tool.Tool {
+	t.Helper()
+	return tooltest.Load(t, driveManifest(extra), append([]tool.Option{tool.WithClock(clock), tool.WithObserver(obs),
+		tool.WithSettings(map[string]any{"base_url": baseURL}), tool.WithAuth(tokens{"google": "tok-g"})}, opts...)...)
+}
+
+// driveConfig binds the drive task to doc-1.
+var driveConfig = tool.TaskConfig{Capability: tool.Capability{Bindings: map[string]any{"document_id": "doc-1"}}}
 
 // channels returns the subscription ids of the subscribe requests and those of the unsubscribe requests.
 func channels(srv *tooltest.Server) (subscribed, unsubscribed []string) {
@@ -442,11 +449,8 @@ func TestSubscriptionUnsubscribeFailureDoesNotHoldClose(t *testing.T) {
 	srv.Handle("POST", "/watch/doc-1", tooltest.Response{Body: map[string]any{"resource_id": "res-1"}})
 	srv.Handle("POST", "/stop", tooltest.Response{Status: 500, Body: "broken"})
 	clock, obs := tooltest.NewClock(time.Time{}), tooltest.NewObserver()
-	tl := tooltest.Load(t, driveManifest(""), tool.WithClock(clock), tool.WithObserver(obs),
-		tool.WithSettings(map[string]any{"base_url": srv.URL}), tool.WithAuth(tokens{"google": "tok-g"}),
-		tool.WithLimits(tool.Limits{TeardownTimeout: 400 * time.Millisecond}))
-	task, err := tl.NewTask(context.Background(), tool.TaskConfig{Capability: tool.Capability{
-		Bindings: map[string]any{"document_id": "doc-1"}}})
+	tl := driveTool(t, "", srv.URL, clock, obs, tool.WithLimits(tool.Limits{TeardownTimeout: 400 * time.Millisecond}))
+	task, err := tl.NewTask(context.Background(), driveConfig)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -47,11 +47,8 @@ func TestRegressionStaleChannelBacksOffAndLapses(t *testing.T) {
 	srv.Handle("POST", "/watch/doc-1", tooltest.Response{Body: map[string]any{"resource_id": "res-1"}})
 	srv.Handle("POST", "/stop", tooltest.Response{Status: 404, Body: "channel not found"})
 	clock, obs := tooltest.NewClock(time.Time{}), tooltest.NewObserver()
-	tl := tooltest.Load(t, driveManifest(""), tool.WithClock(clock), tool.WithObserver(obs),
-		tool.WithSettings(map[string]any{"base_url": srv.URL}), tool.WithAuth(tokens{"google": "tok-g"}),
-		tool.WithLimits(tool.Limits{TeardownTimeout: 300 * time.Millisecond}))
-	task, err := tl.NewTask(context.Background(), tool.TaskConfig{Capability: tool.Capability{
-		Bindings: map[string]any{"document_id": "doc-1"}}})
+	tl := driveTool(t, "", srv.URL, clock, obs, tool.WithLimits(tool.Limits{TeardownTimeout: 300 * time.Millisecond}))
+	task, err := tl.NewTask(context.Background(), driveConfig)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +61,7 @@ func TestRegressionStaleChannelBacksOffAndLapses(t *testing.T) {
 		clock.BlockUntil(t, 1)
 		clock.Advance(time.Second)
 	}
-	time.Sleep(50 * time.Millisecond)
+	clock.BlockUntil(t, 1) // the last due retry has run and re-armed
 	if n := len(srv.Requests("/stop")); n > 5 {
 		t.Errorf("the stale channel's unsubscribe was tried %d times in 30s: no backoff", n)
 	}
@@ -82,8 +79,13 @@ func TestRegressionStaleChannelBacksOffAndLapses(t *testing.T) {
 func TestRegressionCloseNotHeldBySlowSubscribe(t *testing.T) {
 	tooltest.NoLeaks(t)
 	release := make(chan struct{})
+	arrived := make(chan struct{}, 1)
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/watch/doc-1" {
+			select {
+			case arrived <- struct{}{}:
+			default:
+			}
 			select {
 			case <-release:
 			case <-r.Context().Done():
@@ -95,15 +97,12 @@ func TestRegressionCloseNotHeldBySlowSubscribe(t *testing.T) {
 	defer hs.Close()
 	defer close(release)
 	clock, obs := tooltest.NewClock(time.Time{}), tooltest.NewObserver()
-	tl := tooltest.Load(t, driveManifest(""), tool.WithClock(clock), tool.WithObserver(obs),
-		tool.WithSettings(map[string]any{"base_url": hs.URL}), tool.WithAuth(tokens{"google": "tok-g"}),
-		tool.WithLimits(tool.Limits{TeardownTimeout: 200 * time.Millisecond, CallTimeout: 5 * time.Second}))
-	task, err := tl.NewTask(context.Background(), tool.TaskConfig{Capability: tool.Capability{
-		Bindings: map[string]any{"document_id": "doc-1"}}})
+	tl := driveTool(t, "", hs.URL, clock, obs, tool.WithLimits(tool.Limits{TeardownTimeout: 200 * time.Millisecond, CallTimeout: 5 * time.Second}))
+	task, err := tl.NewTask(context.Background(), driveConfig)
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(100 * time.Millisecond) // the subscribe is in flight
+	<-arrived // the subscribe is in flight
 	start := time.Now()
 	err = task.Close(context.Background())
 	if took := time.Since(start); took > 2*time.Second {

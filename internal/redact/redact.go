@@ -142,46 +142,9 @@ func scrub(r *strings.Replacer, v any) (any, bool) {
 		}
 		return out, true
 	case map[string]any:
-		var out map[string]any
-		for k, e := range x {
-			nk := r.Replace(k)
-			ne, changed := scrub(r, e)
-			if !changed && nk == k {
-				continue
-			}
-			if out == nil {
-				out = make(map[string]any, len(x))
-				for k2, e2 := range x {
-					out[k2] = e2
-				}
-			}
-			delete(out, k)
-			out[nk] = ne
-		}
-		if out == nil {
-			return x, false
-		}
-		return out, true
+		return scrubMap(r, x, func(e any) (any, bool) { return scrub(r, e) })
 	case map[string]string:
-		var out map[string]string
-		for k, e := range x {
-			nk, ne := r.Replace(k), r.Replace(e)
-			if nk == k && ne == e {
-				continue
-			}
-			if out == nil {
-				out = make(map[string]string, len(x))
-				for k2, e2 := range x {
-					out[k2] = e2
-				}
-			}
-			delete(out, k)
-			out[nk] = ne
-		}
-		if out == nil {
-			return x, false
-		}
-		return out, true
+		return scrubMap(r, x, func(e string) (string, bool) { y := r.Replace(e); return y, y != e })
 	case map[string][]string: // http.Header
 		var out map[string][]string
 		for k, vals := range x {
@@ -206,6 +169,31 @@ func scrub(r *strings.Replacer, v any) (any, bool) {
 		return out, true
 	}
 	return v, false
+}
+
+// scrubMap scrubs the keys of m and its values with value; m itself is never changed: a copy is made on the first
+// change.
+func scrubMap[V any](r *strings.Replacer, m map[string]V, value func(V) (V, bool)) (any, bool) {
+	var out map[string]V
+	for k, e := range m {
+		nk := r.Replace(k)
+		ne, changed := value(e)
+		if !changed && nk == k {
+			continue
+		}
+		if out == nil {
+			out = make(map[string]V, len(m))
+			for k2, e2 := range m {
+				out[k2] = e2
+			}
+		}
+		delete(out, k)
+		out[nk] = ne
+	}
+	if out == nil {
+		return m, false
+	}
+	return out, true
 }
 
 // Error returns err with its message scrubbed. The result keeps errors.Is answers for the sentinels given (such

@@ -29,3 +29,21 @@ func TestTokensAreBoundedSecretsAreNot(t *testing.T) {
 		t.Error("a token added to a clone masks in the original")
 	}
 }
+
+func TestValueScrubsMapsWithoutChangingThem(t *testing.T) {
+	t.Parallel()
+	var s Set
+	s.Add("s3cret")
+	in := map[string]any{"s3cret-key": "v", "nested": map[string]string{"h": "Bearer s3cret"}, "clean": "x"}
+	got := s.Value(in).(map[string]any)
+	if fmt.Sprint(got) != "map[[redacted]-key:v clean:x nested:map[h:Bearer [redacted]]]" {
+		t.Errorf("Value = %v", got)
+	}
+	if _, ok := in["s3cret-key"]; !ok || in["nested"].(map[string]string)["h"] != "Bearer s3cret" {
+		t.Errorf("the input was changed: %v", in)
+	}
+	clean := map[string]string{"a": "b"}
+	if out := s.Value(clean).(map[string]string); fmt.Sprintf("%p", out) != fmt.Sprintf("%p", clean) {
+		t.Error("a map with nothing to scrub was copied")
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -26,16 +27,24 @@ import (
 
 // hangingHTTP is a server that accepts every request and never answers until the test ends.
 func hangingHTTP(t *testing.T) string {
+	u, _ := hangingHTTPArrived(t)
+	return u
+}
+
+// hangingHTTPArrived is hangingHTTP that also tells when the first request arrived.
+func hangingHTTPArrived(t *testing.T) (string, <-chan struct{}) {
 	t.Helper()
-	release := make(chan struct{})
+	release, arrived := make(chan struct{}), make(chan struct{})
+	var once sync.Once
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		once.Do(func() { close(arrived) })
 		select {
 		case <-release:
 		case <-r.Context().Done():
 		}
 	}))
 	t.Cleanup(func() { close(release); srv.CloseClientConnections(); srv.Close() })
-	return srv.URL
+	return srv.URL, arrived
 }
 
 // hangingStdio is a stdio server block whose process writes its pid to the returned file and never answers; the
@@ -119,14 +128,17 @@ func TestConnectHonoursTheServerTimeout(t *testing.T) {
 // stdio server whose handshake was cut short is gone when Close returns.
 func TestConnectEndsAtClose(t *testing.T) {
 	t.Parallel()
+	var arrived <-chan struct{}
 	sse := func(t *testing.T) (string, string) {
-		return "  transport: sse\n  url: " + hangingHTTP(t) + "/sse\n", ""
+		var u string
+		u, arrived = hangingHTTPArrived(t)
+		return "  transport: sse\n  url: " + u + "/sse\n", ""
 	}
 	stdio := func(t *testing.T) (string, string) { return hangingStdio(t, "  ") }
 	for name, server := range map[string]func(*testing.T) (string, string){"sse": sse, "stdio": stdio} {
 		t.Run(name, func(t *testing.T) {
-			t.Parallel()
 			block, pidFile := server(t)
+			connecting := arrived
 			tl := load(t, manifest(block, "echo"), tool.WithLimits(tool.Limits{TeardownTimeout: time.Second}))
 			task, err := tl.NewTask(context.Background(), tool.TaskConfig{})
 			if err != nil {
@@ -137,7 +149,7 @@ func TestConnectEndsAtClose(t *testing.T) {
 			if pidFile != "" {
 				pid = waitPID(t, pidFile)
 			} else {
-				time.Sleep(300 * time.Millisecond) // nothing to observe: let the call reach the connect
+				<-connecting // the call is in the connect
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()

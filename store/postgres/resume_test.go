@@ -351,7 +351,8 @@ func TestKillAndResume(t *testing.T) {
 	p.publish("d")
 	second := startHost(t, schema, manifest, srv.URL, "t1", "r2", true)
 	waitFor(t, "d to fire in the resumed process", func() bool { return slices.Contains(second.activated(), "d") })
-	time.Sleep(300 * time.Millisecond) // a few more polls: nothing may fire again
+	seen, _, _ := p.snapshot()
+	waitFor(t, "three more polls", func() bool { f, _, _ := p.snapshot(); return f["r2"] >= seen["r2"]+3 }) // nothing may fire again
 	all := append(first.activated(), second.activated()...)
 	slices.Sort(all)
 	if want := []string{"b", "c", "d"}; !slices.Equal(all, want) {
@@ -408,20 +409,21 @@ func TestReplicasShareOnePollLoop(t *testing.T) {
 	a := startHost(t, schema, manifest, srv.URL, "t3", "ra", false)
 	waitFor(t, "ra to poll", func() bool { f, _, _ := p.snapshot(); return f["ra"] >= 2 })
 	b := startHost(t, schema, manifest, srv.URL, "t3", "rb", true)
-	time.Sleep(time.Second) // ten intervals
+	started, _, _ := p.snapshot()
+	// rb tries every interval too; over ten of ra's polls, rb must not fetch once.
+	waitFor(t, "ten more polls by ra", func() bool { f, _, _ := p.snapshot(); return f["ra"] >= started["ra"]+10 })
 	fetches, _, _ := p.snapshot()
-	if fetches["rb"] != 0 || fetches["ra"] < 5 {
+	if fetches["rb"] != 0 {
 		t.Fatalf("fetches while ra holds the lease: %v, want ra only", fetches)
 	}
 	p.publish("x")
 	waitFor(t, "x to fire", func() bool { return len(a.activated())+len(b.activated()) >= 1 })
 	a.kill()
+	killed, _, _ := p.snapshot() // kill waited for the process: ra cannot fetch any more
 	waitFor(t, "rb to take over", func() bool { f, _, _ := p.snapshot(); return f["rb"] >= 3 })
-	after, _, _ := p.snapshot()
-	time.Sleep(500 * time.Millisecond)
 	fetches, _, _ = p.snapshot()
-	if fetches["ra"] != after["ra"] {
-		t.Errorf("ra still fetching after it was killed: %v", fetches)
+	if fetches["ra"] != killed["ra"] {
+		t.Errorf("ra fetched after it was killed: %v", fetches)
 	}
 	p.publish("y")
 	waitFor(t, "y to fire at rb", func() bool { return slices.Contains(b.activated(), "y") })
