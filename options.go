@@ -75,6 +75,12 @@ type Limits struct {
 	// PollInterval is the time between a poll's fetches when the manifest names no interval (SPEC §9.4);
 	// default 60s.
 	PollInterval time.Duration
+	// InboundDepth and InboundValues bound the JSON of a pushed payload before it is parsed (SPEC §9.1): how
+	// deep its arrays and objects nest (default 64) and how many values it holds, object keys included
+	// (default 100,000). A payload over either is discarded as payload_too_complex, unparsed; the Router
+	// answers 413.
+	InboundDepth  int
+	InboundValues int
 }
 
 // DefaultLimits returns the SPEC §14 defaults.
@@ -83,6 +89,8 @@ func DefaultLimits() Limits {
 		CallTimeout:       30 * time.Second,
 		ResponseBytes:     10 << 20,
 		InboundBytes:      1 << 20,
+		InboundDepth:      64,
+		InboundValues:     100_000,
 		CELCost:           1_000_000,
 		AllowListValues:   1024,
 		FilterAssignments: 4096,
@@ -104,6 +112,12 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.InboundBytes > 0 {
 		d.InboundBytes = l.InboundBytes
+	}
+	if l.InboundDepth > 0 {
+		d.InboundDepth = l.InboundDepth
+	}
+	if l.InboundValues > 0 {
+		d.InboundValues = l.InboundValues
 	}
 	if l.CELCost > 0 {
 		d.CELCost = l.CELCost
@@ -286,7 +300,8 @@ func WithWebhookVerifiers(v ...webhook.Verifier) Option {
 // WithLimits sets the host's limits; zero fields keep their defaults.
 func WithLimits(l Limits) Option {
 	return func(o *options) error {
-		if l.CallTimeout < 0 || l.ResponseBytes < 0 || l.InboundBytes < 0 || l.AllowListValues < 0 ||
+		if l.CallTimeout < 0 || l.ResponseBytes < 0 || l.InboundBytes < 0 || l.InboundDepth < 0 || l.InboundValues < 0 ||
+			l.AllowListValues < 0 ||
 			l.FilterAssignments < 0 || l.TeardownTimeout < 0 || l.MaxCalls < 0 || l.MaxConsecutiveErrors < 0 ||
 			l.ResultBytes < 0 || l.DedupeWindow < 0 || l.MaxEventTimeout < 0 || l.ChannelTTL < 0 || l.PollInterval < 0 {
 			return errors.New("tool: WithLimits: limits must not be negative")
