@@ -34,7 +34,7 @@ func WithPrefix(prefix string) RouterOption {
 
 // DefaultInFlightBytes is how many bytes of request bodies a Router holds at once unless WithInFlightBytes says
 // otherwise.
-const DefaultInFlightBytes = 32 << 20
+const DefaultInFlightBytes = 16 << 20
 
 // WithInFlightBytes caps the bytes of request bodies the Router holds at once, from the moment it starts reading
 // a body until it has answered. A request that would go over the cap is answered 503 with Retry-After before
