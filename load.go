@@ -25,17 +25,27 @@ import (
 // MaxManifestBytes bounds the size of a manifest Load accepts.
 const MaxManifestBytes = 4 << 20
 
+// MaxAliasNodes bounds how many nodes YAML aliases may add to a manifest once expanded. Load counts them before
+// expanding anything, so a "billion laughs" manifest is refused at the cost of its own size.
+const MaxAliasNodes = 10_000
+
 // Load parses, validates and compiles a tool manifest given as YAML or JSON (SPEC §2). It checks everything before
 // returning and collects every problem: on bad input the error is a *ValidationError whose Problems carry field
-// paths, lines and columns. ctx bounds any document fetch (OpenAPI). The returned Tool is immutable and safe for
-// concurrent use.
+// paths, lines and columns. ctx bounds the whole load, document fetches (OpenAPI) included: once it ends, Load
+// returns its error. The returned Tool is immutable and safe for concurrent use.
 func Load(ctx context.Context, manifest []byte, opts ...Option) (*Tool, error) {
 	o, err := newOptions(opts)
 	if err != nil {
 		return nil, err
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("tool: load: %w", err)
+	}
 	l := &loader{ctx: ctx, opts: o, src: manifest}
 	t := l.load()
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("tool: load: %w", err)
+	}
 	if len(l.errs) > 0 {
 		problems := l.problems(l.errs)
 		if t != nil && t.secrets != nil {
@@ -71,7 +81,11 @@ type loader struct {
 	ctx   context.Context
 	opts  *options
 	src   []byte
-	index *yamlpos.Index // built on first need
+	doc   *yamlpos.Document // the source's nodes, when they were read to count aliases
+	index *yamlpos.Index    // built on first need
+	// unlocated is set when the source was refused before it was parsed (too large, too many aliases): its
+	// problems are not located, which would parse it.
+	unlocated bool
 
 	errs, warns field.List
 
@@ -94,7 +108,7 @@ func (l *loader) warn(w *field.Error) { l.warns.Add(w) }
 
 func (l *loader) load() *Tool {
 	doc := l.parse()
-	if doc == nil {
+	if doc == nil || l.ctx.Err() != nil {
 		return nil
 	}
 	l.m = &Manifest{}
@@ -129,7 +143,11 @@ func (l *loader) load() *Tool {
 // parse turns YAML or JSON into decoded JSON, reporting syntax errors, duplicate keys and YAML 1.1 boolean keys.
 func (l *loader) parse() any {
 	if len(l.src) > MaxManifestBytes {
-		l.errs.Add(field.Invalid(nil, "the manifest is larger than %d bytes", MaxManifestBytes))
+		l.unlocated = true
+		l.errs.Add(field.Invalid(nil, "the manifest is %d bytes, larger than the limit of %d", len(l.src), MaxManifestBytes))
+		return nil
+	}
+	if !l.aliasesBounded() {
 		return nil
 	}
 	if yamlpos.MayHaveBoolKeys(l.src) {
@@ -196,9 +214,35 @@ func pathOf(rendered string) *field.Path {
 
 func (l *loader) positions() *yamlpos.Index {
 	if l.index == nil {
-		l.index = yamlpos.New(l.src)
+		if l.doc == nil {
+			l.doc = yamlpos.Parse(l.src)
+		}
+		l.index = l.doc.Index()
 	}
 	return l.index
+}
+
+// mayAnchor and mayAlias match a YAML anchor (&name) and an alias (*name) where a node may start; a source without both has
+// no alias to expand.
+var mayAnchor, mayAlias = regexp.MustCompile(`(^|[\s\[{,])&[^\s,\[\]{}]`), regexp.MustCompile(`(^|[\s\[{,])\*[^\s,\[\]{}]`)
+
+// aliasesBounded counts what the source's aliases would add once expanded, before anything expands them, and
+// reports false (with a problem) when that is over MaxAliasNodes.
+func (l *loader) aliasesBounded() bool {
+	if !mayAnchor.Match(l.src) || !mayAlias.Match(l.src) {
+		return true
+	}
+	l.doc = yamlpos.Parse(l.src)
+	e := l.doc.Expand(MaxAliasNodes)
+	if !e.Over {
+		return true
+	}
+	l.unlocated = true
+	err := field.Invalid(nil, "YAML aliases would expand the manifest by more than %d nodes (the alias at line %d, column %d)",
+		MaxAliasNodes, e.At.Line, e.At.Column)
+	l.syntaxLines = map[*field.Error]int{err: e.At.Line}
+	l.errs.Add(err)
+	return false
 }
 
 func (l *loader) identity(root map[string]any) {
@@ -354,7 +398,9 @@ func (l *loader) problems(errs field.List) []Problem {
 		}
 		seen[key] = true
 		p := Problem{Path: e.Path, Type: string(e.Type), Detail: e.Detail}
-		if pos, ok := l.positions().Find(e.Path); ok {
+		if l.unlocated {
+			p.Line = l.syntaxLines[e]
+		} else if pos, ok := l.positions().Find(e.Path); ok {
 			p.Line, p.Column = pos.Line, pos.Column
 		} else if line := l.syntaxLines[e]; line > 0 {
 			p.Line = line
