@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -68,12 +69,40 @@ func Load(ctx context.Context, manifest []byte, opts ...Option) (*Tool, error) {
 // LoadFile is Load for a file; relative paths inside the manifest (an OpenAPI document) resolve against the
 // file's directory.
 func LoadFile(ctx context.Context, path string, opts ...Option) (*Tool, error) {
-	data, err := os.ReadFile(path)
+	data, err := readManifest(path)
 	if err != nil {
-		return nil, fmt.Errorf("tool: %w", err)
+		return nil, err
 	}
 	dir := filepath.Dir(path)
 	return Load(ctx, data, append([]Option{func(o *options) error { o.baseDir = dir; return nil }}, opts...)...)
+}
+
+// readManifest reads a manifest file; one larger than MaxManifestBytes is refused without being read.
+func readManifest(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("tool: %w", err)
+	}
+	defer f.Close()
+	refuse := func(size int64) error {
+		return &ValidationError{Problems: []Problem{{Type: string(field.TypeInvalid), Detail: tooLarge(size)}}}
+	}
+	if fi, err := f.Stat(); err == nil && fi.Size() > MaxManifestBytes {
+		return nil, refuse(fi.Size())
+	}
+	data, err := io.ReadAll(io.LimitReader(f, MaxManifestBytes+1)) // the size of a pipe or a device is not known
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("tool: %w", err)
+	case len(data) > MaxManifestBytes:
+		return nil, refuse(int64(len(data)))
+	}
+	return data, nil
+}
+
+// tooLarge is the detail of a manifest refused for its size.
+func tooLarge(size int64) string {
+	return fmt.Sprintf("the manifest is %d bytes, larger than the limit of %d", size, MaxManifestBytes)
 }
 
 // loader holds the state of one Load.
@@ -144,7 +173,7 @@ func (l *loader) load() *Tool {
 func (l *loader) parse() any {
 	if len(l.src) > MaxManifestBytes {
 		l.unlocated = true
-		l.errs.Add(field.Invalid(nil, "the manifest is %d bytes, larger than the limit of %d", len(l.src), MaxManifestBytes))
+		l.errs.Add(field.Invalid(nil, "%s", tooLarge(int64(len(l.src)))))
 		return nil
 	}
 	if !l.aliasesBounded() {

@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -46,6 +48,23 @@ func TestLoadRefusesHostileManifestsCheaply(t *testing.T) {
 				t.Errorf("refusing it allocated %.1f MiB, want at most 10", n/mib)
 			}
 		})
+	}
+}
+
+// LoadFile refuses a file over MaxManifestBytes having read no more than the limit.
+func TestLoadFileRefusesHugeFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "huge.yaml")
+	if err := os.WriteFile(path, bytes.Repeat([]byte("# xxxxxxxxxxxxxx\n"), 1<<20), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	n := allocated(1, func() { _, err = tool.LoadFile(context.Background(), path) })
+	var verr *tool.ValidationError
+	if !errors.As(err, &verr) || len(verr.Problems) != 1 || !strings.Contains(verr.Problems[0].Detail, "17825792 bytes, larger than the limit") {
+		t.Fatalf("LoadFile = %v, want the size problem", err)
+	}
+	if n > 10<<20 {
+		t.Errorf("refusing it allocated %.1f MiB, want at most 10", n/mib)
 	}
 }
 
