@@ -468,7 +468,7 @@ func sortedKeys[V any](m map[string]V) []string {
 }
 
 func (l *loader) compileCEL(scope celenv.Scope, expr string) (*celenv.Program, error) {
-	return celenv.Compile(scope, expr, celenv.Limits{Cost: l.opts.limits.CELCost})
+	return celenv.Compile(scope, expr, celenv.Limits{Cost: l.opts.limits.CELCost, Size: l.opts.limits.CELBytes})
 }
 
 // knownPackages names the package to import for built-in kinds that are not registered by default.

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/commonagents-go/tool/celenv"
 	"github.com/commonagents-go/tool/events"
 	"github.com/commonagents-go/tool/events/webhook"
 	"github.com/commonagents-go/tool/runtime"
@@ -81,6 +82,12 @@ type Limits struct {
 	// answers 413.
 	InboundDepth  int
 	InboundValues int
+	// CELBytes bounds what one CEL evaluation (a cel action, filter, detect, extraction or binding) builds and
+	// yields, in bytes (default 16 MiB): the strings and bytes its calls return count their length, the
+	// elements of lists and maps it builds 16 bytes each, and its result its size as JSON. CELCost counts
+	// operations, not bytes. Going over is a recoverable result_too_large for a cel action and a filter_error
+	// for a filter.
+	CELBytes int64
 }
 
 // DefaultLimits returns the SPEC §14 defaults.
@@ -91,6 +98,7 @@ func DefaultLimits() Limits {
 		InboundBytes:      1 << 20,
 		InboundDepth:      64,
 		InboundValues:     100_000,
+		CELBytes:          celenv.DefaultSize,
 		CELCost:           1_000_000,
 		AllowListValues:   1024,
 		FilterAssignments: 4096,
@@ -112,6 +120,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.InboundBytes > 0 {
 		d.InboundBytes = l.InboundBytes
+	}
+	if l.CELBytes > 0 {
+		d.CELBytes = l.CELBytes
 	}
 	if l.InboundDepth > 0 {
 		d.InboundDepth = l.InboundDepth
@@ -301,6 +312,7 @@ func WithWebhookVerifiers(v ...webhook.Verifier) Option {
 func WithLimits(l Limits) Option {
 	return func(o *options) error {
 		if l.CallTimeout < 0 || l.ResponseBytes < 0 || l.InboundBytes < 0 || l.InboundDepth < 0 || l.InboundValues < 0 ||
+			l.CELBytes < 0 ||
 			l.AllowListValues < 0 ||
 			l.FilterAssignments < 0 || l.TeardownTimeout < 0 || l.MaxCalls < 0 || l.MaxConsecutiveErrors < 0 ||
 			l.ResultBytes < 0 || l.DedupeWindow < 0 || l.MaxEventTimeout < 0 || l.ChannelTTL < 0 || l.PollInterval < 0 {
