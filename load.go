@@ -32,8 +32,9 @@ const MaxAliasNodes = 10_000
 
 // Load parses, validates and compiles a tool manifest given as YAML or JSON (SPEC §2). It checks everything before
 // returning and collects every problem: on bad input the error is a *ValidationError whose Problems carry field
-// paths, lines and columns. ctx bounds the whole load, document fetches (OpenAPI) included: once it ends, Load
-// returns its error. The returned Tool is immutable and safe for concurrent use.
+// paths, lines and columns. ctx bounds the whole load: once it ends, Load stops at its next step and returns
+// ctx's error, unless a step it ended (an OpenAPI document fetch) reported a problem, which is then returned with
+// the others. The returned Tool is immutable and safe for concurrent use.
 func Load(ctx context.Context, manifest []byte, opts ...Option) (*Tool, error) {
 	o, err := newOptions(opts)
 	if err != nil {
@@ -44,7 +45,7 @@ func Load(ctx context.Context, manifest []byte, opts ...Option) (*Tool, error) {
 	}
 	l := &loader{ctx: ctx, opts: o, src: manifest}
 	t := l.load()
-	if err := ctx.Err(); err != nil {
+	if err := ctx.Err(); err != nil && (t == nil || len(l.errs) == 0) { // stopped early, or done but too late
 		return nil, fmt.Errorf("tool: load: %w", err)
 	}
 	if len(l.errs) > 0 {
