@@ -142,14 +142,14 @@ func (t *Tool) prepare(ctx context.Context, in *Inbound) (*inbound, error) {
 		return p, nil
 	}
 	if err := t.bounded(in.Body); err != nil {
-		for i := range p.events {
-			if pe := &p.events[i]; pe.tried && pe.reason == "" {
-				pe.reason, pe.detail = ReasonTooComplex, err.Error()
-			}
-		}
+		p.discardAll(ReasonTooComplex, err.Error())
 		return p, nil
 	}
 	p.payload = parsePayload(in.Body)
+	if stale := t.staleGitHub(p); stale != "" {
+		p.discardAll(ReasonBadSignature, stale)
+		return p, nil
+	}
 	now := t.opts.clock.Now().UTC().Format(time.RFC3339)
 	var headers map[string]any
 	for i := range p.events {
@@ -174,6 +174,15 @@ func (t *Tool) prepare(ctx context.Context, in *Inbound) (*inbound, error) {
 		}
 	}
 	return p, nil
+}
+
+// discardAll discards p for every event that still takes it, with reason and detail.
+func (p *inbound) discardAll(reason, detail string) {
+	for i := range p.events {
+		if pe := &p.events[i]; pe.tried && pe.reason == "" {
+			pe.reason, pe.detail = reason, detail
+		}
+	}
 }
 
 // verify marks the events that take p and checks their signatures on the raw body; it reports whether any event

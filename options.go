@@ -36,6 +36,7 @@ type options struct {
 	// Webhook signatures (SPEC §9.2).
 	webhookSecret []byte
 	verifiers     []webhook.Verifier
+	githubMaxAge  time.Duration // WithGitHubMaxAge; 0 = off
 }
 
 // RuntimeInfo is what {runtime.*} resolves to (SPEC §4.2).
@@ -306,6 +307,17 @@ func WithWebhookVerifiers(v ...webhook.Verifier) Option {
 		o.verifiers = append(o.verifiers, v...)
 		return nil
 	}
+}
+
+// WithGitHubMaxAge refuses GitHub deliveries older than d, as bad_signature. GitHub's signature covers the body
+// only: the X-GitHub-Delivery id is not signed, so a captured delivery replayed with a fresh id passes the
+// signature and the dedupe window. The age is taken from the payload's own timestamps, which the signature does
+// cover (the newest updated_at, created_at, submitted_at, completed_at or published_at of its top-level objects,
+// or repository.pushed_at); a payload that states none is not refused. Pick d above GitHub's delivery delays
+// and your own redelivery habits: a delivery redelivered by hand from GitHub's settings page keeps its
+// payload, and so its age. d <= 0 turns the check off (the default).
+func WithGitHubMaxAge(d time.Duration) Option {
+	return func(o *options) error { o.githubMaxAge = max(d, 0); return nil }
 }
 
 // WithLimits sets the host's limits; zero fields keep their defaults.
