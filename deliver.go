@@ -78,6 +78,9 @@ type Discard struct {
 // id is not recorded, so a retry of the same payload activates it again. Deliver returns ErrPayloadTooLarge
 // for a body over Limits.InboundBytes, ErrUnknownEvent for an in.Event the tool does not have, and ErrClosed
 // once the task is closed. ctx bounds the filter evaluations and the Sink.
+//
+// Signatures are checked on the raw body before it is parsed; a body no event takes is never parsed, and a JSON
+// body over Limits.InboundDepth or Limits.InboundValues is discarded unparsed as payload_too_complex.
 func (t *Task) Deliver(ctx context.Context, in *Inbound) (*Delivery, error) {
 	p, err := t.tool.prepare(ctx, in)
 	if err != nil {

@@ -257,8 +257,8 @@ var errUnknownTool = errors.New("tool: router: no task of this tool was ever add
 
 // Dispatch delivers in to the tasks of namespace/tool it may concern, one after another, and returns a Delivery
 // for each task it visited: the tasks the index could not rule out. When the payload is discarded for every
-// task alike before any filter runs (a bad signature, a misconfigured event), no task is visited and the one
-// Delivery returned has an empty TaskID.
+// task alike before any filter runs (a bad signature, a misconfigured event, a payload over the JSON bounds),
+// no task is visited and the one Delivery returned has an empty TaskID.
 //
 // The error wraps ErrNotAccepted when some Sink refused an activation (the Deliveries are returned too),
 // ErrPayloadTooLarge for a body over the tool's limit, and ErrUnknownEvent for an in.Event the tool does not
