@@ -29,6 +29,7 @@ func TestSizeLimit(t *testing.T) {
 		{"a string over the limit", celenv.ScopeAction, "input.s + input.s", celenv.Limits{Size: 1 << 20}, false},
 		{"returning a large variable", celenv.ScopeAction, "input.s", celenv.Limits{Size: 2 << 20}, true},
 		{"a comprehension's accumulator counts its growth", celenv.ScopeAction, "lists.range(50000).map(i, i).size()", celenv.Limits{Size: 4 << 20}, true},
+		{"a detect", celenv.ScopeDetect, "[response.s]" + strings.Repeat(".map(x, x + x)", 5), celenv.Limits{}, false},
 		{"a filter", celenv.ScopeFilter, "[event.payload.s]" + strings.Repeat(".map(x, x + x)", 5) + ".size() > 0", celenv.Limits{}, false},
 	}
 	for _, tt := range tests {
@@ -38,8 +39,11 @@ func TestSizeLimit(t *testing.T) {
 				t.Fatal(err)
 			}
 			vars := input
-			if tt.scope == celenv.ScopeFilter {
+			switch tt.scope {
+			case celenv.ScopeFilter:
 				vars = map[string]any{"event": map[string]any{"payload": map[string]any{"s": s}}, "parameters": map[string]any{}}
+			case celenv.ScopeDetect:
+				vars = map[string]any{"response": map[string]any{"s": s}, "poll": map[string]any{}, "parameters": map[string]any{}}
 			}
 			var before, after runtime.MemStats
 			runtime.ReadMemStats(&before)
@@ -58,5 +62,14 @@ func TestSizeLimit(t *testing.T) {
 				t.Errorf("stopping it allocated %d MiB", n>>20)
 			}
 		})
+	}
+}
+
+// EvalBinding, the helper hosts use for agent bindings, has the default size limit.
+func TestEvalBindingSizeLimit(t *testing.T) {
+	ctx := map[string]any{"context": map[string]any{"s": strings.Repeat("x", 1<<20)}}
+	_, err := celenv.EvalBinding(context.Background(), "[context.s]"+strings.Repeat(".map(x, x + x)", 5), ctx)
+	if !errors.Is(err, celenv.ErrSizeLimit) {
+		t.Fatalf("EvalBinding error = %v, want ErrSizeLimit", err)
 	}
 }
