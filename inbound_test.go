@@ -185,7 +185,8 @@ func TestRouterCapsBodiesInFlight(t *testing.T) {
 }
 
 // 200 concurrent unsigned 1 MiB POSTs: each is refused (401) or turned away before its body is read (503 with
-// Retry-After), and the Router never holds more than its cap of bodies.
+// Retry-After), and the Router never holds more than its cap of bodies. Their heap cost is measured by
+// BenchmarkRouterConcurrentUnsignedPosts.
 func TestRouterConcurrentUnsignedPosts(t *testing.T) {
 	const capBytes = 16 * mib
 	r := tool.NewRouter(tool.WithInFlightBytes(capBytes))
@@ -219,8 +220,10 @@ func TestRouterConcurrentUnsignedPosts(t *testing.T) {
 	for c := range codes {
 		seen[c]++
 	}
-	if seen[401]+seen[503] != 200 {
-		t.Errorf("statuses %v, want only 401 and 503 (with Retry-After)", seen)
+	// A request turned away before its body is read may see its connection closed while it is still sending
+	// (-1): the server answered it without reading the body, which is the point.
+	if seen[401]+seen[503]+seen[-1] != 200 || seen[401] == 0 {
+		t.Errorf("statuses %v, want only 401, and 503 with Retry-After", seen)
 	}
 	if peak := tool.InFlightPeak(r); peak > capBytes {
 		t.Errorf("peak bodies in flight %d, want at most %d", peak, capBytes)
