@@ -397,8 +397,8 @@ func (r *Router) Mount(m Mux) { m.Handle(r.prefix+"/", r) }
 // 401 when the signature was bad for every event, 500 when the events are misconfigured (a missing secret
 // setting) and nothing else happened, 413 for a body over the limit or a JSON payload over Limits.InboundDepth
 // or Limits.InboundValues that no event took otherwise, 503 with Retry-After when the bodies in flight are at
-// their cap (WithInFlightBytes), 404 for a path that names no
-// tool the Router ever held, 405 for other methods and 400 for an event name the tool does not have.
+// their cap (WithInFlightBytes), 404 for a path that names no tool the Router ever held, 405 for other methods
+// and 400 for an event name the tool does not have.
 func (r *Router) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	rest, ok := strings.CutPrefix(req.URL.Path, r.prefix+"/")
 	namespace, name, ok2 := strings.Cut(rest, "/")
