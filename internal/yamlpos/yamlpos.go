@@ -22,7 +22,8 @@ type Index struct {
 	pos        map[string]Position
 	boolKeys   []string
 	duplicates []string
-	budget     int // nodes left to visit
+	budget     int // nodes left to visit through aliases
+	aliased    int // > 0 while walking an alias's target
 }
 
 // Document is a YAML source parsed into nodes; aliases stay references to their anchors, unexpanded.
@@ -100,9 +101,9 @@ func (d *Document) Expand(limit int) Expansion {
 // New parses src and indexes every key. A source yaml.v3 cannot parse gives an empty index.
 func New(src []byte) *Index { return Parse(src).Index() }
 
-// maxIndexed bounds the nodes an Index visits, aliases expanded: a caller that did not check Expand first
-// still gets an answer in bounded time.
-const maxIndexed = 100_000
+// maxIndexed bounds the nodes an Index visits through aliases (Load refuses sources whose aliases add more than
+// 10,000): a caller that did not check Expand first still gets an answer in bounded time.
+const maxIndexed = 50_000
 
 // Index indexes every key of the document, following aliases.
 func (d *Document) Index() *Index {
@@ -114,8 +115,10 @@ func (d *Document) Index() *Index {
 }
 
 func (idx *Index) walk(n *yaml.Node, p *field.Path) {
-	if idx.budget--; idx.budget < 0 {
-		return
+	if idx.aliased > 0 {
+		if idx.budget--; idx.budget < 0 {
+			return
+		}
 	}
 	switch n.Kind {
 	case yaml.MappingNode:
@@ -145,7 +148,9 @@ func (idx *Index) walk(n *yaml.Node, p *field.Path) {
 		}
 	case yaml.AliasNode:
 		if n.Alias != nil {
+			idx.aliased++
 			idx.walk(n.Alias, p)
+			idx.aliased--
 		}
 	}
 }

@@ -3,6 +3,7 @@ package yamlpos
 import (
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -124,5 +125,17 @@ func TestIndexOfAliasBombIsBounded(t *testing.T) {
 	idx := New([]byte(laughs(10)))
 	if _, ok := idx.Find("a10"); !ok {
 		t.Error("a10 not indexed")
+	}
+}
+
+// Only nodes reached through aliases count against the index's bound: a large plain document is indexed whole.
+func TestIndexOfLargeDocument(t *testing.T) {
+	t.Parallel()
+	var b strings.Builder
+	for i := range 30_000 {
+		fmt.Fprintf(&b, "k%d: [a, b]\n", i)
+	}
+	if _, ok := New([]byte(b.String())).Find("k29999[1]"); !ok {
+		t.Error("the last key is not indexed")
 	}
 }
