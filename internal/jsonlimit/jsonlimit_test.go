@@ -76,6 +76,23 @@ func count(v any) int {
 	return 1
 }
 
+func nesting(v any) int {
+	deepest := 0
+	switch v := v.(type) {
+	case map[string]any:
+		for _, x := range v {
+			deepest = max(deepest, nesting(x))
+		}
+	case []any:
+		for _, x := range v {
+			deepest = max(deepest, nesting(x))
+		}
+	default:
+		return 0
+	}
+	return deepest + 1
+}
+
 func TestCheckAllocatesNothing(t *testing.T) {
 	data := append([]byte("["), bytes.Repeat([]byte(`{"a":[1,"x",true]},`), 1000)...)
 	if n := testing.AllocsPerRun(10, func() { _ = Check(data, 64, 1<<20) }); n != 0 {
@@ -93,6 +110,9 @@ func FuzzCheck(f *testing.F) {
 		}
 		if values > 0 && count(v) > values {
 			t.Errorf("%q: %d values passed a limit of %d", data, count(v), values)
+		}
+		if depth > 0 && nesting(v) > depth {
+			t.Errorf("%q: nesting %d passed a limit of %d", data, nesting(v), depth)
 		}
 	})
 }
