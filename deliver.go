@@ -1,6 +1,7 @@
 package tool
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/commonagents-go/tool/allowlist"
 	"github.com/commonagents-go/tool/events/poll"
+	"github.com/commonagents-go/tool/internal/jsonlimit"
 	"github.com/commonagents-go/tool/interp"
 )
 
@@ -26,6 +28,9 @@ const (
 	ReasonInterrupted    = "interrupted"      // the task is interrupted (Task.Interrupt)
 	ReasonDuplicate      = "duplicate"        // the delivery id was already activated within the dedupe window
 	ReasonMisconfigured  = "misconfigured"    // the event cannot take pushed payloads as configured
+	// ReasonTooComplex: the JSON payload nests deeper than Limits.InboundDepth or holds more values than
+	// Limits.InboundValues; it was not parsed.
+	ReasonTooComplex = "payload_too_complex"
 )
 
 // Inbound is one payload pushed to the host for a tool (SPEC §9.1).
@@ -73,6 +78,9 @@ type Discard struct {
 // id is not recorded, so a retry of the same payload activates it again. Deliver returns ErrPayloadTooLarge
 // for a body over Limits.InboundBytes, ErrUnknownEvent for an in.Event the tool does not have, and ErrClosed
 // once the task is closed. ctx bounds the filter evaluations and the Sink.
+//
+// Signatures are checked on the raw body before it is parsed; a body no event takes is never parsed, and a JSON
+// body over Limits.InboundDepth or Limits.InboundValues is discarded unparsed as payload_too_complex.
 func (t *Task) Deliver(ctx context.Context, in *Inbound) (*Delivery, error) {
 	p, err := t.tool.prepare(ctx, in)
 	if err != nil {
@@ -112,6 +120,10 @@ type extraction struct {
 }
 
 // prepare parses in for t's events. Everything here is the same for every task of the tool.
+//
+// Signatures are checked on the raw bytes first (SPEC §12.6): a payload that every event refuses is never
+// parsed, so a forged or unsigned body costs no more than reading it. A payload some event takes is parsed only
+// within Limits.InboundDepth and Limits.InboundValues.
 func (t *Tool) prepare(ctx context.Context, in *Inbound) (*inbound, error) {
 	if in == nil {
 		return nil, errors.New("tool: deliver: nil Inbound")
@@ -122,35 +134,33 @@ func (t *Tool) prepare(ctx context.Context, in *Inbound) (*inbound, error) {
 	if in.Event != "" && !t.hasEvent(in.Event) {
 		return nil, fmt.Errorf("%w: %q", ErrUnknownEvent, in.Event)
 	}
-	p := &inbound{in: in, received: in.ReceivedAt, payload: parsePayload(in.Body),
-		deliveryID: in.DeliveryID, events: make([]pushedEvent, len(t.events))}
+	p := &inbound{in: in, received: in.ReceivedAt, deliveryID: in.DeliveryID, events: make([]pushedEvent, len(t.events))}
 	if p.received.IsZero() {
 		p.received = t.opts.clock.Now()
 	}
 	if p.deliveryID == "" {
 		p.deliveryID = deliveryID(in.Headers)
 	}
+	if !t.verify(p) {
+		return p, nil
+	}
+	if err := t.bounded(in.Body); err != nil {
+		p.discardAll(ReasonTooComplex, err.Error())
+		return p, nil
+	}
+	p.payload = parsePayload(in.Body)
+	if stale := t.staleGitHub(p); stale != "" {
+		p.discardAll(ReasonBadSignature, stale)
+		return p, nil
+	}
 	now := t.opts.clock.Now().UTC().Format(time.RFC3339)
 	var headers map[string]any
-	verdicts := signatureVerdicts{tool: t, in: in, now: p.received}
-	for i, ev := range t.events {
-		if in.Event != "" && ev.def.Name != in.Event {
-			continue
-		}
+	for i := range p.events {
 		pe := &p.events[i]
-		pe.ev, pe.parent = ev, p
-		if !ev.pushed {
-			if in.Event == "" {
-				continue // a poll event fetches its own payloads
-			}
-			pe.tried, pe.reason = true, ReasonMisconfigured
-			pe.detail = fmt.Sprintf("%s events fetch their own payloads; they cannot be delivered", ev.kind)
+		if !pe.tried || pe.reason != "" {
 			continue
 		}
-		pe.tried = true
-		if pe.reason, pe.detail = verdicts.check(ev); pe.reason != "" {
-			continue
-		}
+		ev := pe.ev
 		pe.event = map[string]any{"payload": p.payload, "name": ev.def.Name}
 		if ev.headers {
 			if headers == nil {
@@ -167,6 +177,51 @@ func (t *Tool) prepare(ctx context.Context, in *Inbound) (*inbound, error) {
 		}
 	}
 	return p, nil
+}
+
+// discardAll discards p for every event that still takes it, with reason and detail.
+func (p *inbound) discardAll(reason, detail string) {
+	for i := range p.events {
+		if pe := &p.events[i]; pe.tried && pe.reason == "" {
+			pe.reason, pe.detail = reason, detail
+		}
+	}
+}
+
+// verify marks the events that take p and checks their signatures on the raw body; it reports whether any event
+// still takes the payload.
+func (t *Tool) verify(p *inbound) bool {
+	in, open := p.in, false
+	verdicts := signatureVerdicts{tool: t, in: in, now: p.received}
+	for i, ev := range t.events {
+		if in.Event != "" && ev.def.Name != in.Event {
+			continue
+		}
+		pe := &p.events[i]
+		pe.ev, pe.parent = ev, p
+		if !ev.pushed {
+			if in.Event == "" {
+				continue // a poll event fetches its own payloads
+			}
+			pe.tried, pe.reason = true, ReasonMisconfigured
+			pe.detail = fmt.Sprintf("%s events fetch their own payloads; they cannot be delivered", ev.kind)
+			continue
+		}
+		pe.tried = true
+		pe.reason, pe.detail = verdicts.check(ev)
+		open = open || pe.reason == ""
+	}
+	return open
+}
+
+// bounded refuses a JSON array or object body that nests or holds more than the limits allow, before it is
+// parsed. Other bodies become one value (a JSON scalar, or the body as text).
+func (t *Tool) bounded(body []byte) error {
+	b := bytes.TrimLeft(body, " \t\r\n")
+	if len(b) == 0 || (b[0] != '[' && b[0] != '{') {
+		return nil
+	}
+	return jsonlimit.Check(b, t.opts.limits.InboundDepth, t.opts.limits.InboundValues)
 }
 
 func (t *Tool) hasEvent(name string) bool {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -25,17 +26,28 @@ import (
 // MaxManifestBytes bounds the size of a manifest Load accepts.
 const MaxManifestBytes = 4 << 20
 
+// MaxAliasNodes bounds how many nodes YAML aliases may add to a manifest once expanded. Load counts them before
+// expanding anything, so a "billion laughs" manifest is refused at the cost of its own size.
+const MaxAliasNodes = 10_000
+
 // Load parses, validates and compiles a tool manifest given as YAML or JSON (SPEC §2). It checks everything before
 // returning and collects every problem: on bad input the error is a *ValidationError whose Problems carry field
-// paths, lines and columns. ctx bounds any document fetch (OpenAPI). The returned Tool is immutable and safe for
-// concurrent use.
+// paths, lines and columns. ctx bounds the whole load: once it ends, Load stops at its next step and returns
+// ctx's error, unless a step it ended (an OpenAPI document fetch) reported a problem, which is then returned with
+// the others. The returned Tool is immutable and safe for concurrent use.
 func Load(ctx context.Context, manifest []byte, opts ...Option) (*Tool, error) {
 	o, err := newOptions(opts)
 	if err != nil {
 		return nil, err
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("tool: load: %w", err)
+	}
 	l := &loader{ctx: ctx, opts: o, src: manifest}
 	t := l.load()
+	if err := ctx.Err(); err != nil && (t == nil || len(l.errs) == 0) { // stopped early, or done but too late
+		return nil, fmt.Errorf("tool: load: %w", err)
+	}
 	if len(l.errs) > 0 {
 		problems := l.problems(l.errs)
 		if t != nil && t.secrets != nil {
@@ -58,12 +70,40 @@ func Load(ctx context.Context, manifest []byte, opts ...Option) (*Tool, error) {
 // LoadFile is Load for a file; relative paths inside the manifest (an OpenAPI document) resolve against the
 // file's directory.
 func LoadFile(ctx context.Context, path string, opts ...Option) (*Tool, error) {
-	data, err := os.ReadFile(path)
+	data, err := readManifest(path)
 	if err != nil {
-		return nil, fmt.Errorf("tool: %w", err)
+		return nil, err
 	}
 	dir := filepath.Dir(path)
 	return Load(ctx, data, append([]Option{func(o *options) error { o.baseDir = dir; return nil }}, opts...)...)
+}
+
+// readManifest reads a manifest file; one larger than MaxManifestBytes is refused without being read.
+func readManifest(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("tool: %w", err)
+	}
+	defer f.Close()
+	refuse := func(size int64) error {
+		return &ValidationError{Problems: []Problem{{Type: string(field.TypeInvalid), Detail: tooLarge(size)}}}
+	}
+	if fi, err := f.Stat(); err == nil && fi.Size() > MaxManifestBytes {
+		return nil, refuse(fi.Size())
+	}
+	data, err := io.ReadAll(io.LimitReader(f, MaxManifestBytes+1)) // the size of a pipe or a device is not known
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("tool: %w", err)
+	case len(data) > MaxManifestBytes:
+		return nil, refuse(int64(len(data)))
+	}
+	return data, nil
+}
+
+// tooLarge is the detail of a manifest refused for its size.
+func tooLarge(size int64) string {
+	return fmt.Sprintf("the manifest is %d bytes, larger than the limit of %d", size, MaxManifestBytes)
 }
 
 // loader holds the state of one Load.
@@ -71,7 +111,11 @@ type loader struct {
 	ctx   context.Context
 	opts  *options
 	src   []byte
-	index *yamlpos.Index // built on first need
+	doc   *yamlpos.Document // the source's nodes, when they were read to count aliases
+	index *yamlpos.Index    // built on first need
+	// unlocated is set when the source was refused before it was parsed (too large, too many aliases): its
+	// problems are not located, which would parse it.
+	unlocated bool
 
 	errs, warns field.List
 
@@ -94,7 +138,7 @@ func (l *loader) warn(w *field.Error) { l.warns.Add(w) }
 
 func (l *loader) load() *Tool {
 	doc := l.parse()
-	if doc == nil {
+	if doc == nil || l.ctx.Err() != nil {
 		return nil
 	}
 	l.m = &Manifest{}
@@ -129,7 +173,11 @@ func (l *loader) load() *Tool {
 // parse turns YAML or JSON into decoded JSON, reporting syntax errors, duplicate keys and YAML 1.1 boolean keys.
 func (l *loader) parse() any {
 	if len(l.src) > MaxManifestBytes {
-		l.errs.Add(field.Invalid(nil, "the manifest is larger than %d bytes", MaxManifestBytes))
+		l.unlocated = true
+		l.errs.Add(field.Invalid(nil, "%s", tooLarge(int64(len(l.src)))))
+		return nil
+	}
+	if !l.aliasesBounded() {
 		return nil
 	}
 	if yamlpos.MayHaveBoolKeys(l.src) {
@@ -196,9 +244,35 @@ func pathOf(rendered string) *field.Path {
 
 func (l *loader) positions() *yamlpos.Index {
 	if l.index == nil {
-		l.index = yamlpos.New(l.src)
+		if l.doc == nil {
+			l.doc = yamlpos.Parse(l.src)
+		}
+		l.index = l.doc.Index()
 	}
 	return l.index
+}
+
+// mayAnchor and mayAlias match a YAML anchor (&name) and an alias (*name) where a node may start; a source without both has
+// no alias to expand.
+var mayAnchor, mayAlias = regexp.MustCompile(`(^|[\s\[{,])&[^\s,\[\]{}]`), regexp.MustCompile(`(^|[\s\[{,])\*[^\s,\[\]{}]`)
+
+// aliasesBounded counts what the source's aliases would add once expanded, before anything expands them, and
+// reports false (with a problem) when that is over MaxAliasNodes.
+func (l *loader) aliasesBounded() bool {
+	if !mayAnchor.Match(l.src) || !mayAlias.Match(l.src) {
+		return true
+	}
+	l.doc = yamlpos.Parse(l.src)
+	e := l.doc.Expand(MaxAliasNodes)
+	if !e.Over {
+		return true
+	}
+	l.unlocated = true
+	err := field.Invalid(nil, "YAML aliases would expand the manifest by more than %d nodes (the alias at line %d, column %d)",
+		MaxAliasNodes, e.At.Line, e.At.Column)
+	l.syntaxLines = map[*field.Error]int{err: e.At.Line}
+	l.errs.Add(err)
+	return false
 }
 
 func (l *loader) identity(root map[string]any) {
@@ -354,7 +428,9 @@ func (l *loader) problems(errs field.List) []Problem {
 		}
 		seen[key] = true
 		p := Problem{Path: e.Path, Type: string(e.Type), Detail: e.Detail}
-		if pos, ok := l.positions().Find(e.Path); ok {
+		if l.unlocated {
+			p.Line = l.syntaxLines[e]
+		} else if pos, ok := l.positions().Find(e.Path); ok {
 			p.Line, p.Column = pos.Line, pos.Column
 		} else if line := l.syntaxLines[e]; line > 0 {
 			p.Line = line
@@ -393,7 +469,7 @@ func sortedKeys[V any](m map[string]V) []string {
 }
 
 func (l *loader) compileCEL(scope celenv.Scope, expr string) (*celenv.Program, error) {
-	return celenv.Compile(scope, expr, celenv.Limits{Cost: l.opts.limits.CELCost})
+	return celenv.Compile(scope, expr, celenv.Limits{Cost: l.opts.limits.CELCost, Size: l.opts.limits.CELBytes})
 }
 
 // knownPackages names the package to import for built-in kinds that are not registered by default.

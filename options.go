@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/commonagents-go/tool/celenv"
 	"github.com/commonagents-go/tool/events"
 	"github.com/commonagents-go/tool/events/webhook"
 	"github.com/commonagents-go/tool/runtime"
@@ -35,6 +36,7 @@ type options struct {
 	// Webhook signatures (SPEC §9.2).
 	webhookSecret []byte
 	verifiers     []webhook.Verifier
+	githubMaxAge  time.Duration // WithGitHubMaxAge; 0 = off
 }
 
 // RuntimeInfo is what {runtime.*} resolves to (SPEC §4.2).
@@ -75,6 +77,18 @@ type Limits struct {
 	// PollInterval is the time between a poll's fetches when the manifest names no interval (SPEC §9.4);
 	// default 60s.
 	PollInterval time.Duration
+	// InboundDepth and InboundValues bound the JSON of a pushed payload before it is parsed (SPEC §9.1): how
+	// deep its arrays and objects nest (default 64) and how many values it holds, object keys included
+	// (default 100,000). A payload over either is discarded as payload_too_complex, unparsed; the Router
+	// answers 413.
+	InboundDepth  int
+	InboundValues int
+	// CELBytes bounds what one CEL evaluation (a cel action, filter, detect, extraction or binding) builds and
+	// yields, in bytes (default 16 MiB): the strings and bytes its calls return count their length, the
+	// elements of lists and maps it builds 16 bytes each, and its result its size as JSON. CELCost counts
+	// operations, not bytes. Going over is a recoverable result_too_large for a cel action and a filter_error
+	// for a filter.
+	CELBytes int64
 }
 
 // DefaultLimits returns the SPEC §14 defaults.
@@ -83,6 +97,9 @@ func DefaultLimits() Limits {
 		CallTimeout:       30 * time.Second,
 		ResponseBytes:     10 << 20,
 		InboundBytes:      1 << 20,
+		InboundDepth:      64,
+		InboundValues:     100_000,
+		CELBytes:          celenv.DefaultSize,
 		CELCost:           1_000_000,
 		AllowListValues:   1024,
 		FilterAssignments: 4096,
@@ -104,6 +121,15 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.InboundBytes > 0 {
 		d.InboundBytes = l.InboundBytes
+	}
+	if l.CELBytes > 0 {
+		d.CELBytes = l.CELBytes
+	}
+	if l.InboundDepth > 0 {
+		d.InboundDepth = l.InboundDepth
+	}
+	if l.InboundValues > 0 {
+		d.InboundValues = l.InboundValues
 	}
 	if l.CELCost > 0 {
 		d.CELCost = l.CELCost
@@ -283,10 +309,23 @@ func WithWebhookVerifiers(v ...webhook.Verifier) Option {
 	}
 }
 
+// WithGitHubMaxAge refuses GitHub deliveries older than d, as bad_signature. GitHub's signature covers the body
+// only: the X-GitHub-Delivery id is not signed, so a captured delivery replayed with a fresh id passes the
+// signature and the dedupe window. The age is taken from the payload's own timestamps, which the signature does
+// cover (the newest updated_at, created_at, submitted_at, completed_at or published_at of its top-level objects,
+// or repository.pushed_at); a payload that states none is not refused. Pick d above GitHub's delivery delays
+// and your own redelivery habits: a delivery redelivered by hand from GitHub's settings page keeps its
+// payload, and so its age. d <= 0 turns the check off (the default).
+func WithGitHubMaxAge(d time.Duration) Option {
+	return func(o *options) error { o.githubMaxAge = max(d, 0); return nil }
+}
+
 // WithLimits sets the host's limits; zero fields keep their defaults.
 func WithLimits(l Limits) Option {
 	return func(o *options) error {
-		if l.CallTimeout < 0 || l.ResponseBytes < 0 || l.InboundBytes < 0 || l.AllowListValues < 0 ||
+		if l.CallTimeout < 0 || l.ResponseBytes < 0 || l.InboundBytes < 0 || l.InboundDepth < 0 || l.InboundValues < 0 ||
+			l.CELBytes < 0 ||
+			l.AllowListValues < 0 ||
 			l.FilterAssignments < 0 || l.TeardownTimeout < 0 || l.MaxCalls < 0 || l.MaxConsecutiveErrors < 0 ||
 			l.ResultBytes < 0 || l.DedupeWindow < 0 || l.MaxEventTimeout < 0 || l.ChannelTTL < 0 || l.PollInterval < 0 {
 			return errors.New("tool: WithLimits: limits must not be negative")

@@ -32,13 +32,30 @@ func WithPrefix(prefix string) RouterOption {
 	}
 }
 
+// DefaultInFlightBytes is how many bytes of request bodies a Router holds at once unless WithInFlightBytes says
+// otherwise.
+const DefaultInFlightBytes = 16 << 20
+
+// WithInFlightBytes caps the bytes of request bodies the Router holds at once, from the moment it starts reading
+// a body until it has answered. A request that would go over the cap is answered 503 with Retry-After before
+// its body is read; a request alone in flight is always served. A body's share is its Content-Length, or the
+// tool's Limits.InboundBytes when the length is unknown. n <= 0 keeps DefaultInFlightBytes.
+func WithInFlightBytes(n int64) RouterOption {
+	return func(r *Router) {
+		if n > 0 {
+			r.inFlight.limit = n
+		}
+	}
+}
+
 // Router routes pushed payloads to the tasks they are for (SPEC §9.6). It holds tasks of any number of tools,
 // serves the webhook endpoint, and fans each payload out to the tool's tasks. It indexes tasks by their
 // allow-listed values of the parameters that filters compare with equality (`<payload expr> ==
 // parameters.X`), so a payload visits only the tasks whose allow list holds the value it carries, however many
 // other tasks there are. A Router is safe for concurrent use; a task removes itself when it closes.
 type Router struct {
-	prefix string
+	prefix   string
+	inFlight budget
 
 	mu    sync.RWMutex
 	tools map[string]*routes // by "namespace/name"; kept after the last task leaves, so the tool stays known
@@ -71,7 +88,8 @@ type routed struct {
 
 // NewRouter returns an empty Router.
 func NewRouter(opts ...RouterOption) *Router {
-	r := &Router{prefix: DefaultWebhookPrefix, tools: map[string]*routes{}, tasks: map[string]*routed{}}
+	r := &Router{prefix: DefaultWebhookPrefix, tools: map[string]*routes{}, tasks: map[string]*routed{},
+		inFlight: budget{limit: DefaultInFlightBytes}}
 	for _, o := range opts {
 		if o != nil {
 			o(r)
@@ -239,8 +257,8 @@ var errUnknownTool = errors.New("tool: router: no task of this tool was ever add
 
 // Dispatch delivers in to the tasks of namespace/tool it may concern, one after another, and returns a Delivery
 // for each task it visited: the tasks the index could not rule out. When the payload is discarded for every
-// task alike before any filter runs (a bad signature, a misconfigured event), no task is visited and the one
-// Delivery returned has an empty TaskID.
+// task alike before any filter runs (a bad signature, a misconfigured event, a payload over the JSON bounds),
+// no task is visited and the one Delivery returned has an empty TaskID.
 //
 // The error wraps ErrNotAccepted when some Sink refused an activation (the Deliveries are returned too),
 // ErrPayloadTooLarge for a body over the tool's limit, and ErrUnknownEvent for an in.Event the tool does not
@@ -377,8 +395,10 @@ func (r *Router) Mount(m Mux) { m.Handle(r.prefix+"/", r) }
 // was accepted by its task's Sink (also when no task wanted it), 503 when a Sink refused one (the sender
 // retries; activations already accepted are then discarded as duplicates if the sender gives a delivery id),
 // 401 when the signature was bad for every event, 500 when the events are misconfigured (a missing secret
-// setting) and nothing else happened, 413 for a body over the limit, 404 for a path that names no
-// tool the Router ever held, 405 for other methods and 400 for an event name the tool does not have.
+// setting) and nothing else happened, 413 for a body over the limit or a JSON payload over Limits.InboundDepth
+// or Limits.InboundValues that no event took otherwise, 503 with Retry-After when the bodies in flight are at
+// their cap (WithInFlightBytes), 404 for a path that names no tool the Router ever held, 405 for other methods
+// and 400 for an event name the tool does not have.
 func (r *Router) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	rest, ok := strings.CutPrefix(req.URL.Path, r.prefix+"/")
 	namespace, name, ok2 := strings.Cut(rest, "/")
@@ -396,7 +416,21 @@ func (r *Router) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		http.NotFound(w, req)
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, req.Body, limit))
+	if req.ContentLength > limit {
+		http.Error(w, "payload too large", http.StatusRequestEntityTooLarge)
+		return
+	}
+	share := limit
+	if req.ContentLength >= 0 {
+		share = req.ContentLength
+	}
+	if !r.inFlight.acquire(share) {
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, "too many payloads in flight", http.StatusServiceUnavailable)
+		return
+	}
+	defer r.inFlight.release(share)
+	body, err := readBody(w, req, limit)
 	if err != nil {
 		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
 			http.Error(w, "payload too large", http.StatusRequestEntityTooLarge)
@@ -418,6 +452,45 @@ func (r *Router) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(map[string]int{"activations": activations})
+}
+
+// readBody reads a request body of at most limit bytes. A body with a Content-Length is read into a buffer of
+// exactly that size (io.ReadAll would grow its buffer and copy, about twice the body in allocations).
+func readBody(w http.ResponseWriter, req *http.Request, limit int64) ([]byte, error) {
+	src := http.MaxBytesReader(w, req.Body, limit)
+	if req.ContentLength < 0 {
+		return io.ReadAll(src)
+	}
+	body := make([]byte, req.ContentLength)
+	if _, err := io.ReadFull(src, body); err != nil {
+		return nil, err
+	}
+	return body, nil
+}
+
+// budget counts the bytes of bodies in flight against a limit.
+type budget struct {
+	mu          sync.Mutex
+	limit, used int64
+	peak        int64 // the most ever held, for tests
+}
+
+// acquire takes n bytes unless that would go over the limit while something else is in flight.
+func (b *budget) acquire(n int64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.used > 0 && b.used+n > b.limit {
+		return false
+	}
+	b.used += n
+	b.peak = max(b.peak, b.used)
+	return true
+}
+
+func (b *budget) release(n int64) {
+	b.mu.Lock()
+	b.used -= n
+	b.mu.Unlock()
 }
 
 // limit is the largest inbound size of the tool's groups; false when the Router never held the tool.
@@ -449,7 +522,7 @@ func statusOf(deliveries []*Delivery, err error) int {
 	case err != nil:
 		return http.StatusInternalServerError
 	}
-	bad, misconfigured, other := 0, 0, 0
+	bad, misconfigured, tooComplex, other := 0, 0, 0, 0
 	for _, d := range deliveries {
 		other += len(d.Activations)
 		for _, x := range d.Discarded {
@@ -458,6 +531,8 @@ func statusOf(deliveries []*Delivery, err error) int {
 				bad++
 			case ReasonMisconfigured:
 				misconfigured++
+			case ReasonTooComplex:
+				tooComplex++
 			default:
 				other++
 			}
@@ -468,6 +543,8 @@ func statusOf(deliveries []*Delivery, err error) int {
 		return http.StatusAccepted
 	case misconfigured > 0: // e.g. the secret setting is missing: the sender should keep the payload and retry
 		return http.StatusInternalServerError
+	case tooComplex > 0: // nothing took the payload, and the events without a valid signature could not parse it
+		return http.StatusRequestEntityTooLarge
 	case bad > 0:
 		return http.StatusUnauthorized
 	}

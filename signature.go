@@ -2,6 +2,7 @@ package tool
 
 import (
 	"bytes"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -80,4 +81,18 @@ func (v verdict) reason() (string, string) {
 		return "", ""
 	}
 	return ReasonBadSignature, v.detail
+}
+
+// staleGitHub returns why a GitHub delivery is refused for its age (WithGitHubMaxAge), or "".
+func (t *Tool) staleGitHub(p *inbound) string {
+	limit := t.opts.githubMaxAge
+	if limit <= 0 || !webhook.IsGitHub(p.in.Headers) {
+		return ""
+	}
+	at, ok := webhook.GitHubPayloadTime(p.payload)
+	if age := p.received.Sub(at); ok && age > limit {
+		return fmt.Sprintf("the GitHub delivery is %s old by its payload's own timestamps, more than the host allows (%s): "+
+			"a replay is refused, since X-GitHub-Delivery is not signed", age.Round(time.Second), limit)
+	}
+	return ""
 }

@@ -20,11 +20,19 @@ type Limits struct {
 	Cost uint64
 	// MaxLength is the longest accepted expression, in bytes; default DefaultMaxLength, at most MaxLength.
 	MaxLength int
+	// Size bounds, in bytes, what one evaluation builds and what it yields; default DefaultSize. Every string
+	// and bytes value a call returns counts its length, every list element or map entry a call or literal
+	// returns counts 16 bytes (32 for an entry), all added up over the evaluation; the result counts its size
+	// as JSON. Going over is an *EvalError wrapping ErrSizeLimit. The variables' own values do not count.
+	Size int64
 }
 
 func (l Limits) withDefaults() Limits {
 	if l.Cost == 0 {
 		l.Cost = DefaultCost
+	}
+	if l.Size <= 0 {
+		l.Size = DefaultSize
 	}
 	if l.MaxLength <= 0 {
 		l.MaxLength = DefaultMaxLength
@@ -81,6 +89,7 @@ func compile(s Scope, expr string, lim Limits) (*Program, error) {
 	prg, err := env.Program(checked,
 		cel.CostLimit(lim.Cost),
 		cel.InterruptCheckFrequency(interruptEvery),
+		cel.CustomDecoratorV2(sizeDecorator),
 		cel.EvalOptions(cel.OptOptimize))
 	if err != nil {
 		return nil, &CompileError{Issues: err.Error()}
@@ -135,7 +144,7 @@ func (p *Program) EvalWith(ctx context.Context, vars map[string]any, m Mount) (a
 	if err != nil {
 		return nil, err
 	}
-	v, err := toJSON(out)
+	v, err := (&converter{left: p.lim.Size}).toJSON(out)
 	if err != nil {
 		return nil, &EvalError{Message: err.Error(), err: err}
 	}
@@ -157,7 +166,7 @@ func (p *Program) EvalBool(ctx context.Context, vars map[string]any) (bool, erro
 }
 
 func (p *Program) eval(ctx context.Context, vars map[string]any, m Mount) (ref.Val, error) {
-	act := &activation{vars: vars, ctx: ctx, mount: m}
+	act := &activation{vars: vars, ctx: ctx, mount: m, sizeLimit: p.lim.Size}
 	var (
 		out ref.Val
 		err error
@@ -180,6 +189,9 @@ type activation struct {
 	ctx   context.Context
 	mount Mount
 	now   string
+
+	size, sizeLimit int64           // bytes built so far, and the limit (Limits.Size)
+	grown           map[int64]int64 // accumulator sizes by node id
 }
 
 // ResolveName implements interpreter.Activation.
@@ -188,6 +200,8 @@ func (a *activation) ResolveName(name string) (any, bool) {
 		return v, true
 	}
 	switch name {
+	case sizeKey:
+		return a, true
 	case "c":
 		v, ok := a.vars["context"]
 		return v, ok
@@ -210,6 +224,9 @@ func (p *Program) evalError(err error) *EvalError {
 	var cancelled interpreter.EvalCancelledError
 	if errors.As(err, &cancelled) && cancelled.Cause == interpreter.CostLimitExceeded {
 		return &EvalError{Message: ErrCostLimit.Error(), err: ErrCostLimit}
+	}
+	if errors.As(err, &cancelled) && cancelled.Cause == sizeLimitExceeded {
+		return &EvalError{Message: ErrSizeLimit.Error(), err: ErrSizeLimit}
 	}
 	e := &EvalError{Message: redact(err.Error(), p.src), err: err}
 	var celErr *types.Err

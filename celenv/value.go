@@ -12,9 +12,41 @@ import (
 	"cel.dev/cel-go/common/types/traits"
 )
 
+// converter turns CEL values into plain JSON values within a size budget.
+type converter struct {
+	left int64 // bytes of JSON the result may still take
+}
+
+// spend takes n bytes from the budget.
+func (c *converter) spend(n int) error {
+	if c.left -= int64(n); c.left < 0 {
+		return ErrSizeLimit
+	}
+	return nil
+}
+
 // toJSON converts a CEL value to a plain JSON value (see the package doc). It walks the value itself rather than
-// going through structpb, which would turn every int into a float64.
-func toJSON(v ref.Val) (any, error) {
+// going through structpb, which would turn every int into a float64. It fails with ErrSizeLimit once the
+// result's JSON would be larger than the budget: a list can hold the same large string many times over.
+func (c *converter) toJSON(v ref.Val) (any, error) {
+	switch v := v.(type) {
+	case types.String:
+		if err := c.spend(len(v) + 2); err != nil {
+			return nil, err
+		}
+	case types.Bytes:
+		if err := c.spend(len(v)*4/3 + 4); err != nil {
+			return nil, err
+		}
+	default:
+		if err := c.spend(1); err != nil { // a separator at least; numbers are short
+			return nil, err
+		}
+	}
+	return c.value(v)
+}
+
+func (c *converter) value(v ref.Val) (any, error) {
 	switch v := v.(type) {
 	case types.Null:
 		return nil, nil
@@ -44,17 +76,17 @@ func toJSON(v ref.Val) (any, error) {
 		if !v.HasValue() {
 			return nil, nil
 		}
-		return toJSON(v.GetValue())
+		return c.toJSON(v.GetValue())
 	case traits.Mapper:
-		return mapToJSON(v)
+		return c.mapToJSON(v)
 	case traits.Lister:
-		return listToJSON(v)
+		return c.listToJSON(v)
 	}
 	return nil, fmt.Errorf("%w: %s", ErrNotJSON, v.Type().TypeName())
 }
 
-func mapToJSON(m traits.Mapper) (map[string]any, error) {
-	out := make(map[string]any, int(m.Size().(types.Int)))
+func (c *converter) mapToJSON(m traits.Mapper) (map[string]any, error) {
+	out := make(map[string]any, min(int(m.Size().(types.Int)), 1024))
 	for it := m.Iterator(); it.HasNext() == types.True; {
 		k := it.Next()
 		var key string
@@ -68,7 +100,10 @@ func mapToJSON(m traits.Mapper) (map[string]any, error) {
 		default:
 			return nil, fmt.Errorf("%w: map key of type %s", ErrNotJSON, k.Type().TypeName())
 		}
-		v, err := toJSON(m.Get(k))
+		if err := c.spend(len(key) + 3); err != nil {
+			return nil, err
+		}
+		v, err := c.toJSON(m.Get(k))
 		if err != nil {
 			return nil, err
 		}
@@ -77,10 +112,10 @@ func mapToJSON(m traits.Mapper) (map[string]any, error) {
 	return out, nil
 }
 
-func listToJSON(l traits.Lister) ([]any, error) {
-	out := make([]any, 0, int(l.Size().(types.Int)))
+func (c *converter) listToJSON(l traits.Lister) ([]any, error) {
+	out := make([]any, 0, min(int(l.Size().(types.Int)), 1024)) // a lazy concatenation may claim any size
 	for it := l.Iterator(); it.HasNext() == types.True; {
-		v, err := toJSON(it.Next())
+		v, err := c.toJSON(it.Next())
 		if err != nil {
 			return nil, err
 		}

@@ -37,9 +37,10 @@ func withPolicy(c *http.Client, check func(*http.Request, []*http.Request) error
 func sameHost(req *http.Request, via []*http.Request) error {
 	first := via[0].URL
 	if req.URL.Scheme != first.Scheme || !strings.EqualFold(req.URL.Host, first.Host) {
-		// Hosts are not secrets; paths and queries may be, so they stay out.
-		return runtime.Errorf(runtime.KindDenied, "redirect from %s://%s to %s://%s refused: only same scheme and host redirects are followed",
-			first.Scheme, first.Host, req.URL.Scheme, req.URL.Host)
+		// The target can be an internal host:port the LLM must not learn: the message does not name it. Do
+		// returns the redirect response, so its Location reaches the host's ServerData only.
+		return runtime.Errorf(runtime.KindDenied, "the server redirected the request to another scheme or host: "+
+			"refused, only same scheme and host redirects are followed")
 	}
 	if len(via) >= MaxRedirects {
 		return runtime.Errorf(runtime.KindDenied, "stopped after %d redirects", MaxRedirects)

@@ -58,7 +58,8 @@ type Response struct {
 //   - ctx's deadline passed, or a timeout of the client or transport: recoverable timeout;
 //   - ctx cancelled: an error wrapping context.Canceled, neither *runtime.Error nor unrecoverable, so the caller
 //     can report a cancelled call;
-//   - a redirect refused by SameHostRedirects or NoRedirects: recoverable denied;
+//   - a redirect refused by SameHostRedirects or NoRedirects: recoverable denied, with the redirect response
+//     (status and headers, Location included, for ServerData; the message does not name the target);
 //   - DNS failure, a refused or failed connection, a TLS failure: wraps runtime.ErrUnrecoverable;
 //   - a connection broken after it was made: recoverable unavailable.
 //
@@ -69,6 +70,10 @@ func Do(ctx context.Context, client *http.Client, req *http.Request, limit int64
 	}
 	resp, err := client.Do(req)
 	if err != nil {
+		var denied *runtime.Error // a refused redirect: the response that asked for it, body closed, comes too
+		if resp != nil && errors.As(err, &denied) {
+			return &Response{Status: resp.StatusCode, Header: resp.Header}, transportError(ctx, req, err)
+		}
 		return nil, transportError(ctx, req, err)
 	}
 	defer closeBody(resp.Body)

@@ -22,20 +22,104 @@ type Index struct {
 	pos        map[string]Position
 	boolKeys   []string
 	duplicates []string
+	budget     int // nodes left to visit through aliases
+	aliased    int // > 0 while walking an alias's target
+}
+
+// Document is a YAML source parsed into nodes; aliases stay references to their anchors, unexpanded.
+type Document struct {
+	root *yaml.Node // nil when the source could not be parsed or is empty
+}
+
+// Parse reads src into nodes without expanding aliases, so a source whose aliases expand exponentially (a
+// "billion laughs" document) costs only its own size. A source yaml.v3 cannot parse gives an empty Document.
+func Parse(src []byte) *Document {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(src, &doc); err != nil || len(doc.Content) == 0 {
+		return &Document{}
+	}
+	return &Document{root: doc.Content[0]}
+}
+
+// Expansion is how a Document grows once its aliases are expanded.
+type Expansion struct {
+	// Added is the number of nodes expanding the aliases adds, counted up to just over the limit given to Expand.
+	Added int
+	// Over is set when Added is over the limit; At is then the position of the alias that expands the most.
+	Over bool
+	At   Position
+}
+
+// Expand counts the nodes expanding the document's aliases would add, and reports whether that is more than
+// limit. It counts without expanding: each node's expanded size is computed once, and sizes stop growing just
+// past the limit, so the count takes time and memory in proportion to the source.
+func (d *Document) Expand(limit int) Expansion {
+	var e Expansion
+	if d.root == nil {
+		return e
+	}
+	plain := 0
+	var count func(n *yaml.Node)
+	count = func(n *yaml.Node) {
+		plain++
+		for _, c := range n.Content {
+			count(c)
+		}
+	}
+	count(d.root)
+	ceiling := plain + limit + 1
+	sizes := map[*yaml.Node]int{}
+	biggest := 0
+	var size func(n *yaml.Node) int
+	size = func(n *yaml.Node) int {
+		if n.Kind == yaml.AliasNode && n.Alias != nil {
+			k := size(n.Alias)
+			if k > biggest {
+				biggest, e.At = k, Position{n.Line, n.Column}
+			}
+			return k
+		}
+		if s, ok := sizes[n]; ok {
+			return s
+		}
+		sizes[n] = ceiling // an alias inside its own anchor (a cycle) is over any limit
+		s := 1
+		for _, c := range n.Content {
+			s = min(s+size(c), ceiling)
+		}
+		sizes[n] = s
+		return s
+	}
+	e.Added = max(size(d.root)-plain, 0)
+	e.Over = e.Added > limit
+	if !e.Over {
+		e.At = Position{}
+	}
+	return e
 }
 
 // New parses src and indexes every key. A source yaml.v3 cannot parse gives an empty index.
-func New(src []byte) *Index {
-	idx := &Index{pos: map[string]Position{}}
-	var doc yaml.Node
-	if err := yaml.Unmarshal(src, &doc); err != nil || len(doc.Content) == 0 {
-		return idx
+func New(src []byte) *Index { return Parse(src).Index() }
+
+// maxIndexed bounds the nodes an Index visits through aliases (Load refuses sources whose aliases add more than
+// 10,000): a caller that did not check Expand first still gets an answer in bounded time.
+const maxIndexed = 50_000
+
+// Index indexes every key of the document, following aliases.
+func (d *Document) Index() *Index {
+	idx := &Index{pos: map[string]Position{}, budget: maxIndexed}
+	if d.root != nil {
+		idx.walk(d.root, nil)
 	}
-	idx.walk(doc.Content[0], nil)
 	return idx
 }
 
 func (idx *Index) walk(n *yaml.Node, p *field.Path) {
+	if idx.aliased > 0 {
+		if idx.budget--; idx.budget < 0 {
+			return
+		}
+	}
 	switch n.Kind {
 	case yaml.MappingNode:
 		for i := 0; i+1 < len(n.Content); i += 2 {
@@ -64,7 +148,9 @@ func (idx *Index) walk(n *yaml.Node, p *field.Path) {
 		}
 	case yaml.AliasNode:
 		if n.Alias != nil {
+			idx.aliased++
 			idx.walk(n.Alias, p)
+			idx.aliased--
 		}
 	}
 }

@@ -1,7 +1,9 @@
 package yamlpos
 
 import (
+	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -80,5 +82,60 @@ func TestBoolKeysFlowStyle(t *testing.T) {
 	want := []string{"parameters.properties.y", "headers.Off"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("BoolKeys = %v, want %v", got, want)
+	}
+}
+
+// laughs is a document of levels anchors, each a list of nine aliases of the one before.
+func laughs(levels int) string {
+	src := "a0: &a0 [x, x, x, x, x, x, x, x, x]\n"
+	for i := 1; i <= levels; i++ {
+		src += fmt.Sprintf("a%d: &a%d [*a%[3]d, *a%[3]d, *a%[3]d, *a%[3]d, *a%[3]d, *a%[3]d, *a%[3]d, *a%[3]d, *a%[3]d]\n", i, i, i-1)
+	}
+	return src
+}
+
+func TestExpand(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		src    string
+		limit  int
+		added  int
+		over   bool
+		atLine int
+	}{
+		{"no aliases", doc, 10, 0, false, 0},
+		{"one alias", "a: &x {b: 1, c: [2, 3]}\nd: *x\n", 10, 6, false, 0},
+		{"one alias over", "a: &x {b: 1, c: [2, 3]}\nd: *x\n", 5, 6, true, 2},
+		{"two levels", laughs(2), 1000, 891, false, 0},
+		{"ten levels stop at the limit", laughs(10), 100_000, 100_001, true, -1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := Parse([]byte(tt.src)).Expand(tt.limit)
+			if e.Over != tt.over || (!tt.over && e.Added != tt.added) || (tt.over && (e.At.Line == 0 || tt.atLine > 0 && e.At.Line != tt.atLine)) {
+				t.Errorf("Expand = %+v, want added %d, over %v at line %d", e, tt.added, tt.over, tt.atLine)
+			}
+		})
+	}
+}
+
+func TestIndexOfAliasBombIsBounded(t *testing.T) {
+	t.Parallel()
+	idx := New([]byte(laughs(10)))
+	if _, ok := idx.Find("a10"); !ok {
+		t.Error("a10 not indexed")
+	}
+}
+
+// Only nodes reached through aliases count against the index's bound: a large plain document is indexed whole.
+func TestIndexOfLargeDocument(t *testing.T) {
+	t.Parallel()
+	var b strings.Builder
+	for i := range 15_000 {
+		fmt.Fprintf(&b, "k%d: [a, b]\n", i)
+	}
+	if _, ok := New([]byte(b.String())).Find("k14999[1]"); !ok {
+		t.Error("the last key is not indexed")
 	}
 }

@@ -105,7 +105,8 @@ func (n *nowText) text() string {
 }
 
 // Invoke evaluates the expression with `input` = the call's resolved arguments (SPEC §7.2). An evaluation error
-// (a missing key, the cost limit) is a recoverable tool_error; a mount call without a mount is a configuration
+// (a missing key, the cost limit) is a recoverable tool_error, and building or yielding more than the size limit
+// a recoverable result_too_large; a mount call without a mount is a configuration
 // error that ends the task.
 func (in *instance) Invoke(ctx context.Context, a runtime.Action, call *runtime.Call) (*runtime.Result, error) {
 	act, ok := a.(*Action)
@@ -135,6 +136,8 @@ func (in *instance) Invoke(ctx context.Context, a runtime.Action, call *runtime.
 		return nil, ctx.Err()
 	case errors.Is(err, celenv.ErrNoMount):
 		return nil, runtime.Unrecoverable(err)
+	case errors.Is(err, celenv.ErrSizeLimit):
+		return runtime.Fail(runtime.Errorf(runtime.KindResultTooLarge, "%v", err)), nil
 	}
 	return runtime.Fail(runtime.Errorf(runtime.KindToolError, "%v", err)), nil
 }
