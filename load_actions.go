@@ -4,6 +4,7 @@ import (
 	"reflect"
 
 	"github.com/commonagents-go/tool/field"
+	"github.com/commonagents-go/tool/internal/funcname"
 	"github.com/commonagents-go/tool/internal/schema"
 	"github.com/commonagents-go/tool/runtime"
 )
@@ -76,7 +77,7 @@ func (l *loader) actions(root map[string]any, docs []any) []*action {
 func (l *loader) functionNames() {
 	seen := map[string]string{}
 	for i, a := range l.m.Actions {
-		name := sanitize(a.Name)
+		name := funcname.Clean(a.Name)
 		if first, dup := seen[name]; dup && first != a.Name {
 			l.errs.Add(field.Duplicate(field.NewPath("actions").Index(i).Child("name"),
 				"action %q and action %q both become the function name suffix %q", first, a.Name, name))

@@ -8,6 +8,7 @@ import (
 	"sort"
 
 	"github.com/commonagents-go/tool/field"
+	"github.com/commonagents-go/tool/internal/funcname"
 	"github.com/commonagents-go/tool/internal/schema"
 	"github.com/commonagents-go/tool/interp"
 	"github.com/commonagents-go/tool/runtime"
@@ -83,7 +84,7 @@ func (l *loader) addExpanded(t *Tool, kind string, backend runtime.Runtime, exp 
 	p := field.NewPath(kind)
 	taken := map[string]string{} // function-name suffix → action or event name
 	for _, a := range l.m.Actions {
-		taken[sanitize(a.Name)] = a.Name
+		taken[funcname.Clean(a.Name)] = a.Name
 	}
 	declared := map[string]bool{}
 	for _, a := range l.m.Actions {
@@ -103,7 +104,7 @@ func (l *loader) addExpanded(t *Tool, kind string, backend runtime.Runtime, exp 
 			l.errs.Add(field.Duplicate(p, "%s expands into an action named %q, which is already the name of a declared action or event", kind, e.Name))
 			continue
 		}
-		if first, dup := taken[sanitize(e.Name)]; dup {
+		if first, dup := taken[funcname.Clean(e.Name)]; dup {
 			if _, own := declared[first]; own {
 				l.errs.Add(field.Duplicate(p, "%s expands into an action %q whose function name is that of the declared action %q", kind, e.Name, first))
 			} else {
@@ -116,7 +117,7 @@ func (l *loader) addExpanded(t *Tool, kind string, backend runtime.Runtime, exp 
 			skip(e.Name, reason)
 			continue
 		}
-		taken[sanitize(e.Name)] = e.Name
+		taken[funcname.Clean(e.Name)] = e.Name
 		t.actions = append(t.actions, a)
 	}
 }
