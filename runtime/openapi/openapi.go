@@ -13,7 +13,6 @@ package openapi
 import (
 	"context"
 	"net/url"
-	"regexp"
 	"time"
 
 	"github.com/commonagents-go/tool/field"
@@ -41,12 +40,15 @@ type Shared struct {
 	Headers map[string]string `json:"headers,omitempty"`
 	// Timeout bounds one call (extension; default the host's call timeout, else 30s).
 	Timeout string `json:"timeout,omitempty"`
+	// Select chooses the operations the block expands into (extension); all of them when it is absent.
+	Select *Selection `json:"select,omitempty"`
 }
 
 // Config is an action-level openapi block.
 type Config struct {
 	URL string `json:"url,omitempty"`
-	// OperationID binds the action to one operation of the document (extension).
+	// OperationID binds the action to one operation of the document (extension): its operationId verbatim
+	// ("repos/get"), or the action name the expansion gives it ("repos_get").
 	OperationID string `json:"operation_id"`
 }
 
@@ -83,8 +85,6 @@ type Backend struct{}
 // Kind returns "openapi".
 func (Backend) Kind() string { return Kind }
 
-var operationID = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)
-
 // Prepare validates an action's openapi block against the shared one, reads the document (bounded by ctx) and
 // binds the action to the operation named by operation_id. The operation's parameters are offered to the loader
 // through Action.Parameters: an action that declares none takes them, one that declares its own must declare
@@ -108,8 +108,8 @@ func (Backend) Prepare(ctx context.Context, b *runtime.Block) (runtime.Action, e
 	switch {
 	case cfg.OperationID == "":
 		errs.Add(field.Required(idPath, "operation_id is required in an action-level openapi block"))
-	case !operationID.MatchString(cfg.OperationID):
-		errs.Add(field.Invalid(idPath, "%q is not a valid operationId", cfg.OperationID))
+	case len(cfg.OperationID) > maxOperationID:
+		errs.Add(field.Invalid(idPath, "operation_id is longer than %d bytes", maxOperationID))
 	}
 	sp := b.SharedPath
 	if sp == nil {
@@ -120,7 +120,7 @@ func (Backend) Prepare(ctx context.Context, b *runtime.Block) (runtime.Action, e
 	if len(errs) > 0 {
 		return a, errs.Err()
 	}
-	doc, err := document(ctx, urlPath, a.DocumentURL, b.BaseDir)
+	doc, err := document(ctx, urlPath, a.DocumentURL, b.BaseDir, originsOf(b))
 	if err != nil {
 		return a, err
 	}
@@ -128,6 +128,7 @@ func (Backend) Prepare(ctx context.Context, b *runtime.Block) (runtime.Action, e
 	if op == nil {
 		return a, field.Invalid(idPath, "the document has no operation with operationId %q", cfg.OperationID)
 	}
+	a.OperationID = op.OperationID
 	o, err := convert(path, method, item, op)
 	if err != nil {
 		return a, field.Invalid(idPath, "operation %q cannot be used: %v", cfg.OperationID, err)
@@ -140,15 +141,14 @@ func (Backend) Prepare(ctx context.Context, b *runtime.Block) (runtime.Action, e
 	return a, errs.Err()
 }
 
-// document reads the document at raw (see load); a failure is a problem at p.
-func document(ctx context.Context, p *field.Path, raw, baseDir string) (*openapi3.T, error) {
-	loc, err := location(raw, baseDir)
+// maxOperationID bounds operation_id: the OpenAPI specification sets no limit, this only stops a runaway value.
+const maxOperationID = 1024
+
+// document reads the document at raw (readDocument); a failure is a problem at p.
+func document(ctx context.Context, p *field.Path, raw, baseDir string, extra []string) (*openapi3.T, error) {
+	doc, err := readDocument(ctx, raw, baseDir, extra)
 	if err != nil {
 		return nil, field.Invalid(p, "%v", err)
-	}
-	doc, err := load(ctx, loc)
-	if err != nil {
-		return nil, field.Invalid(p, "cannot load the OpenAPI document: %v", err)
 	}
 	return doc, nil
 }
@@ -188,6 +188,9 @@ func (Backend) ValidateShared(_ context.Context, b *runtime.Block) error {
 	var shared Shared
 	errs := b.DecodeShared(&shared)
 	errs = append(errs, checkURL(b.SharedPath.Child("url"), shared.URL)...)
+	if shared.Select != nil {
+		errs = append(errs, shared.Select.check(b.SharedPath.Child("select"))...)
+	}
 	if len(errs) == 0 {
 		_, e := compileShared(b.Check, b.SharedPath, &shared)
 		errs = append(errs, e...)

@@ -68,13 +68,21 @@ func walk(doc *openapi3.T, fn func(path, method string, item *openapi3.PathItem,
 var methodOrder = []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
 	http.MethodDelete, http.MethodOptions, http.MethodTrace}
 
-// find returns the operation with operationId id.
+// find returns the operation whose operationId is id verbatim, else the one whose base action name is id (so an
+// action can name "repos/get" either way).
 func find(doc *openapi3.T, id string) (path, method string, item *openapi3.PathItem, op *openapi3.Operation) {
+	var byName *entry
 	walk(doc, func(p, m string, i *openapi3.PathItem, o *openapi3.Operation) {
-		if op == nil && o.OperationID == id {
+		switch {
+		case op == nil && o.OperationID == id:
 			path, method, item, op = p, m, i, o
+		case byName == nil && baseName(p, m, o.OperationID) == id:
+			byName = &entry{path: p, method: m, item: i, op: o}
 		}
 	})
+	if op == nil && byName != nil {
+		return byName.path, byName.method, byName.item, byName.op
+	}
 	return
 }
 
