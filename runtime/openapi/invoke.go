@@ -162,10 +162,17 @@ func (a *Action) apply(req *http.Request, args map[string]any) *runtime.Error {
 	if req.URL.RawQuery != "" {
 		query = append(query, req.URL.RawQuery)
 	}
-	for _, p := range a.params {
+	baseQuery := req.URL.Query()
+	for i := range a.params {
+		p := &a.params[i]
 		v, ok := args[p.arg]
 		if !ok || v == nil {
 			continue
+		}
+		if obj, isObject := v.(map[string]any); isObject {
+			if err := a.checkObject(p, obj, baseQuery); err != nil {
+				return err
+			}
 		}
 		switch p.in {
 		case "query":
@@ -233,7 +240,7 @@ func (a *Action) applyPath(u *url.URL, args map[string]any) *runtime.Error {
 		if !ok || v == nil {
 			return runtime.Errorf(runtime.KindMissingFields, "path parameter %s is required", p.arg)
 		}
-		seg, err := pathValue(v, p.explode)
+		seg, err := pathValue(&p, v)
 		if err != "" {
 			return runtime.Errorf(runtime.KindInvalidArguments, "parameter %s: %s", p.arg, err)
 		}
@@ -257,87 +264,6 @@ func (a *Action) applyPath(u *url.URL, args map[string]any) *runtime.Error {
 		return runtime.Errorf(runtime.KindInvalidArguments, "the request path cannot be sent as escaped")
 	}
 	return nil
-}
-
-// pathValue renders a path parameter (style simple) as one escaped segment; it returns why it cannot: an empty
-// value, or one with a "." or ".." piece between its slashes (SPEC §4.4).
-func pathValue(v any, explode bool) (string, string) {
-	var items []string
-	switch v := v.(type) {
-	case []any:
-		for _, e := range v {
-			items = append(items, url.PathEscape(interp.Text(e)))
-		}
-	case map[string]any:
-		for _, k := range sortedKeys(v) {
-			if explode {
-				items = append(items, url.PathEscape(k)+"="+url.PathEscape(interp.Text(v[k])))
-			} else {
-				items = append(items, url.PathEscape(k), url.PathEscape(interp.Text(v[k])))
-			}
-		}
-	default:
-		text := interp.Text(v)
-		if text == "" {
-			return "", "a path parameter must not be empty"
-		}
-		if dotPiece(text) {
-			return "", "a path parameter must not have a \".\" or \"..\" piece between slashes"
-		}
-		return url.PathEscape(text), ""
-	}
-	seg := strings.Join(items, ",")
-	if seg == "" {
-		return "", "a path parameter must not be empty"
-	}
-	if decoded, err := url.PathUnescape(seg); err != nil || dotPiece(decoded) {
-		return "", "a path parameter must not have a \".\" or \"..\" piece between slashes"
-	}
-	return seg, ""
-}
-
-// appendQuery adds the query pairs of one parameter (styles form, spaceDelimited, pipeDelimited, deepObject).
-func appendQuery(query []string, p param, v any) []string {
-	name := url.QueryEscape(p.name)
-	switch v := v.(type) {
-	case []any:
-		items := make([]string, len(v))
-		for i, e := range v {
-			items[i] = url.QueryEscape(interp.Text(e))
-		}
-		switch {
-		case p.style == "spaceDelimited":
-			return append(query, name+"="+strings.Join(items, "%20"))
-		case p.style == "pipeDelimited":
-			return append(query, name+"="+strings.Join(items, "|"))
-		case p.explode:
-			for _, item := range items {
-				query = append(query, name+"="+item)
-			}
-			return query
-		}
-		return append(query, name+"="+strings.Join(items, ","))
-	case map[string]any:
-		keys := sortedKeys(v)
-		switch {
-		case p.style == "deepObject":
-			for _, k := range keys {
-				query = append(query, url.QueryEscape(p.name+"["+k+"]")+"="+url.QueryEscape(interp.Text(v[k])))
-			}
-			return query
-		case p.explode:
-			for _, k := range keys {
-				query = append(query, url.QueryEscape(k)+"="+url.QueryEscape(interp.Text(v[k])))
-			}
-			return query
-		}
-		items := make([]string, 0, 2*len(keys))
-		for _, k := range keys {
-			items = append(items, url.QueryEscape(k), url.QueryEscape(interp.Text(v[k])))
-		}
-		return append(query, name+"="+strings.Join(items, ","))
-	}
-	return append(query, name+"="+url.QueryEscape(interp.Text(v)))
 }
 
 // simple renders a header or cookie value (style simple): arrays comma-separated, objects as k,v or k=v pairs.

@@ -70,6 +70,8 @@ type Action struct {
 	mediaType string
 	path      []pathPart
 	schema    map[string]any
+	// queryNames are the names of the operation's query parameters: keys an exploded object must not produce.
+	queryNames map[string]bool
 }
 
 // Parameters returns the operation's parameters as a JSON Schema object, every $ref resolved: what an action bound
@@ -158,6 +160,12 @@ func fill(a *Action, o *operation, parts *sharedParts, base *interp.URL) {
 	a.Method, a.Path, a.params, a.body, a.Timeout = o.method, o.path, o.params, o.body, parts.timeout
 	a.schema, a.mediaType = o.schema, o.mediaType
 	a.path = splitPath(o.path, o.params)
+	a.queryNames = map[string]bool{}
+	for _, p := range o.params {
+		if p.in == "query" {
+			a.queryNames[p.name] = true
+		}
+	}
 	a.Request = &httpspec.Compiled{Method: o.method, URL: base, Headers: parts.headers}
 }
 

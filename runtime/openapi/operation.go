@@ -28,6 +28,8 @@ type param struct {
 	style    string
 	explode  bool
 	required bool
+	keys     map[string]bool // the properties an object value may have
+	open     bool            // the schema explicitly allows other properties too
 }
 
 // operation is an operation of the document converted into an action's parts.
@@ -238,9 +240,13 @@ func parameter(c *converter, r *openapi3.ParameterRef) (*param, any, error) {
 	if v.Explode != nil {
 		p.explode = *v.Explode
 	}
-	shape := shapeOf(v.Schema.Value)
-	if err := supported(p, shape); err != nil {
+	sh := shapeOf(v.Schema.Value)
+	if err := supported(p, sh); err != nil {
 		return nil, nil, err
+	}
+	if sh&object != 0 {
+		p.keys = map[string]bool{}
+		p.open = objectKeys(v.Schema.Value, p.keys)
 	}
 	schema := c.ref(v.Schema)
 	if m, ok := schema.(map[string]any); ok {
@@ -252,42 +258,6 @@ func parameter(c *converter, r *openapi3.ParameterRef) (*param, any, error) {
 		}
 	}
 	return p, schema, nil
-}
-
-// shapeOf tells primitive, array and object schemas apart, for the serialization styles.
-func shapeOf(s *openapi3.Schema) string {
-	if s == nil {
-		return "primitive"
-	}
-	switch {
-	case s.Type.Includes(openapi3.TypeArray):
-		return "array"
-	case s.Type.Includes(openapi3.TypeObject) || len(s.Properties) > 0:
-		return "object"
-	}
-	return "primitive"
-}
-
-// supported accepts the serialization styles Invoke implements (OpenAPI 3 "Style Values").
-func supported(p *param, shape string) error {
-	ok := false
-	switch p.in + "/" + p.style {
-	case "path/simple", "header/simple":
-		ok = true
-	case "query/form":
-		ok = true
-	case "query/spaceDelimited", "query/pipeDelimited":
-		ok = shape == "array"
-	case "query/deepObject":
-		ok = shape == "object"
-	case "cookie/form":
-		ok = shape == "primitive" || shape == "array" && !p.explode
-	}
-	if !ok {
-		return fmt.Errorf("%s parameter %q has style %s for a%s value (unsupported)", p.in, p.name, p.style,
-			map[string]string{"primitive": " primitive", "array": "n array", "object": "n object"}[shape])
-	}
-	return nil
 }
 
 var pathTemplate = regexp.MustCompile(`\{([^{}/]+)\}`)
