@@ -1,12 +1,9 @@
 package openapi
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/textproto"
 	"net/url"
@@ -136,7 +133,7 @@ func (i *instance) Invoke(ctx context.Context, a runtime.Action, call *runtime.C
 		res.ServerData = map[string]any{"status": resp.Status, "headers": map[string][]string(resp.Header)}
 	}
 	if err == nil {
-		res.Output = resp.Body
+		res.Output = output(resp)
 		return res, nil
 	}
 	rerr := httpspec.Recoverable(err)
@@ -148,6 +145,16 @@ func (i *instance) Invoke(ctx context.Context, a runtime.Action, call *runtime.C
 	}
 	res.Error = rerr
 	return res, nil
+}
+
+// output is a response's result: its decoded JSON, or the body as text when the response says it is not JSON
+// (text, CSV, XML...), so text that happens to parse as JSON stays text.
+func output(resp *httpspec.Response) any {
+	ct := resp.Header.Get("Content-Type")
+	if ct == "" || isJSONMedia(ct) || len(resp.Raw) == 0 {
+		return resp.Body
+	}
+	return strings.ToValidUTF8(string(resp.Raw), "\uFFFD")
 }
 
 // Teardown does nothing: the instance holds no resources.
@@ -193,8 +200,8 @@ func (a *Action) apply(req *http.Request, args map[string]any) *runtime.Error {
 	}
 	req.URL.RawQuery = strings.Join(query, "&")
 	setCookies(req.Header, cookies)
-	if body, ok := args[BodyParameter]; ok && a.body {
-		return setBody(req, body, a.mediaType)
+	if body, ok := args[BodyParameter]; ok && a.body != nil {
+		return a.body.setBody(req, body)
 	}
 	return nil
 }
@@ -287,28 +294,6 @@ func simple(v any, explode bool) string {
 		return strings.Join(items, ",")
 	}
 	return interp.Text(v)
-}
-
-// setBody encodes body as JSON (no HTML escaping, as stateless_http bodies) and sets it on req with the
-// operation's media type, unless the block's headers set Content-Type.
-func setBody(req *http.Request, body any, mediaType string) *runtime.Error {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(body); err != nil {
-		return runtime.Errorf(runtime.KindInvalidArguments, "parameter %s cannot be encoded as JSON", BodyParameter)
-	}
-	data := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
-	req.Body = io.NopCloser(bytes.NewReader(data))
-	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil }
-	req.ContentLength = int64(len(data))
-	if req.Header.Get("Content-Type") == "" {
-		if mediaType == "" {
-			mediaType = "application/json"
-		}
-		req.Header["Content-Type"] = []string{mediaType}
-	}
-	return nil
 }
 
 // validHeaderValue rejects every control character but horizontal tab (SPEC §4.3).

@@ -65,11 +65,10 @@ type Action struct {
 	Request *httpspec.Compiled
 	Timeout time.Duration
 	params  []param
-	body    bool
-	// mediaType is the JSON media type of the request body, sent as Content-Type.
-	mediaType string
-	path      []pathPart
-	schema    map[string]any
+	// body says how the request body is sent; nil when the operation takes none.
+	body   *requestBody
+	path   []pathPart
+	schema map[string]any
 	// queryNames are the names of the operation's query parameters: keys an exploded object must not produce.
 	queryNames map[string]bool
 }
@@ -158,7 +157,7 @@ func document(ctx context.Context, p *field.Path, raw, baseDir string, extra []s
 // fill completes a from a converted operation.
 func fill(a *Action, o *operation, parts *sharedParts, base *interp.URL) {
 	a.Method, a.Path, a.params, a.body, a.Timeout = o.method, o.path, o.params, o.body, parts.timeout
-	a.schema, a.mediaType = o.schema, o.mediaType
+	a.schema = o.schema
 	a.path = splitPath(o.path, o.params)
 	a.queryNames = map[string]bool{}
 	for _, p := range o.params {

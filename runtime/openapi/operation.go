@@ -2,7 +2,6 @@ package openapi
 
 import (
 	"fmt"
-	"mime"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -37,8 +36,7 @@ type operation struct {
 	id, method, path string
 	description      string
 	params           []param
-	body             bool   // the operation takes a JSON body in BodyParameter
-	mediaType        string // the body's JSON media type, as the document writes it
+	body             *requestBody // how the body in BodyParameter is sent; nil when there is none
 	bodyRequired     bool
 	schema           map[string]any // the action's parameters: type object, properties, required
 }
@@ -139,11 +137,10 @@ func convert(path, method string, item *openapi3.PathItem, op *openapi3.Operatio
 			return nil, fmt.Errorf("a %s operation with a request body (unsupported: a %s request carries no body)",
 				method, method)
 		}
-		key, mt, err := jsonMedia(rb.Value.Content)
+		reqBody, mt, err := bodyMedia(rb.Value.Content)
 		if err != nil {
 			return nil, err
 		}
-		o.mediaType = key
 		if first, dup := seen[BodyParameter]; dup {
 			return nil, fmt.Errorf("parameter %s is named like the request body parameter %q", first, BodyParameter)
 		}
@@ -157,7 +154,7 @@ func convert(path, method string, item *openapi3.PathItem, op *openapi3.Operatio
 			body["description"] = rb.Value.Description
 		}
 		props[BodyParameter] = body
-		o.body, o.bodyRequired = true, rb.Value.Required
+		o.body, o.bodyRequired = reqBody, rb.Value.Required
 		if rb.Value.Required {
 			required = append(required, BodyParameter)
 		}
@@ -290,37 +287,6 @@ func pathParamsDeclared(path string, params []param) error {
 		}
 	}
 	return nil
-}
-
-// jsonMedia returns the JSON media type of a request body (application/json first, else the first +json type in
-// sorted order) as the document writes it and its entry: "" and nil when the content names none, or an error when
-// the body is not JSON.
-func jsonMedia(content openapi3.Content) (string, *openapi3.MediaType, error) {
-	if len(content) == 0 {
-		return "", nil, nil
-	}
-	keys := make([]string, 0, len(content))
-	for k := range content {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	found := ""
-	for _, k := range keys {
-		mt, _, err := mime.ParseMediaType(k)
-		if err != nil {
-			continue
-		}
-		if mt == "application/json" {
-			return k, content[k], nil
-		}
-		if found == "" && strings.HasSuffix(mt, "+json") {
-			found = k
-		}
-	}
-	if found != "" {
-		return found, content[found], nil
-	}
-	return "", nil, fmt.Errorf("request body is not JSON (%s)", strings.Join(keys, ", "))
 }
 
 // bodyAllowed reports whether a request with method may carry a body: RFC 9110 gives a GET, HEAD or TRACE body
