@@ -86,15 +86,19 @@ func find(doc *openapi3.T, id string) (path, method string, item *openapi3.PathI
 	return
 }
 
+// operators spells the comparison suffixes of filter parameters (Twilio's "StartTime<", "StartTime>=") as words,
+// so they stay apart once other characters become "_".
+var operators = strings.NewReplacer("<=", "_lte", ">=", "_gte", "<", "_lt", ">", "_gt", "!=", "_ne")
+
 // argName maps a document parameter name to an action parameter name the LLM providers accept (property keys
-// matching ^[a-zA-Z0-9_.-]{1,64}$): other characters become "_".
+// matching ^[a-zA-Z0-9_.-]{1,64}$): comparison operators become _lt, _gt, _lte, _gte, _ne; other characters "_".
 func argName(name string) string {
 	out := strings.Map(func(r rune) rune {
 		if r == '_' || r == '.' || r == '-' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' {
 			return r
 		}
 		return '_'
-	}, name)
+	}, operators.Replace(name))
 	if len(out) > 64 {
 		out = out[:64]
 	}
@@ -111,19 +115,25 @@ func convert(path, method string, item *openapi3.PathItem, op *openapi3.Operatio
 	props := map[string]any{}
 	var required []any
 	seen := map[string]string{}
+	var list []*param
+	schemas := map[*param]any{}
 	for _, pr := range merged(item.Parameters, op.Parameters) {
 		p, schema, err := parameter(c, pr)
 		if err != nil {
 			return nil, err
 		}
-		if p == nil {
-			continue
+		if p != nil {
+			list = append(list, p)
+			schemas[p] = schema
 		}
+	}
+	separate(list)
+	for _, p := range list {
 		if first, dup := seen[p.arg]; dup {
 			return nil, fmt.Errorf("parameters %s and %s %q both become the action parameter %q", first, p.in, p.name, p.arg)
 		}
 		seen[p.arg] = fmt.Sprintf("%s %q", p.in, p.name)
-		props[p.arg] = schema
+		props[p.arg] = schemas[p]
 		if p.required {
 			required = append(required, p.arg)
 		}
@@ -132,7 +142,7 @@ func convert(path, method string, item *openapi3.PathItem, op *openapi3.Operatio
 	if err := pathParamsDeclared(path, o.params); err != nil {
 		return nil, err
 	}
-	if rb := op.RequestBody; rb != nil && rb.Value != nil {
+	if rb := op.RequestBody; rb != nil && rb.Value != nil && !(emptyBody(rb.Value) && !bodyAllowed(method)) {
 		if !bodyAllowed(method) {
 			return nil, fmt.Errorf("a %s operation with a request body (unsupported: a %s request carries no body)",
 				method, method)
@@ -168,6 +178,20 @@ func convert(path, method string, item *openapi3.PathItem, op *openapi3.Operatio
 	sort.Slice(required, func(i, j int) bool { return required[i].(string) < required[j].(string) })
 	o.schema = map[string]any{"type": "object", "properties": props, "required": required}
 	return o, nil
+}
+
+// separate renames parameters of different locations that share an action parameter name (a path "id" and a
+// query "id"): the path parameter keeps it, the others are prefixed with their location ("query_id").
+func separate(list []*param) {
+	count := map[string]int{}
+	for _, p := range list {
+		count[p.arg]++
+	}
+	for _, p := range list {
+		if count[p.arg] > 1 && p.in != openapi3.ParameterInPath {
+			p.arg = argName(p.in + "_" + p.arg)
+		}
+	}
 }
 
 // merged returns the path item's parameters overridden by the operation's (same name and location).
@@ -287,6 +311,25 @@ func pathParamsDeclared(path string, params []param) error {
 		}
 	}
 	return nil
+}
+
+// emptyBody reports whether an optional request body can carry nothing: every media type's schema is an object
+// without properties that allows no others (Stripe gives each GET operation such a form body).
+func emptyBody(rb *openapi3.RequestBody) bool {
+	if rb.Required {
+		return false
+	}
+	for _, mt := range rb.Content {
+		if mt == nil || mt.Schema == nil || mt.Schema.Value == nil {
+			return false
+		}
+		s := mt.Schema.Value
+		if len(s.Properties) > 0 || s.AdditionalProperties.Schema != nil ||
+			s.AdditionalProperties.Has == nil || *s.AdditionalProperties.Has {
+			return false
+		}
+	}
+	return true
 }
 
 // bodyAllowed reports whether a request with method may carry a body: RFC 9110 gives a GET, HEAD or TRACE body

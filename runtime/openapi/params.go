@@ -103,9 +103,10 @@ func supported(p *param, sh shape) error {
 	case "path/simple", "path/label", "path/matrix", "header/simple", "query/form":
 		ok = true
 	case "query/spaceDelimited", "query/pipeDelimited":
-		ok = sh&array != 0
+		ok = sh&object == 0
 	case "query/deepObject":
-		ok = sh&(object|array) != 0
+		// A primitive in deepObject style (Stripe's on_behalf_of) is sent as name=value.
+		ok = true
 	case "cookie/form":
 		ok = sh&object == 0 && (sh&array == 0 || !p.explode)
 	}
