@@ -23,6 +23,7 @@ const (
 	bodyJSON      = "json"
 	bodyForm      = "form"      // application/x-www-form-urlencoded
 	bodyMultipart = "multipart" // multipart/form-data without file parts
+	bodyText      = "text"      // text/*, the body parameter a string sent as is
 )
 
 // fieldEncoding is the OpenAPI encoding object of one property of a form or multipart body.
@@ -40,7 +41,8 @@ type requestBody struct {
 }
 
 // bodyMedia picks the media type a request body is sent in: JSON (application/json, else the first +json type),
-// else application/x-www-form-urlencoded, else multipart/form-data when no property is a file. The error says why
+// else application/x-www-form-urlencoded, else multipart/form-data when no property is a file, else the first
+// text/* type (the body a string). The error says why
 // none fits.
 func bodyMedia(content openapi3.Content) (*requestBody, *openapi3.MediaType, error) {
 	if len(content) == 0 {
@@ -65,13 +67,15 @@ func bodyMedia(content openapi3.Content) (*requestBody, *openapi3.MediaType, err
 			kind = bodyForm
 		case mt == "multipart/form-data":
 			kind = bodyMultipart
+		case strings.HasPrefix(mt, "text/"):
+			kind = bodyText
 		}
 		if kind != "" && (found[kind] == "" || mt == "application/json") {
 			found[kind] = k
 		}
 	}
 	var fileProp string
-	for _, kind := range []string{bodyJSON, bodyForm, bodyMultipart} {
+	for _, kind := range []string{bodyJSON, bodyForm, bodyMultipart, bodyText} {
 		k := found[kind]
 		if k == "" {
 			continue
@@ -87,7 +91,7 @@ func bodyMedia(content openapi3.Content) (*requestBody, *openapi3.MediaType, err
 	if fileProp != "" {
 		return nil, nil, fmt.Errorf("the multipart request body has a file part (property %q): file uploads are not supported", fileProp)
 	}
-	return nil, nil, fmt.Errorf("request body is in no media type Invoke can send (%s; it sends JSON, form-urlencoded and multipart without files)",
+	return nil, nil, fmt.Errorf("request body is in no media type Invoke can send (%s; it sends JSON, form-urlencoded, multipart without files and text)",
 		strings.Join(keys, ", "))
 }
 
@@ -155,6 +159,12 @@ func (rb *requestBody) setBody(req *http.Request, body any) *runtime.Error {
 				return runtime.Errorf(runtime.KindInvalidArguments, "parameter %s cannot be encoded: %v", BodyParameter, err)
 			}
 		}
+	case bodyText:
+		text, ok := body.(string)
+		if !ok {
+			return runtime.Errorf(runtime.KindInvalidArguments, "parameter %s must be a string: the body is sent as %s", BodyParameter, rb.mediaType)
+		}
+		data = []byte(text)
 	default:
 		var err error
 		if data, err = jsonText(body); err != nil {

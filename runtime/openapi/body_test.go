@@ -29,6 +29,7 @@ const bodyDoc = `{"openapi":"3.0.3","info":{"title":"t","version":"1"},"paths":{
     "title":{"type":"string"},"labels":{"type":"array","items":{"type":"string"}},"meta":{"type":"object","properties":{"a":{"type":"integer"}}}}}}}},"responses":{"200":{"description":"ok"}}}},
 "/file":{"post":{"operationId":"file","requestBody":{"content":{"multipart/form-data":{"schema":{"type":"object","properties":{
     "file":{"type":"string","format":"binary"}}}}}},"responses":{"200":{"description":"ok"}}}},
+"/markdown":{"post":{"operationId":"render","requestBody":{"content":{"text/x-markdown":{"schema":{"type":"string"}},"text/plain":{"schema":{"type":"string"}}}},"responses":{"200":{"description":"ok"}}}},
 "/text":{"get":{"operationId":"text","responses":{"200":{"description":"ok"}}}},
 "/csv":{"get":{"operationId":"csv","responses":{"200":{"description":"ok"}}}}
 }}`
@@ -74,6 +75,22 @@ func TestFormBody(t *testing.T) {
 	}
 	if tl.Skipped()[0].Name != "file" || len(tl.Skipped()) != 1 {
 		t.Errorf("Skipped %+v: want only the file upload", tl.Skipped())
+	}
+}
+
+// TestTextBody: a text body is the body parameter, a string, sent as is.
+func TestTextBody(t *testing.T) {
+	t.Parallel()
+	srv := newServer(t)
+	tl := loadDoc(t, srv, bodyDoc, "", "")
+	if res := invokeOnce(t, tl, "render", map[string]any{"body": "# Title\n*hi*"}); res.IsError {
+		t.Fatal(res.Error)
+	}
+	if r := srv.last(t); r.Header.Get("Content-Type") != "text/plain" || string(r.Body) != "# Title\n*hi*" {
+		t.Errorf("%s %q", r.Header.Get("Content-Type"), r.Body)
+	}
+	if res := invokeOnce(t, tl, "render", map[string]any{"body": 5}); !res.IsError {
+		t.Error("a number sent as a text body")
 	}
 }
 

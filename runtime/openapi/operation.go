@@ -155,7 +155,9 @@ func convert(path, method string, item *openapi3.PathItem, op *openapi3.Operatio
 			return nil, fmt.Errorf("parameter %s is named like the request body parameter %q", first, BodyParameter)
 		}
 		body := map[string]any{}
-		if mt != nil && mt.Schema != nil {
+		if reqBody.kind == bodyText {
+			body["type"] = "string"
+		} else if mt != nil && mt.Schema != nil {
 			if b, ok := c.ref(mt.Schema).(map[string]any); ok {
 				body = b
 			}

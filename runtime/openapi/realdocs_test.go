@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -32,9 +33,18 @@ var realDocs = []string{
 	"oai-uspto.yaml",
 }
 
+// realDocs holds the decompressed copies of gzipped documents, one per test binary, so that a second Load of
+// the same file is served by the document cache.
+var (
+	realMu  sync.Mutex
+	realDir string
+)
+
 // realDoc returns the path of a real document, decompressed into a temporary directory when it is gzipped.
 func realDoc(t testing.TB, name string) string {
 	t.Helper()
+	realMu.Lock()
+	defer realMu.Unlock()
 	src := filepath.Join("testdata", "real", name)
 	if !strings.HasSuffix(name, ".gz") {
 		abs, err := filepath.Abs(src)
@@ -52,7 +62,17 @@ func realDoc(t testing.TB, name string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dst := filepath.Join(t.TempDir(), strings.TrimSuffix(name, ".gz"))
+	if realDir == "" {
+		dir, err := os.MkdirTemp("", "openapi-real-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		realDir = dir
+	}
+	dst := filepath.Join(realDir, strings.TrimSuffix(name, ".gz"))
+	if _, err := os.Stat(dst); err == nil {
+		return dst
+	}
 	out, err := os.Create(dst)
 	if err != nil {
 		t.Fatal(err)
@@ -179,4 +199,12 @@ func itoa(n int) string {
 		return digits[n : n+1]
 	}
 	return itoa(n/10) + digits[n%10:n%10+1]
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if realDir != "" {
+		_ = os.RemoveAll(realDir)
+	}
+	os.Exit(code)
 }
