@@ -1,6 +1,7 @@
 package openapi
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -18,6 +19,10 @@ const BodyParameter = "body"
 // MaxDescription bounds an action description taken from an operation, in runes: longer ones are cut (OpenAI
 // refuses function descriptions over 1024 characters).
 const MaxDescription = 1024
+
+// MaxSchemaBytes bounds the JSON of one operation's parameters once every $ref is inlined: repeated subschemas must
+// not make a function larger than an LLM request can carry alongside the others. GitHub's largest is 24 KB.
+const MaxSchemaBytes = 128 << 10
 
 // param is one parameter of an operation, in the form Invoke needs.
 type param struct {
@@ -179,6 +184,10 @@ func convert(path, method string, item *openapi3.PathItem, op *openapi3.Operatio
 	}
 	sort.Slice(required, func(i, j int) bool { return required[i].(string) < required[j].(string) })
 	o.schema = map[string]any{"type": "object", "properties": props, "required": required}
+	if raw, err := json.Marshal(o.schema); err != nil || len(raw) > MaxSchemaBytes {
+		return nil, fmt.Errorf("its parameters schema is %d bytes once $refs are inlined, over the %d-byte bound (select fewer operations or bind it with declared parameters)",
+			len(raw), MaxSchemaBytes)
+	}
 	return o, nil
 }
 

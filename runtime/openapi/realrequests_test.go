@@ -60,11 +60,11 @@ func TestRealRequests(t *testing.T) {
 			method: "GET", path: "/v3/v1/customers", query: url.Values{"created": {"1700000000"}}},
 		{doc: "twilio-api-v2010.json.gz", sel: `{operations: [CreateMessage, ListCall]}`,
 			action: "CreateMessage", args: map[string]any{"AccountSid": sid, "body": map[string]any{"To": "+15550001", "From": "+15550002", "Body": "hi & bye"}},
-			method: "POST", path: "/v3/2010-04-01/Accounts/"+sid+"/Messages.json", contentType: "application/x-www-form-urlencoded",
+			method: "POST", path: "/v3/2010-04-01/Accounts/" + sid + "/Messages.json", contentType: "application/x-www-form-urlencoded",
 			body: "Body=hi+%26+bye&From=%2B15550002&To=%2B15550001"},
 		{doc: "twilio-api-v2010.json.gz", sel: `{operations: [CreateMessage, ListCall]}`,
 			action: "ListCall", args: map[string]any{"AccountSid": sid, "StartTime_gt": "2024-01-01T00:00:00Z", "PageSize": 20},
-			method: "GET", path: "/v3/2010-04-01/Accounts/"+sid+"/Calls.json", query: url.Values{"StartTime>": {"2024-01-01T00:00:00Z"}, "PageSize": {"20"}}},
+			method: "GET", path: "/v3/2010-04-01/Accounts/" + sid + "/Calls.json", query: url.Values{"StartTime>": {"2024-01-01T00:00:00Z"}, "PageSize": {"20"}}},
 		{doc: "oai-petstore-expanded.yaml", sel: `{tags: [], methods: [GET]}`,
 			action: "find_pet_by_id", args: map[string]any{"id": 42}, method: "GET", path: "/v3/pets/42"},
 	}
