@@ -195,6 +195,12 @@ func (a *Action) apply(req *http.Request, args map[string]any) *runtime.Error {
 				req.Header[key] = []string{text}
 			}
 		case "cookie":
+			if list, isList := v.([]any); isList && p.explode {
+				for _, e := range list { // an exploded array: one cookie per item
+					cookies = append(cookies, p.name+"="+url.QueryEscape(interp.Text(e)))
+				}
+				continue
+			}
 			cookies = append(cookies, p.name+"="+url.QueryEscape(simple(v, false)))
 		}
 	}

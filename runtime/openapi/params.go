@@ -108,7 +108,7 @@ func supported(p *param, sh shape) error {
 		// A primitive in deepObject style (Stripe's on_behalf_of) is sent as name=value.
 		ok = true
 	case "cookie/form":
-		ok = sh&object == 0 && (sh&array == 0 || !p.explode)
+		ok = sh&object == 0
 	}
 	if !ok {
 		return fmt.Errorf("%s parameter %q has style %s for a %s value, which OpenAPI does not define", p.in, p.name,

@@ -24,7 +24,9 @@ const paramsDoc = `{"openapi":"3.0.3","info":{"title":"t","version":"1"},"paths"
  {"name":"csv","in":"query","explode":false,"schema":{"type":"array","items":{"type":"string"}}},
  {"name":"space","in":"query","style":"spaceDelimited","schema":{"type":"array","items":{"type":"string"}}},
  {"name":"pipe","in":"query","style":"pipeDelimited","schema":{"type":"array","items":{"type":"string"}}},
- {"name":"pipes","in":"query","style":"pipeDelimited","explode":true,"schema":{"type":"array","items":{"type":"string"}}}
+ {"name":"pipes","in":"query","style":"pipeDelimited","explode":true,"schema":{"type":"array","items":{"type":"string"}}},
+ {"name":"ck","in":"cookie","schema":{"type":"array","items":{"type":"string"}}},
+ {"name":"hd","in":"header","schema":{"type":"array","items":{"type":"string"}}}
 ],"responses":{"200":{"description":"ok"}}}},
 "/items/{label}/{matrix}/{point}":{"get":{"operationId":"item","parameters":[
  {"name":"label","in":"path","required":true,"style":"label","schema":{"type":"array","items":{"type":"string"}}},
@@ -115,6 +117,12 @@ func TestQueryStyles(t *testing.T) {
 		if got := srv.last(t).RawQuery; got != tt.want {
 			t.Errorf("%s: query %q, want %q", tt.name, got, tt.want)
 		}
+	}
+	if res := invokeOnce(t, tl, "search", map[string]any{"ck": []any{"a", "b"}, "hd": []any{"x", "y"}}); res.IsError {
+		t.Fatal(res.Error)
+	}
+	if r := srv.last(t); r.Header.Get("Cookie") != "ck=a; ck=b" || r.Header.Get("hd") != "x,y" {
+		t.Errorf("cookie %q, header %q", r.Header.Get("Cookie"), r.Header.Get("hd"))
 	}
 	res := invokeOnce(t, tl, "item", map[string]any{"label": []any{"a", "b"}, "matrix": []any{"x", "y"},
 		"point": map[string]any{"x": 1, "y": 2}})
