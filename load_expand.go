@@ -14,8 +14,9 @@ import (
 	"github.com/commonagents-go/tool/runtime"
 )
 
-// Skipped is an item of a top-level runtime block that did not become an action (an OpenAPI operation without
-// operationId, an MCP tool whose schema cannot be used), with the reason. Load reports each one to the observer
+// Skipped is an item of a top-level runtime block that did not become an action (an OpenAPI operation whose
+// request body cannot be sent, an MCP tool whose schema cannot be used), with the reason. Items a block's own
+// selection leaves out are not Skipped: FactActionsExpanded counts them. Load reports each one to the observer
 // as a "tool.action.skipped" fact and Tool.Skipped lists them: nothing is dropped silently.
 type Skipped struct {
 	// Kind is the backend of the block, e.g. "openapi".

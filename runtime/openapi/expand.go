@@ -2,6 +2,7 @@ package openapi
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
 	"github.com/commonagents-go/tool/field"
@@ -52,7 +53,7 @@ func (Backend) Expand(ctx context.Context, b *runtime.Block) (*runtime.Expansion
 	for _, e := range entries {
 		if clashed[e] {
 			out.Skipped = append(out.Skipped, runtime.Skipped{Name: e.label(),
-				Reason: "its operationId is given to another operation too: make the operationIds unique"})
+				Reason: fmt.Sprintf("its name %q, made apart from a like name by a hash, is still another operation's: change its operationId", e.name)})
 			continue
 		}
 		o, err := convert(e.path, e.method, e.item, e.op)

@@ -64,11 +64,17 @@ func nameAll(entries []*entry) (warnings []string, clash []*entry) {
 			continue
 		}
 		for _, e := range g {
-			if e.op.OperationID == n && !taken[n] {
-				taken[n] = true
-				continue
+			tag := e.label()
+			if e.op.OperationID == n {
+				if !taken[n] {
+					taken[n] = true
+					continue
+				}
+				// The document gives this operationId twice (invalid OpenAPI): the later one in path order is
+				// told apart by its method and path.
+				tag = e.method + " " + e.path
 			}
-			e.name = funcname.Suffix(n, e.label(), funcname.MaxLen)
+			e.name = funcname.Suffix(n, tag, funcname.MaxLen)
 			if taken[e.name] {
 				clash = append(clash, e)
 				continue

@@ -182,3 +182,21 @@ func TestSelect(t *testing.T) {
 		}
 	}
 }
+
+// TestDuplicateOperationID: of two operations given the same operationId (invalid OpenAPI), the first in path
+// order keeps the name and the other is told apart by a hash of its method and path, with a warning.
+func TestDuplicateOperationID(t *testing.T) {
+	t.Parallel()
+	srv := newServer(t)
+	doc := `{"openapi":"3.0.3","info":{"title":"t","version":"1"},"paths":{
+"/a":{"get":{"operationId":"list","responses":{"200":{"description":"ok"}}}},
+"/b":{"get":{"operationId":"list","responses":{"200":{"description":"ok"}}}}}}`
+	tl := loadDoc(t, srv, doc, "", "")
+	// list_ + the first 8 hex digits of sha256("GET /b")
+	if got := actionNames(tl); !reflect.DeepEqual(got, []string{"list", "list_db789e7b"}) {
+		t.Errorf("actions %q", got)
+	}
+	if w := tl.Warnings(); len(w) != 1 || !strings.Contains(w[0].Detail, `"list" is named "list_db789e7b"`) {
+		t.Errorf("warnings %+v", w)
+	}
+}
