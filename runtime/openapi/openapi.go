@@ -1,13 +1,16 @@
 // Package openapi is the openapi action backend (SPEC §7.5): actions derived from the operations of an OpenAPI 3.0
 // or 3.1 document. Importing the root package registers it.
 //
-// The document is read with kin-openapi, which resolves every $ref (local, other files, http(s) URLs) in place and
-// reads both 3.0 and 3.1 (type lists, numeric exclusive bounds, const, prefixItems). It is fetched once per
-// location and process, within Load's context. A top-level openapi block expands (runtime.Expander) into one action
-// per operation with an operationId, unless a declared action runs on openapi; an action-level block with
-// operation_id binds one declared action to one operation. Invoke builds the request from the operation with
-// internal/httpspec (base URL, headers, auth) and sends it with httpspec.Do, which classifies failures as
-// stateless_http does (SPEC §7.3).
+// The document is read with kin-openapi, which resolves every $ref in place and reads both 3.0 and 3.1 (type
+// lists, numeric exclusive bounds, const, prefixItems). A document fetched from a URL reads $refs and follows
+// redirects only on its own origin, a local one reads no http(s) $refs, unless the host allows more origins
+// (runtime.Block.RefOrigins, tool.WithDocumentOrigins). Parsed documents are cached per process (CacheEntries,
+// CacheTTL), keyed by location and allowed origins. A top-level openapi block expands (runtime.Expander) into one
+// action per selected operation (Selection), named from its operationId by internal/funcname's rule, unless a
+// declared action runs on openapi; an action-level block with operation_id binds one declared action to one
+// operation. Invoke builds the request from the operation with internal/httpspec (base URL, headers, auth),
+// serialises parameters in their OpenAPI styles and the body as JSON, form-urlencoded, multipart or text, and
+// sends it with httpspec.Do, which classifies failures as stateless_http does (SPEC §7.3).
 package openapi
 
 import (
