@@ -3,9 +3,9 @@ package tool
 import (
 	"bytes"
 	"encoding/json"
-	"strings"
 	"time"
 
+	"github.com/commonagents-go/tool/internal/funcname"
 	"github.com/commonagents-go/tool/internal/schema"
 )
 
@@ -45,7 +45,10 @@ func (c Capability) includes(name string) bool {
 }
 
 // Functions returns one function per action the capability includes, in manifest order (SPEC §3.5). Names are
-// the sanitized capability key, plus "_" and the sanitized action name when the tool has several actions.
+// the capability key, plus "_" and the action name when the tool has several actions, each cleaned (characters
+// outside [A-Za-z0-9_] become "_", runs of "_" collapse, "_" at the ends is trimmed); a name over 64 characters
+// keeps its first 55 and ends with "_" and 8 hex digits of a hash of the whole, so every name matches
+// ^[A-Za-z0-9_-]{1,64}$ and stays the same from one Load to the next.
 // Bound parameters are left out of the schemas. Functions is cheap: schemas are prepared at Load.
 func (t *Tool) Functions(c Capability) []Function {
 	out := make([]Function, 0, len(t.actions))
@@ -63,26 +66,17 @@ func (t *Tool) Functions(c Capability) []Function {
 	return out
 }
 
+// functionName follows internal/funcname's rule: it always matches ^[A-Za-z0-9_-]{1,64}$, a longer name ending
+// in a stable hash of the whole.
 func (t *Tool) functionName(c Capability, a *action) string {
 	key := c.Key
 	if key == "" {
 		key = t.manifest.Name
 	}
-	name := sanitize(key)
 	if len(t.actions) > 1 {
-		name += "_" + sanitize(a.def.Name)
+		return funcname.Join(key, a.def.Name)
 	}
-	return name
-}
-
-// sanitize replaces every character outside [A-Za-z0-9_] with "_".
-func sanitize(s string) string {
-	return strings.Map(func(r rune) rune {
-		if r == '_' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' {
-			return r
-		}
-		return '_'
-	}, s)
+	return funcname.Join(key)
 }
 
 // llmParam is one parameter of an action's LLM schema, encoded once at Load.

@@ -4,6 +4,7 @@ import (
 	"reflect"
 
 	"github.com/commonagents-go/tool/field"
+	"github.com/commonagents-go/tool/internal/funcname"
 	"github.com/commonagents-go/tool/internal/schema"
 	"github.com/commonagents-go/tool/runtime"
 )
@@ -76,7 +77,7 @@ func (l *loader) actions(root map[string]any, docs []any) []*action {
 func (l *loader) functionNames() {
 	seen := map[string]string{}
 	for i, a := range l.m.Actions {
-		name := sanitize(a.Name)
+		name := funcname.Clean(a.Name)
 		if first, dup := seen[name]; dup && first != a.Name {
 			l.errs.Add(field.Duplicate(field.NewPath("actions").Index(i).Child("name"),
 				"action %q and action %q both become the function name suffix %q", first, a.Name, name))
@@ -136,6 +137,7 @@ func (l *loader) prepareAction(root, doc map[string]any, p *field.Path, a *actio
 	block := &runtime.Block{
 		Kind: kind, Tool: l.m.Name, Action: a.def.Name, Path: bp, Value: value,
 		Shared: root[kind], SharedPath: field.NewPath(kind), Check: l.checkerFor(a.params, false), BaseDir: l.opts.baseDir,
+		RefOrigins: l.opts.refOrigins,
 	}
 	prepared, err := backend.Prepare(l.ctx, block)
 	l.errs = append(l.errs, blockErrors(bp, err)...)

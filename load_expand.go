@@ -8,13 +8,15 @@ import (
 	"sort"
 
 	"github.com/commonagents-go/tool/field"
+	"github.com/commonagents-go/tool/internal/funcname"
 	"github.com/commonagents-go/tool/internal/schema"
 	"github.com/commonagents-go/tool/interp"
 	"github.com/commonagents-go/tool/runtime"
 )
 
-// Skipped is an item of a top-level runtime block that did not become an action (an OpenAPI operation without
-// operationId, an MCP tool whose schema cannot be used), with the reason. Load reports each one to the observer
+// Skipped is an item of a top-level runtime block that did not become an action (an OpenAPI operation whose
+// request body cannot be sent, an MCP tool whose schema cannot be used), with the reason. Items a block's own
+// selection leaves out are not Skipped: FactActionsExpanded counts them. Load reports each one to the observer
 // as a "tool.action.skipped" fact and Tool.Skipped lists them: nothing is dropped silently.
 type Skipped struct {
 	// Kind is the backend of the block, e.g. "openapi".
@@ -29,6 +31,16 @@ func (t *Tool) Skipped() []Skipped { return append([]Skipped(nil), t.skipped...)
 
 // FactActionSkipped is the fact Load reports for each Skipped item; its Data holds kind, name and reason.
 const FactActionSkipped = "tool.action.skipped"
+
+// FactActionsExpanded is the fact Load reports once per top-level block that expanded into actions. Its Data holds
+// kind, expanded (actions added), skipped (items listed in Tool.Skipped) and unselected (items the block's own
+// selection left out, e.g. an openapi block's select: only counted, never listed).
+const FactActionsExpanded = "tool.actions.expanded"
+
+type expansionCount struct {
+	kind                          string
+	expanded, skipped, unselected int
+}
 
 // expand adds the actions of every top-level block whose backend implements runtime.Expander (SPEC §7.5, §7.6),
 // after declared actions bound to one of its items got their parameters (bindDeclared). A block with problems of
@@ -56,7 +68,7 @@ func (l *loader) expand(root map[string]any, t *Tool) {
 		p := field.NewPath(kind)
 		block := &runtime.Block{Kind: kind, Tool: l.m.Name, Shared: root[kind], SharedPath: p,
 			Check: l.checkerFor(l.rootProps(), false), BaseDir: l.opts.baseDir, Discover: l.opts.discover,
-			Used: used[kind], Values: loadValues{t}}
+			Used: used[kind], Values: loadValues{t}, RefOrigins: l.opts.refOrigins}
 		exp, err := ex.Expand(l.ctx, block)
 		if err != nil {
 			l.errs = append(l.errs, blockErrors(p, err)...)
@@ -83,7 +95,7 @@ func (l *loader) addExpanded(t *Tool, kind string, backend runtime.Runtime, exp 
 	p := field.NewPath(kind)
 	taken := map[string]string{} // function-name suffix → action or event name
 	for _, a := range l.m.Actions {
-		taken[sanitize(a.Name)] = a.Name
+		taken[funcname.Clean(a.Name)] = a.Name
 	}
 	declared := map[string]bool{}
 	for _, a := range l.m.Actions {
@@ -98,12 +110,19 @@ func (l *loader) addExpanded(t *Tool, kind string, backend runtime.Runtime, exp 
 	for _, s := range exp.Skipped {
 		skip(s.Name, s.Reason)
 	}
+	l.warns = append(l.warns, exp.Warnings...)
+	count := expansionCount{kind: kind, unselected: exp.Unselected}
+	actionsBefore, skippedBefore := len(t.actions), len(t.skipped)-len(exp.Skipped)
+	defer func() {
+		count.expanded, count.skipped = len(t.actions)-actionsBefore, len(t.skipped)-skippedBefore
+		t.expansions = append(t.expansions, count)
+	}()
 	for _, e := range exp.Actions {
 		if declared[e.Name] {
 			l.errs.Add(field.Duplicate(p, "%s expands into an action named %q, which is already the name of a declared action or event", kind, e.Name))
 			continue
 		}
-		if first, dup := taken[sanitize(e.Name)]; dup {
+		if first, dup := taken[funcname.Clean(e.Name)]; dup {
 			if _, own := declared[first]; own {
 				l.errs.Add(field.Duplicate(p, "%s expands into an action %q whose function name is that of the declared action %q", kind, e.Name, first))
 			} else {
@@ -116,7 +135,7 @@ func (l *loader) addExpanded(t *Tool, kind string, backend runtime.Runtime, exp 
 			skip(e.Name, reason)
 			continue
 		}
-		taken[sanitize(e.Name)] = e.Name
+		taken[funcname.Clean(e.Name)] = e.Name
 		t.actions = append(t.actions, a)
 	}
 }
@@ -217,7 +236,7 @@ func annotationsOf(tr *runtime.Traits) *Annotations {
 		ConcurrencySafe: b(tr.ConcurrencySafe), OpenWorld: b(tr.OpenWorld), Capabilities: tr.Capabilities}
 }
 
-// reportSkipped tells the observer about every skipped item, once, at load.
+// reportSkipped tells the observer about every skipped item and every expanded block, once, at load.
 func (t *Tool) reportSkipped(ctx context.Context) {
 	obs := t.opts.observer
 	if obs == nil {
@@ -226,6 +245,10 @@ func (t *Tool) reportSkipped(ctx context.Context) {
 	for _, s := range t.skipped {
 		obs.Observe(ctx, Fact{Name: FactActionSkipped, Tool: t.Name(), Time: t.opts.clock.Now(),
 			Data: map[string]any{"kind": s.Kind, "name": s.Name, "reason": s.Reason}})
+	}
+	for _, e := range t.expansions {
+		obs.Observe(ctx, Fact{Name: FactActionsExpanded, Tool: t.Name(), Time: t.opts.clock.Now(),
+			Data: map[string]any{"kind": e.kind, "expanded": e.expanded, "skipped": e.skipped, "unselected": e.unselected}})
 	}
 }
 

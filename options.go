@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -32,7 +34,8 @@ type options struct {
 	receivers   *events.Registry
 	limits      Limits
 	baseDir     string
-	discover    bool // WithDiscovery
+	discover    bool     // WithDiscovery
+	refOrigins  []string // WithDocumentOrigins
 	// Webhook signatures (SPEC §9.2).
 	webhookSecret []byte
 	verifiers     []webhook.Verifier
@@ -188,6 +191,25 @@ func WithHTTPClient(c *http.Client) Option {
 // is always fetched at Load (SPEC §7.5).
 func WithDiscovery(on bool) Option {
 	return func(o *options) error { o.discover = on; return nil }
+}
+
+// WithDocumentOrigins lets the documents Load reads (OpenAPI, SPEC §7.5) take $refs from these origins
+// ("https://schemas.example.com", scheme://host[:port]) and be redirected to them. Without it, a document fetched
+// from a URL reads $refs and follows redirects only on its own origin, and a document read from a file reads no
+// http(s) $refs at all; refs to files are refused in a fetched document whatever the origins. Each origin must be
+// an http(s) URL with a host and nothing after it; a malformed one is an error of Load.
+func WithDocumentOrigins(origins ...string) Option {
+	return func(o *options) error {
+		for _, s := range origins {
+			u, err := url.Parse(s)
+			if err != nil || u.Scheme != "http" && u.Scheme != "https" || u.Host == "" || u.User != nil ||
+				strings.TrimSuffix(u.Path, "/") != "" || u.RawQuery != "" || u.Fragment != "" {
+				return fmt.Errorf("WithDocumentOrigins: %q is not an origin (scheme://host[:port])", s)
+			}
+			o.refOrigins = append(o.refOrigins, u.Scheme+"://"+strings.ToLower(u.Host))
+		}
+		return nil
+	}
 }
 
 // WithAuth sets the provider behind {auth.<provider>()}.

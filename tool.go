@@ -22,6 +22,7 @@ type Tool struct {
 	actionByName   map[string]*action
 	warnings       func() []Problem // nil when there are none
 	skipped        []Skipped        // what top-level blocks offered but could not become actions
+	expansions     []expansionCount // per expanded block, for FactActionsExpanded
 
 	// Derived at load for tasks.
 	levels       []*schema.Schema           // parameter schemas of every level: root, actions, events

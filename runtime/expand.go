@@ -2,6 +2,8 @@ package runtime
 
 import (
 	"context"
+
+	"github.com/commonagents-go/tool/field"
 )
 
 // Expander is implemented by backends whose top-level block declares actions of its own: the operations of an
@@ -19,6 +21,11 @@ type Expansion struct {
 	Actions []Expanded
 	// Skipped lists what could not become an action, each with the reason: never drop anything silently.
 	Skipped []Skipped
+	// Warnings are non-fatal findings (an item renamed to keep names apart, a selection entry that matches
+	// nothing): the loader adds them to Tool.Warnings.
+	Warnings field.List
+	// Unselected counts the items the block's own selection left out: reported in a load fact, not as Skipped.
+	Unselected int
 }
 
 // Expanded is one action derived from a top-level block.

@@ -97,6 +97,9 @@ type Block struct {
 	Used bool
 	// Values resolves {settings.*} and {runtime.*} tokens for work done at load (Expand); nil in Prepare.
 	Values interp.Resolver
+	// RefOrigins are the origins (scheme://host[:port]) the host lets documents read at load refer to beyond
+	// their own (tool.WithDocumentOrigins).
+	RefOrigins []string
 }
 
 // Decode decodes the block into dst strictly (unknown keys and wrong types become problems at their paths).

@@ -27,7 +27,7 @@ func TestConvertTypeLists(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	doc, err := load(context.Background(), loc)
+	doc, err := documents.load(context.Background(), loc, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,14 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/commonagents-go/tool/runtime"
 	"github.com/getkin/kin-openapi/openapi3"
 )
 
@@ -22,18 +25,8 @@ const MaxDocumentBytes = 32 << 20
 // fetchTimeout bounds one document fetch when Load's context sets no earlier deadline.
 const fetchTimeout = 60 * time.Second
 
-// documents caches loaded documents per location for the life of the process (SPEC §7.5: fetched once). A loaded
-// *openapi3.T is never modified afterwards, so the cache holds immutable values; failures are not cached.
-var documents sync.Map // location string → *cached
-
-type cached struct {
-	done chan struct{}
-	doc  *openapi3.T
-	err  error
-}
-
-// location turns a block's url into the cache key and the URL kin-openapi loads from: an absolute http(s) URL, or
-// an absolute file path (relative paths resolve against baseDir, the manifest's directory).
+// location turns a block's url into the URL kin-openapi loads from: an absolute http(s) URL, or an absolute file
+// path (relative paths resolve against baseDir, the manifest's directory).
 func location(raw, baseDir string) (*url.URL, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
@@ -61,101 +54,176 @@ func location(raw, baseDir string) (*url.URL, error) {
 	return &url.URL{Path: filepath.ToSlash(filepath.Clean(raw))}, nil
 }
 
-// load returns the document at loc, loading it at most once per process. ctx bounds the fetch; a caller whose
-// ctx ends while another caller's fetch of the same document is in flight stops waiting.
-func load(ctx context.Context, loc *url.URL) (*openapi3.T, error) {
-	key := loc.String()
-	for {
-		e := &cached{done: make(chan struct{})}
-		if prev, loaded := documents.LoadOrStore(key, e); loaded {
-			p := prev.(*cached)
-			select {
-			case <-p.done:
-				if p.err == nil {
-					return p.doc, nil
-				}
-				// A failed load was removed from the cache: try again with this ctx.
-				continue
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			}
+// origin returns scheme://host[:port] of an http(s) URL, lower-cased, without the scheme's default port.
+func origin(u *url.URL) string {
+	host := strings.ToLower(u.Host)
+	if h, port, err := net.SplitHostPort(host); err == nil &&
+		(u.Scheme == "http" && port == "80" || u.Scheme == "https" && port == "443") {
+		host = h
+		if strings.Contains(h, ":") {
+			host = "[" + h + "]"
 		}
-		e.doc, e.err = read(ctx, loc)
-		if e.err != nil {
-			documents.CompareAndDelete(key, e)
-		}
-		close(e.done)
-		return e.doc, e.err
 	}
+	return strings.ToLower(u.Scheme) + "://" + host
 }
 
-// read loads and resolves one document. External $refs are followed with the same bounds: from a local file to
-// other files or http(s) URLs, from a remote document only to http(s) URLs (a remote document must not read local
-// files).
-func read(ctx context.Context, loc *url.URL) (*openapi3.T, error) {
-	ctx, cancel := context.WithTimeout(ctx, fetchTimeout)
-	defer cancel()
-	remote := loc.Scheme != ""
-	loader := openapi3.NewLoader()
-	loader.Context = ctx
-	loader.IsExternalRefsAllowed = true
-	loader.ReadFromURIFunc = func(_ *openapi3.Loader, u *url.URL) ([]byte, error) {
-		return readURI(ctx, u, remote)
+// originsOf returns the origins the host allows beyond a document's own, normalised and sorted.
+func originsOf(b *runtime.Block) []string {
+	out := make([]string, 0, len(b.RefOrigins))
+	for _, s := range b.RefOrigins {
+		if u, err := url.Parse(s); err == nil && u.Host != "" {
+			out = append(out, origin(u))
+		}
 	}
-	data, err := readURI(ctx, loc, remote)
+	sort.Strings(out)
+	return out
+}
+
+// policy says what one document may read besides itself.
+type policy struct {
+	remote  bool            // the document was fetched over http(s): it may not read files
+	origins map[string]bool // the http(s) origins it may read from and be redirected to
+}
+
+// newPolicy allows a fetched document its own origin plus extra, a local one only extra.
+func newPolicy(loc *url.URL, extra []string) *policy {
+	p := &policy{remote: loc.Scheme != "", origins: map[string]bool{}}
+	if p.remote {
+		p.origins[origin(loc)] = true
+	}
+	for _, o := range extra {
+		p.origins[o] = true
+	}
+	return p
+}
+
+// check refuses an http(s) URL on an origin the policy does not allow.
+func (p *policy) check(u *url.URL, what string) error {
+	if p.origins[origin(u)] {
+		return nil
+	}
+	if p.remote {
+		return fmt.Errorf("%s %s is on another origin than the document (%s): allow it with tool.WithDocumentOrigins",
+			what, u.Redacted(), origin(u))
+	}
+	return fmt.Errorf("%s %s is on the web while the document is a local file: allow its origin %s with tool.WithDocumentOrigins",
+		what, u.Redacted(), origin(u))
+}
+
+// document reads the document at raw, extra naming the origins the host allows beyond its own; a failure is an
+// error whose text says why (the caller puts it at the block's url).
+func readDocument(ctx context.Context, raw, baseDir string, extra []string) (*openapi3.T, error) {
+	loc, err := location(raw, baseDir)
 	if err != nil {
 		return nil, err
 	}
-	doc, err := loader.LoadFromDataWithPath(data, loc)
+	doc, err := documents.load(ctx, loc, extra)
 	if err != nil {
-		return nil, fmt.Errorf("parsing the OpenAPI document: %w", err)
-	}
-	if !strings.HasPrefix(doc.OpenAPI, "3.") {
-		return nil, fmt.Errorf("openapi version %q is not supported (use 3.0 or 3.1)", doc.OpenAPI)
+		return nil, fmt.Errorf("cannot load the OpenAPI document: %w", err)
 	}
 	return doc, nil
 }
 
-// loadClient fetches documents; ctx bounds every request.
-var loadClient = &http.Client{Timeout: fetchTimeout}
+// reader reads one document and the files and URLs its $refs name, under one policy.
+type reader struct {
+	ctx    context.Context
+	policy *policy
+	client *http.Client
+	mu     sync.Mutex
+	files  []fileStamp // every local file read, to tell when the cached document is stale
+}
 
-func readURI(ctx context.Context, u *url.URL, remote bool) ([]byte, error) {
+// read loads and resolves one document: kin-openapi follows its external $refs through readURI.
+func read(ctx context.Context, loc *url.URL, extra []string) (*openapi3.T, []fileStamp, error) {
+	ctx, cancel := context.WithTimeout(ctx, fetchTimeout)
+	defer cancel()
+	r := &reader{ctx: ctx, policy: newPolicy(loc, extra)}
+	r.client = &http.Client{Timeout: fetchTimeout, CheckRedirect: r.redirect}
+	loader := openapi3.NewLoader()
+	loader.Context = ctx
+	loader.IsExternalRefsAllowed = true
+	loader.ReadFromURIFunc = func(_ *openapi3.Loader, u *url.URL) ([]byte, error) { return r.readURI(u, "the $ref") }
+	data, err := r.readURI(loc, "the document")
+	if err != nil {
+		return nil, nil, err
+	}
+	doc, err := loader.LoadFromDataWithPath(data, loc)
+	if err != nil {
+		return nil, nil, fmt.Errorf("parsing the OpenAPI document: %w", err)
+	}
+	if !strings.HasPrefix(doc.OpenAPI, "3.") {
+		return nil, nil, fmt.Errorf("openapi version %q is not supported (use 3.0 or 3.1)", doc.OpenAPI)
+	}
+	return doc, r.files, nil
+}
+
+// redirect follows a redirect only to an origin the policy allows.
+func (r *reader) redirect(req *http.Request, via []*http.Request) error {
+	if len(via) >= 10 {
+		return errors.New("stopped after 10 redirects")
+	}
+	return r.policy.check(req.URL, "a redirect to")
+}
+
+func (r *reader) readURI(u *url.URL, what string) ([]byte, error) {
 	switch u.Scheme {
 	case "http", "https":
-		return fetch(ctx, u)
+		if err := r.policy.check(u, what); err != nil {
+			return nil, err
+		}
+		return r.fetch(u)
 	case "", "file":
-		if remote {
+		if r.policy.remote {
 			return nil, fmt.Errorf("a remote document may not refer to the local file %q", u.Path)
 		}
-		f, err := os.Open(filepath.FromSlash(u.Path))
-		if err != nil {
-			return nil, fmt.Errorf("reading the OpenAPI document: %w", err)
-		}
-		defer f.Close()
-		return limited(f)
+		return r.readFile(filepath.FromSlash(u.Path))
 	default:
 		return nil, fmt.Errorf("scheme %q is not supported in a $ref", u.Scheme)
 	}
 }
 
-func fetch(ctx context.Context, u *url.URL) ([]byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+func (r *reader) readFile(name string) ([]byte, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, fmt.Errorf("reading the OpenAPI document: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("reading the OpenAPI document: %w", err)
+	}
+	r.mu.Lock()
+	r.files = append(r.files, fileStamp{name: name, size: st.Size(), mod: st.ModTime()})
+	r.mu.Unlock()
+	if st.Size() > MaxDocumentBytes {
+		return nil, errors.New("the OpenAPI document is larger than 32 MiB")
+	}
+	// One buffer of the file's size, rather than ReadAll's doublings (a 13 MB document would cost 40 MB).
+	data := make([]byte, st.Size())
+	if _, err := io.ReadFull(f, data); err != nil {
+		return nil, fmt.Errorf("reading the OpenAPI document: %w", err)
+	}
+	return data, nil
+}
+
+func (r *reader) fetch(u *url.URL) ([]byte, error) {
+	req, err := http.NewRequestWithContext(r.ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
 		return nil, fmt.Errorf("fetching the OpenAPI document: %w", err)
 	}
 	req.Header.Set("Accept", "application/json, application/yaml;q=0.9, */*;q=0.5")
-	resp, err := loadClient.Do(req)
+	resp, err := r.client.Do(req)
 	if err != nil {
 		// *url.Error quotes the whole URL; name it without its password.
 		var uerr *url.Error
 		if errors.As(err, &uerr) {
 			err = uerr.Err
 		}
-		return nil, fmt.Errorf("fetching the OpenAPI document %s: %w", u.Redacted(), err)
+		return nil, fmt.Errorf("fetching %s: %w", u.Redacted(), err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("fetching the OpenAPI document %s: status %d", u.Redacted(), resp.StatusCode)
+		return nil, fmt.Errorf("fetching %s: status %d", u.Redacted(), resp.StatusCode)
 	}
 	return limited(resp.Body)
 }

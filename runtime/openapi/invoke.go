@@ -1,12 +1,9 @@
 package openapi
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/textproto"
 	"net/url"
@@ -136,7 +133,7 @@ func (i *instance) Invoke(ctx context.Context, a runtime.Action, call *runtime.C
 		res.ServerData = map[string]any{"status": resp.Status, "headers": map[string][]string(resp.Header)}
 	}
 	if err == nil {
-		res.Output = resp.Body
+		res.Output = output(resp)
 		return res, nil
 	}
 	rerr := httpspec.Recoverable(err)
@@ -148,6 +145,16 @@ func (i *instance) Invoke(ctx context.Context, a runtime.Action, call *runtime.C
 	}
 	res.Error = rerr
 	return res, nil
+}
+
+// output is a response's result: its decoded JSON, or the body as text when the response says it is not JSON
+// (text, CSV, XML...), so text that happens to parse as JSON stays text.
+func output(resp *httpspec.Response) any {
+	ct := resp.Header.Get("Content-Type")
+	if ct == "" || isJSONMedia(ct) || len(resp.Raw) == 0 {
+		return resp.Body
+	}
+	return strings.ToValidUTF8(string(resp.Raw), "\uFFFD")
 }
 
 // Teardown does nothing: the instance holds no resources.
@@ -162,10 +169,17 @@ func (a *Action) apply(req *http.Request, args map[string]any) *runtime.Error {
 	if req.URL.RawQuery != "" {
 		query = append(query, req.URL.RawQuery)
 	}
-	for _, p := range a.params {
+	baseQuery := req.URL.Query()
+	for i := range a.params {
+		p := &a.params[i]
 		v, ok := args[p.arg]
 		if !ok || v == nil {
 			continue
+		}
+		if obj, isObject := v.(map[string]any); isObject {
+			if err := a.checkObject(p, obj, baseQuery); err != nil {
+				return err
+			}
 		}
 		switch p.in {
 		case "query":
@@ -181,13 +195,19 @@ func (a *Action) apply(req *http.Request, args map[string]any) *runtime.Error {
 				req.Header[key] = []string{text}
 			}
 		case "cookie":
+			if list, isList := v.([]any); isList && p.explode {
+				for _, e := range list { // an exploded array: one cookie per item
+					cookies = append(cookies, p.name+"="+url.QueryEscape(interp.Text(e)))
+				}
+				continue
+			}
 			cookies = append(cookies, p.name+"="+url.QueryEscape(simple(v, false)))
 		}
 	}
 	req.URL.RawQuery = strings.Join(query, "&")
 	setCookies(req.Header, cookies)
-	if body, ok := args[BodyParameter]; ok && a.body {
-		return setBody(req, body, a.mediaType)
+	if body, ok := args[BodyParameter]; ok && a.body != nil {
+		return a.body.setBody(req, body)
 	}
 	return nil
 }
@@ -233,7 +253,7 @@ func (a *Action) applyPath(u *url.URL, args map[string]any) *runtime.Error {
 		if !ok || v == nil {
 			return runtime.Errorf(runtime.KindMissingFields, "path parameter %s is required", p.arg)
 		}
-		seg, err := pathValue(v, p.explode)
+		seg, err := pathValue(&p, v)
 		if err != "" {
 			return runtime.Errorf(runtime.KindInvalidArguments, "parameter %s: %s", p.arg, err)
 		}
@@ -259,87 +279,6 @@ func (a *Action) applyPath(u *url.URL, args map[string]any) *runtime.Error {
 	return nil
 }
 
-// pathValue renders a path parameter (style simple) as one escaped segment; it returns why it cannot: an empty
-// value, or one with a "." or ".." piece between its slashes (SPEC §4.4).
-func pathValue(v any, explode bool) (string, string) {
-	var items []string
-	switch v := v.(type) {
-	case []any:
-		for _, e := range v {
-			items = append(items, url.PathEscape(interp.Text(e)))
-		}
-	case map[string]any:
-		for _, k := range sortedKeys(v) {
-			if explode {
-				items = append(items, url.PathEscape(k)+"="+url.PathEscape(interp.Text(v[k])))
-			} else {
-				items = append(items, url.PathEscape(k), url.PathEscape(interp.Text(v[k])))
-			}
-		}
-	default:
-		text := interp.Text(v)
-		if text == "" {
-			return "", "a path parameter must not be empty"
-		}
-		if dotPiece(text) {
-			return "", "a path parameter must not have a \".\" or \"..\" piece between slashes"
-		}
-		return url.PathEscape(text), ""
-	}
-	seg := strings.Join(items, ",")
-	if seg == "" {
-		return "", "a path parameter must not be empty"
-	}
-	if decoded, err := url.PathUnescape(seg); err != nil || dotPiece(decoded) {
-		return "", "a path parameter must not have a \".\" or \"..\" piece between slashes"
-	}
-	return seg, ""
-}
-
-// appendQuery adds the query pairs of one parameter (styles form, spaceDelimited, pipeDelimited, deepObject).
-func appendQuery(query []string, p param, v any) []string {
-	name := url.QueryEscape(p.name)
-	switch v := v.(type) {
-	case []any:
-		items := make([]string, len(v))
-		for i, e := range v {
-			items[i] = url.QueryEscape(interp.Text(e))
-		}
-		switch {
-		case p.style == "spaceDelimited":
-			return append(query, name+"="+strings.Join(items, "%20"))
-		case p.style == "pipeDelimited":
-			return append(query, name+"="+strings.Join(items, "|"))
-		case p.explode:
-			for _, item := range items {
-				query = append(query, name+"="+item)
-			}
-			return query
-		}
-		return append(query, name+"="+strings.Join(items, ","))
-	case map[string]any:
-		keys := sortedKeys(v)
-		switch {
-		case p.style == "deepObject":
-			for _, k := range keys {
-				query = append(query, url.QueryEscape(p.name+"["+k+"]")+"="+url.QueryEscape(interp.Text(v[k])))
-			}
-			return query
-		case p.explode:
-			for _, k := range keys {
-				query = append(query, url.QueryEscape(k)+"="+url.QueryEscape(interp.Text(v[k])))
-			}
-			return query
-		}
-		items := make([]string, 0, 2*len(keys))
-		for _, k := range keys {
-			items = append(items, url.QueryEscape(k), url.QueryEscape(interp.Text(v[k])))
-		}
-		return append(query, name+"="+strings.Join(items, ","))
-	}
-	return append(query, name+"="+url.QueryEscape(interp.Text(v)))
-}
-
 // simple renders a header or cookie value (style simple): arrays comma-separated, objects as k,v or k=v pairs.
 func simple(v any, explode bool) string {
 	switch v := v.(type) {
@@ -361,28 +300,6 @@ func simple(v any, explode bool) string {
 		return strings.Join(items, ",")
 	}
 	return interp.Text(v)
-}
-
-// setBody encodes body as JSON (no HTML escaping, as stateless_http bodies) and sets it on req with the
-// operation's media type, unless the block's headers set Content-Type.
-func setBody(req *http.Request, body any, mediaType string) *runtime.Error {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(body); err != nil {
-		return runtime.Errorf(runtime.KindInvalidArguments, "parameter %s cannot be encoded as JSON", BodyParameter)
-	}
-	data := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
-	req.Body = io.NopCloser(bytes.NewReader(data))
-	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil }
-	req.ContentLength = int64(len(data))
-	if req.Header.Get("Content-Type") == "" {
-		if mediaType == "" {
-			mediaType = "application/json"
-		}
-		req.Header["Content-Type"] = []string{mediaType}
-	}
-	return nil
 }
 
 // validHeaderValue rejects every control character but horizontal tab (SPEC §4.3).

@@ -1,19 +1,21 @@
 // Package openapi is the openapi action backend (SPEC §7.5): actions derived from the operations of an OpenAPI 3.0
 // or 3.1 document. Importing the root package registers it.
 //
-// The document is read with kin-openapi, which resolves every $ref (local, other files, http(s) URLs) in place and
-// reads both 3.0 and 3.1 (type lists, numeric exclusive bounds, const, prefixItems). It is fetched once per
-// location and process, within Load's context. A top-level openapi block expands (runtime.Expander) into one action
-// per operation with an operationId, unless a declared action runs on openapi; an action-level block with
-// operation_id binds one declared action to one operation. Invoke builds the request from the operation with
-// internal/httpspec (base URL, headers, auth) and sends it with httpspec.Do, which classifies failures as
-// stateless_http does (SPEC §7.3).
+// The document is read with kin-openapi, which resolves every $ref in place and reads both 3.0 and 3.1 (type
+// lists, numeric exclusive bounds, const, prefixItems). A document fetched from a URL reads $refs and follows
+// redirects only on its own origin, a local one reads no http(s) $refs, unless the host allows more origins
+// (runtime.Block.RefOrigins, tool.WithDocumentOrigins). Parsed documents are cached per process (CacheEntries,
+// CacheTTL), keyed by location and allowed origins. A top-level openapi block expands (runtime.Expander) into one
+// action per selected operation (Selection), named from its operationId by internal/funcname's rule, unless a
+// declared action runs on openapi; an action-level block with operation_id binds one declared action to one
+// operation. Invoke builds the request from the operation with internal/httpspec (base URL, headers, auth),
+// serialises parameters in their OpenAPI styles and the body as JSON, form-urlencoded, multipart or text, and
+// sends it with httpspec.Do, which classifies failures as stateless_http does (SPEC §7.3).
 package openapi
 
 import (
 	"context"
 	"net/url"
-	"regexp"
 	"time"
 
 	"github.com/commonagents-go/tool/field"
@@ -41,12 +43,15 @@ type Shared struct {
 	Headers map[string]string `json:"headers,omitempty"`
 	// Timeout bounds one call (extension; default the host's call timeout, else 30s).
 	Timeout string `json:"timeout,omitempty"`
+	// Select chooses the operations the block expands into (extension); all of them when it is absent.
+	Select *Selection `json:"select,omitempty"`
 }
 
 // Config is an action-level openapi block.
 type Config struct {
 	URL string `json:"url,omitempty"`
-	// OperationID binds the action to one operation of the document (extension).
+	// OperationID binds the action to one operation of the document (extension): its operationId verbatim
+	// ("repos/get"), or the action name the expansion gives it ("repos_get").
 	OperationID string `json:"operation_id"`
 }
 
@@ -63,11 +68,12 @@ type Action struct {
 	Request *httpspec.Compiled
 	Timeout time.Duration
 	params  []param
-	body    bool
-	// mediaType is the JSON media type of the request body, sent as Content-Type.
-	mediaType string
-	path      []pathPart
-	schema    map[string]any
+	// body says how the request body is sent; nil when the operation takes none.
+	body   *requestBody
+	path   []pathPart
+	schema map[string]any
+	// queryNames are the names of the operation's query parameters: keys an exploded object must not produce.
+	queryNames map[string]bool
 }
 
 // Parameters returns the operation's parameters as a JSON Schema object, every $ref resolved: what an action bound
@@ -82,8 +88,6 @@ type Backend struct{}
 
 // Kind returns "openapi".
 func (Backend) Kind() string { return Kind }
-
-var operationID = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)
 
 // Prepare validates an action's openapi block against the shared one, reads the document (bounded by ctx) and
 // binds the action to the operation named by operation_id. The operation's parameters are offered to the loader
@@ -108,8 +112,8 @@ func (Backend) Prepare(ctx context.Context, b *runtime.Block) (runtime.Action, e
 	switch {
 	case cfg.OperationID == "":
 		errs.Add(field.Required(idPath, "operation_id is required in an action-level openapi block"))
-	case !operationID.MatchString(cfg.OperationID):
-		errs.Add(field.Invalid(idPath, "%q is not a valid operationId", cfg.OperationID))
+	case len(cfg.OperationID) > maxOperationID:
+		errs.Add(field.Invalid(idPath, "operation_id is longer than %d bytes", maxOperationID))
 	}
 	sp := b.SharedPath
 	if sp == nil {
@@ -120,7 +124,7 @@ func (Backend) Prepare(ctx context.Context, b *runtime.Block) (runtime.Action, e
 	if len(errs) > 0 {
 		return a, errs.Err()
 	}
-	doc, err := document(ctx, urlPath, a.DocumentURL, b.BaseDir)
+	doc, err := document(ctx, urlPath, a.DocumentURL, b.BaseDir, originsOf(b))
 	if err != nil {
 		return a, err
 	}
@@ -128,6 +132,7 @@ func (Backend) Prepare(ctx context.Context, b *runtime.Block) (runtime.Action, e
 	if op == nil {
 		return a, field.Invalid(idPath, "the document has no operation with operationId %q", cfg.OperationID)
 	}
+	a.OperationID = op.OperationID
 	o, err := convert(path, method, item, op)
 	if err != nil {
 		return a, field.Invalid(idPath, "operation %q cannot be used: %v", cfg.OperationID, err)
@@ -140,15 +145,14 @@ func (Backend) Prepare(ctx context.Context, b *runtime.Block) (runtime.Action, e
 	return a, errs.Err()
 }
 
-// document reads the document at raw (see load); a failure is a problem at p.
-func document(ctx context.Context, p *field.Path, raw, baseDir string) (*openapi3.T, error) {
-	loc, err := location(raw, baseDir)
+// maxOperationID bounds operation_id: the OpenAPI specification sets no limit, this only stops a runaway value.
+const maxOperationID = 1024
+
+// document reads the document at raw (readDocument); a failure is a problem at p.
+func document(ctx context.Context, p *field.Path, raw, baseDir string, extra []string) (*openapi3.T, error) {
+	doc, err := readDocument(ctx, raw, baseDir, extra)
 	if err != nil {
 		return nil, field.Invalid(p, "%v", err)
-	}
-	doc, err := load(ctx, loc)
-	if err != nil {
-		return nil, field.Invalid(p, "cannot load the OpenAPI document: %v", err)
 	}
 	return doc, nil
 }
@@ -156,8 +160,14 @@ func document(ctx context.Context, p *field.Path, raw, baseDir string) (*openapi
 // fill completes a from a converted operation.
 func fill(a *Action, o *operation, parts *sharedParts, base *interp.URL) {
 	a.Method, a.Path, a.params, a.body, a.Timeout = o.method, o.path, o.params, o.body, parts.timeout
-	a.schema, a.mediaType = o.schema, o.mediaType
+	a.schema = o.schema
 	a.path = splitPath(o.path, o.params)
+	a.queryNames = map[string]bool{}
+	for _, p := range o.params {
+		if p.in == "query" {
+			a.queryNames[p.name] = true
+		}
+	}
 	a.Request = &httpspec.Compiled{Method: o.method, URL: base, Headers: parts.headers}
 }
 
@@ -188,6 +198,9 @@ func (Backend) ValidateShared(_ context.Context, b *runtime.Block) error {
 	var shared Shared
 	errs := b.DecodeShared(&shared)
 	errs = append(errs, checkURL(b.SharedPath.Child("url"), shared.URL)...)
+	if shared.Select != nil {
+		errs = append(errs, shared.Select.check(b.SharedPath.Child("select"))...)
+	}
 	if len(errs) == 0 {
 		_, e := compileShared(b.Check, b.SharedPath, &shared)
 		errs = append(errs, e...)

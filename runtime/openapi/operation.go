@@ -1,8 +1,8 @@
 package openapi
 
 import (
+	"encoding/json"
 	"fmt"
-	"mime"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -20,6 +20,10 @@ const BodyParameter = "body"
 // refuses function descriptions over 1024 characters).
 const MaxDescription = 1024
 
+// MaxSchemaBytes bounds the JSON of one operation's parameters once every $ref is inlined: repeated subschemas must
+// not make a function larger than an LLM request can carry alongside the others. GitHub's largest is 24 KB.
+const MaxSchemaBytes = 128 << 10
+
 // param is one parameter of an operation, in the form Invoke needs.
 type param struct {
 	name     string // as the document names it (sent on the wire)
@@ -28,6 +32,8 @@ type param struct {
 	style    string
 	explode  bool
 	required bool
+	keys     map[string]bool // the properties an object value may have
+	open     bool            // the schema explicitly allows other properties too
 }
 
 // operation is an operation of the document converted into an action's parts.
@@ -35,8 +41,7 @@ type operation struct {
 	id, method, path string
 	description      string
 	params           []param
-	body             bool   // the operation takes a JSON body in BodyParameter
-	mediaType        string // the body's JSON media type, as the document writes it
+	body             *requestBody // how the body in BodyParameter is sent; nil when there is none
 	bodyRequired     bool
 	schema           map[string]any // the action's parameters: type object, properties, required
 }
@@ -68,25 +73,37 @@ func walk(doc *openapi3.T, fn func(path, method string, item *openapi3.PathItem,
 var methodOrder = []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
 	http.MethodDelete, http.MethodOptions, http.MethodTrace}
 
-// find returns the operation with operationId id.
+// find returns the operation whose operationId is id verbatim, else the one whose base action name is id (so an
+// action can name "repos/get" either way).
 func find(doc *openapi3.T, id string) (path, method string, item *openapi3.PathItem, op *openapi3.Operation) {
+	var byName *entry
 	walk(doc, func(p, m string, i *openapi3.PathItem, o *openapi3.Operation) {
-		if op == nil && o.OperationID == id {
+		switch {
+		case op == nil && o.OperationID == id:
 			path, method, item, op = p, m, i, o
+		case byName == nil && baseName(p, m, o.OperationID) == id:
+			byName = &entry{path: p, method: m, item: i, op: o}
 		}
 	})
+	if op == nil && byName != nil {
+		return byName.path, byName.method, byName.item, byName.op
+	}
 	return
 }
 
+// operators spells the comparison suffixes of filter parameters (Twilio's "StartTime<", "StartTime>=") as words,
+// so they stay apart once other characters become "_".
+var operators = strings.NewReplacer("<=", "_lte", ">=", "_gte", "<", "_lt", ">", "_gt", "!=", "_ne")
+
 // argName maps a document parameter name to an action parameter name the LLM providers accept (property keys
-// matching ^[a-zA-Z0-9_.-]{1,64}$): other characters become "_".
+// matching ^[a-zA-Z0-9_.-]{1,64}$): comparison operators become _lt, _gt, _lte, _gte, _ne; other characters "_".
 func argName(name string) string {
 	out := strings.Map(func(r rune) rune {
 		if r == '_' || r == '.' || r == '-' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' {
 			return r
 		}
 		return '_'
-	}, name)
+	}, operators.Replace(name))
 	if len(out) > 64 {
 		out = out[:64]
 	}
@@ -103,19 +120,25 @@ func convert(path, method string, item *openapi3.PathItem, op *openapi3.Operatio
 	props := map[string]any{}
 	var required []any
 	seen := map[string]string{}
+	var list []*param
+	schemas := map[*param]any{}
 	for _, pr := range merged(item.Parameters, op.Parameters) {
 		p, schema, err := parameter(c, pr)
 		if err != nil {
 			return nil, err
 		}
-		if p == nil {
-			continue
+		if p != nil {
+			list = append(list, p)
+			schemas[p] = schema
 		}
+	}
+	separate(list)
+	for _, p := range list {
 		if first, dup := seen[p.arg]; dup {
 			return nil, fmt.Errorf("parameters %s and %s %q both become the action parameter %q", first, p.in, p.name, p.arg)
 		}
 		seen[p.arg] = fmt.Sprintf("%s %q", p.in, p.name)
-		props[p.arg] = schema
+		props[p.arg] = schemas[p]
 		if p.required {
 			required = append(required, p.arg)
 		}
@@ -124,21 +147,22 @@ func convert(path, method string, item *openapi3.PathItem, op *openapi3.Operatio
 	if err := pathParamsDeclared(path, o.params); err != nil {
 		return nil, err
 	}
-	if rb := op.RequestBody; rb != nil && rb.Value != nil {
+	if rb := op.RequestBody; rb != nil && rb.Value != nil && !(emptyBody(rb.Value) && !bodyAllowed(method)) {
 		if !bodyAllowed(method) {
 			return nil, fmt.Errorf("a %s operation with a request body (unsupported: a %s request carries no body)",
 				method, method)
 		}
-		key, mt, err := jsonMedia(rb.Value.Content)
+		reqBody, mt, err := bodyMedia(rb.Value.Content)
 		if err != nil {
 			return nil, err
 		}
-		o.mediaType = key
 		if first, dup := seen[BodyParameter]; dup {
 			return nil, fmt.Errorf("parameter %s is named like the request body parameter %q", first, BodyParameter)
 		}
 		body := map[string]any{}
-		if mt != nil && mt.Schema != nil {
+		if reqBody.kind == bodyText {
+			body["type"] = "string"
+		} else if mt != nil && mt.Schema != nil {
 			if b, ok := c.ref(mt.Schema).(map[string]any); ok {
 				body = b
 			}
@@ -147,7 +171,7 @@ func convert(path, method string, item *openapi3.PathItem, op *openapi3.Operatio
 			body["description"] = rb.Value.Description
 		}
 		props[BodyParameter] = body
-		o.body, o.bodyRequired = true, rb.Value.Required
+		o.body, o.bodyRequired = reqBody, rb.Value.Required
 		if rb.Value.Required {
 			required = append(required, BodyParameter)
 		}
@@ -160,7 +184,25 @@ func convert(path, method string, item *openapi3.PathItem, op *openapi3.Operatio
 	}
 	sort.Slice(required, func(i, j int) bool { return required[i].(string) < required[j].(string) })
 	o.schema = map[string]any{"type": "object", "properties": props, "required": required}
+	if raw, err := json.Marshal(o.schema); err != nil || len(raw) > MaxSchemaBytes {
+		return nil, fmt.Errorf("its parameters schema is %d bytes once $refs are inlined, over the %d-byte bound (select fewer operations or bind it with declared parameters)",
+			len(raw), MaxSchemaBytes)
+	}
 	return o, nil
+}
+
+// separate renames parameters of different locations that share an action parameter name (a path "id" and a
+// query "id"): the path parameter keeps it, the others are prefixed with their location ("query_id").
+func separate(list []*param) {
+	count := map[string]int{}
+	for _, p := range list {
+		count[p.arg]++
+	}
+	for _, p := range list {
+		if count[p.arg] > 1 && p.in != openapi3.ParameterInPath {
+			p.arg = argName(p.in + "_" + p.arg)
+		}
+	}
 }
 
 // merged returns the path item's parameters overridden by the operation's (same name and location).
@@ -230,9 +272,13 @@ func parameter(c *converter, r *openapi3.ParameterRef) (*param, any, error) {
 	if v.Explode != nil {
 		p.explode = *v.Explode
 	}
-	shape := shapeOf(v.Schema.Value)
-	if err := supported(p, shape); err != nil {
+	sh := shapeOf(v.Schema.Value)
+	if err := supported(p, sh); err != nil {
 		return nil, nil, err
+	}
+	if sh&object != 0 {
+		p.keys = map[string]bool{}
+		p.open = objectKeys(v.Schema.Value, p.keys)
 	}
 	schema := c.ref(v.Schema)
 	if m, ok := schema.(map[string]any); ok {
@@ -244,42 +290,6 @@ func parameter(c *converter, r *openapi3.ParameterRef) (*param, any, error) {
 		}
 	}
 	return p, schema, nil
-}
-
-// shapeOf tells primitive, array and object schemas apart, for the serialization styles.
-func shapeOf(s *openapi3.Schema) string {
-	if s == nil {
-		return "primitive"
-	}
-	switch {
-	case s.Type.Includes(openapi3.TypeArray):
-		return "array"
-	case s.Type.Includes(openapi3.TypeObject) || len(s.Properties) > 0:
-		return "object"
-	}
-	return "primitive"
-}
-
-// supported accepts the serialization styles Invoke implements (OpenAPI 3 "Style Values").
-func supported(p *param, shape string) error {
-	ok := false
-	switch p.in + "/" + p.style {
-	case "path/simple", "header/simple":
-		ok = true
-	case "query/form":
-		ok = true
-	case "query/spaceDelimited", "query/pipeDelimited":
-		ok = shape == "array"
-	case "query/deepObject":
-		ok = shape == "object"
-	case "cookie/form":
-		ok = shape == "primitive" || shape == "array" && !p.explode
-	}
-	if !ok {
-		return fmt.Errorf("%s parameter %q has style %s for a%s value (unsupported)", p.in, p.name, p.style,
-			map[string]string{"primitive": " primitive", "array": "n array", "object": "n object"}[shape])
-	}
-	return nil
 }
 
 var pathTemplate = regexp.MustCompile(`\{([^{}/]+)\}`)
@@ -314,35 +324,23 @@ func pathParamsDeclared(path string, params []param) error {
 	return nil
 }
 
-// jsonMedia returns the JSON media type of a request body (application/json first, else the first +json type in
-// sorted order) as the document writes it and its entry: "" and nil when the content names none, or an error when
-// the body is not JSON.
-func jsonMedia(content openapi3.Content) (string, *openapi3.MediaType, error) {
-	if len(content) == 0 {
-		return "", nil, nil
+// emptyBody reports whether an optional request body can carry nothing: every media type's schema is an object
+// without properties that allows no others (Stripe gives each GET operation such a form body).
+func emptyBody(rb *openapi3.RequestBody) bool {
+	if rb.Required {
+		return false
 	}
-	keys := make([]string, 0, len(content))
-	for k := range content {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	found := ""
-	for _, k := range keys {
-		mt, _, err := mime.ParseMediaType(k)
-		if err != nil {
-			continue
+	for _, mt := range rb.Content {
+		if mt == nil || mt.Schema == nil || mt.Schema.Value == nil {
+			return false
 		}
-		if mt == "application/json" {
-			return k, content[k], nil
-		}
-		if found == "" && strings.HasSuffix(mt, "+json") {
-			found = k
+		s := mt.Schema.Value
+		if len(s.Properties) > 0 || s.AdditionalProperties.Schema != nil ||
+			s.AdditionalProperties.Has == nil || *s.AdditionalProperties.Has {
+			return false
 		}
 	}
-	if found != "" {
-		return found, content[found], nil
-	}
-	return "", nil, fmt.Errorf("request body is not JSON (%s)", strings.Join(keys, ", "))
+	return true
 }
 
 // bodyAllowed reports whether a request with method may carry a body: RFC 9110 gives a GET, HEAD or TRACE body

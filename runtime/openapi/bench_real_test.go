@@ -1,0 +1,105 @@
+package openapi_test
+
+import (
+	"context"
+	"net/url"
+	"os"
+	"runtime"
+	"testing"
+
+	tool "github.com/commonagents-go/tool"
+	"github.com/commonagents-go/tool/runtime/openapi"
+	"github.com/getkin/kin-openapi/openapi3"
+)
+
+// githubSelection is 20 GitHub operations, what a host would hand an LLM.
+const githubSelection = `{operations: ["repos/get", "repos/list-for-org", "issues/get", "issues/create", "issues/update",
+    "issues/list-for-repo", "issues/create-comment", "issues/list-comments", "pulls/get", "pulls/list", "pulls/create",
+    "pulls/merge", "pulls/list-files", "search/issues-and-pull-requests", "search/code", "repos/get-content",
+    "repos/list-commits", "git/get-ref", "actions/list-workflow-runs", "users/get-authenticated"]}`
+
+func githubManifest(b testing.TB, sel string) []byte {
+	m := "kind: commonagents.info/v1beta2/tool\nnamespace: tests\nname: github\ndescription: GitHub.\nopenapi:\n  url: " +
+		realDoc(b, "github-api.github.com.json.gz") + "\n"
+	if sel != "" {
+		m += "  select: " + sel + "\n"
+	}
+	return []byte(m)
+}
+
+// kinLoad is the baseline: kin-openapi's own load and resolve of the same file, as the loader configures it.
+func kinLoad(b *testing.B, path string) *openapi3.T {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	loader := openapi3.NewLoader()
+	loader.IsExternalRefsAllowed = true
+	doc, err := loader.LoadFromDataWithPath(data, &url.URL{Path: path})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return doc
+}
+
+// BenchmarkLoadGitHub compares a cold Load of GitHub's REST description (13 MB, 1,223 operations), whole and with a
+// 20-operation selection, with kin-openapi's load and resolve of the same file in the same run; cached is a
+// second Load served by the document cache. It reports the live heap the loaded Tool keeps (live-MiB) and the
+// largest function schema (max-schema-bytes).
+func BenchmarkLoadGitHub(b *testing.B) {
+	path := realDoc(b, "github-api.github.com.json.gz")
+	b.Run("kin-openapi", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			kinLoad(b, path)
+		}
+	})
+	for _, c := range []struct{ name, sel string }{{"all", ""}, {"select20", githubSelection}} {
+		m := githubManifest(b, c.sel)
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			var tl *tool.Tool
+			for b.Loop() {
+				openapi.ForgetDocuments()
+				var err error
+				if tl, err = tool.Load(context.Background(), m); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			reportTool(b, tl)
+		})
+		b.Run(c.name+"-cached", func(b *testing.B) {
+			if _, err := tool.Load(context.Background(), m); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := tool.Load(context.Background(), m); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// reportTool reports the live heap the Tool keeps once the document cache is emptied (the heap after a GC with
+// the Tool, less the heap after a GC without it), and its largest function schema.
+func reportTool(b *testing.B, tl *tool.Tool) {
+	largest, n := 0, 0
+	for _, f := range tl.Functions(tool.Capability{}) {
+		largest = max(largest, len(f.Parameters))
+		n++
+	}
+	openapi.ForgetDocuments()
+	var with, without runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&with)
+	runtime.KeepAlive(tl)
+	tl = nil
+	runtime.GC()
+	runtime.ReadMemStats(&without)
+	b.ReportMetric(float64(largest), "max-schema-bytes")
+	b.ReportMetric(float64(n), "functions")
+	b.ReportMetric(float64(int64(with.HeapAlloc)-int64(without.HeapAlloc))/(1<<20), "live-MiB")
+}
