@@ -291,6 +291,9 @@ func (w *worker) Stop(ctx context.Context, reason string) error {
 	var err error
 	w.stopOnce.Do(func() {
 		w.stop(ctx)
+		if reason == events.StopDetached {
+			_ = w.trySave(ctx) // what a Store outage left unwritten, for the process that resumes the task
+		}
 		// Only the lease holder resets the state: it is shared with the replicas, which may still poll.
 		if (reason == events.StopInterrupted || reason == events.StopExpired) && (w.h.Lease == nil || w.holds(ctx)) {
 			err = w.h.State.Save(ctx, []byte("{}"))
