@@ -147,4 +147,3 @@ func TestActivationIDIsStablePerDeliveryOrBody(t *testing.T) {
 		t.Errorf("activation ids %q: want retries equal, other deliveries and tasks distinct", ids)
 	}
 }
-
