@@ -1,7 +1,8 @@
 // Command replica is a host process for the durable-state tests of store/postgres: it runs one task of a
 // manifest over a PostgreSQL Store until it is killed, or until its standard input closes, when it closes (or
 // detaches) the task. It writes one JSON object per line: {"ready": true} once the task runs, {"activation": ...}
-// for each activation, {"result": ...} for each -invoke, {"ended": "..."} at the end.
+// for each activation, {"fact": {"name": ..., "data": ...}} for each poll, subscription and store.failed fact,
+// {"result": ...} for each -invoke, {"ended": "..."} at the end.
 package main
 
 import (
@@ -61,7 +62,12 @@ func run(out *printer, dsn, schema, manifest, settingsJSON, bindingsJSON, taskID
 		return err
 	}
 	defer store.Close()
-	t, err := tool.LoadFile(ctx, manifest, tool.WithStore(store), tool.WithSettings(settings),
+	facts := tool.ObserverFunc(func(_ context.Context, f tool.Fact) {
+		if strings.HasPrefix(f.Name, "poll.") || strings.HasPrefix(f.Name, "subscription.") || f.Name == "store.failed" {
+			out.print(map[string]any{"fact": map[string]any{"name": f.Name, "data": f.Data}})
+		}
+	})
+	t, err := tool.LoadFile(ctx, manifest, tool.WithStore(store), tool.WithSettings(settings), tool.WithObserver(facts),
 		tool.WithReplicaID(replica), tool.WithRuntimeInfo(tool.RuntimeInfo{Version: replica}),
 		tool.WithLimits(tool.Limits{CallTimeout: 2 * time.Second, TeardownTimeout: 3 * time.Second}))
 	if err != nil {
