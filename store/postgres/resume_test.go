@@ -128,6 +128,17 @@ func newPlatform(t *testing.T) (*platform, *httptest.Server) {
 		p.channels[body.ID] = true
 		json.NewEncoder(w).Encode(map[string]any{"resource": "res-" + body.ID})
 	})
+	mux.HandleFunc("POST /stop-by-id", func(w http.ResponseWriter, r *http.Request) {
+		var body struct{ ID string }
+		json.NewDecoder(r.Body).Decode(&body)
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if !p.channels[body.ID] {
+			http.Error(w, "no such channel", http.StatusNotFound)
+			return
+		}
+		delete(p.channels, body.ID)
+	})
 	mux.HandleFunc("POST /stop", func(w http.ResponseWriter, r *http.Request) {
 		var body struct{ ID, Resource string }
 		json.NewDecoder(r.Body).Decode(&body)

@@ -37,18 +37,20 @@ func main() {
 		resume   = flag.Bool("resume", false, "resume the stored task instead of starting it")
 		replica  = flag.String("replica", "", "replica id")
 		end      = flag.String("end", "close", "what stdin's end does: close or detach")
+		timeout  = flag.Duration("call-timeout", 2*time.Second, "Limits.CallTimeout (a poll's lease lasts two intervals and this)")
 		calls    invokes
 	)
 	flag.Var(&calls, "invoke", "ACTION=ARGS_JSON to invoke once the task runs (repeatable)")
 	flag.Parse()
 	out := &printer{w: bufio.NewWriter(os.Stdout)}
-	if err := run(out, *dsn, *schema, *manifest, *settings, *bindings, *taskID, *resume, *replica, *end, calls); err != nil {
+	if err := run(out, *dsn, *schema, *manifest, *settings, *bindings, *taskID, *resume, *replica, *end, *timeout, calls); err != nil {
 		out.print(map[string]any{"error": err.Error()})
 		os.Exit(1)
 	}
 }
 
-func run(out *printer, dsn, schema, manifest, settingsJSON, bindingsJSON, taskID string, resume bool, replica, end string, calls []string) error {
+func run(out *printer, dsn, schema, manifest, settingsJSON, bindingsJSON, taskID string, resume bool, replica, end string,
+	callTimeout time.Duration, calls []string) error {
 	ctx := context.Background()
 	var settings, bindings map[string]any
 	if err := json.Unmarshal([]byte(settingsJSON), &settings); err != nil {
@@ -69,7 +71,7 @@ func run(out *printer, dsn, schema, manifest, settingsJSON, bindingsJSON, taskID
 	})
 	t, err := tool.LoadFile(ctx, manifest, tool.WithStore(store), tool.WithSettings(settings), tool.WithObserver(facts),
 		tool.WithReplicaID(replica), tool.WithRuntimeInfo(tool.RuntimeInfo{Version: replica}),
-		tool.WithLimits(tool.Limits{CallTimeout: 2 * time.Second, TeardownTimeout: 3 * time.Second}))
+		tool.WithLimits(tool.Limits{CallTimeout: callTimeout, TeardownTimeout: 3 * time.Second}))
 	if err != nil {
 		return err
 	}
