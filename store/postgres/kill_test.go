@@ -110,4 +110,3 @@ func TestKillAtRandomPoints(t *testing.T) {
 	}
 	t.Logf("%d kills, %d items, %d re-fired with their Activation.ID", n, len(published), again)
 }
-
