@@ -181,3 +181,58 @@ func TestStoreFailuresAreFacts(t *testing.T) {
 		}
 	}
 }
+
+// A subscribe whose outcome a crash hid is recorded before it was sent (pending): the resumed task unsubscribes
+// it at Close, and the platform answering that it never knew the channel is a fact, not a failure.
+func TestPendingSubscribeIsRemovedAfterACrash(t *testing.T) {
+	tooltest.NoLeaks(t)
+	srv := tooltest.NewServer(t)
+	srv.Handle("POST", "/watch/doc-1", tooltest.Response{Body: map[string]any{"resource_id": "res-1"}})
+	srv.Handle("POST", "/stop", tooltest.Response{Status: 404, Body: "no such channel"}, tooltest.Response{Status: 204})
+	store, clock, obs := tool.NewMemoryStore(), tooltest.NewClock(time.Time{}), tooltest.NewObserver()
+	cfg := driveConfig
+	cfg.ID = "t1"
+	ctx := context.Background()
+	first, err := driveTool(t, "", srv.URL, clock, obs, tool.WithStore(store)).NewTask(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs.Wait(t, "subscription.created", 1)
+	first.Detach(ctx) // the process dies here, as far as the platform and the Store know
+	// ... in the middle of a renewal: its subscribe was recorded, and never answered.
+	key := "tasks/tests/drive/t1/receivers/edit"
+	b, err := store.Get(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var state map[string]any
+	json.Unmarshal(b, &state)
+	state["pending"] = map[string]any{"id": "ghost", "expires_at_ms": clock.Now().Add(time.Hour).UnixMilli(), "unconfirmed": true}
+	b, _ = json.Marshal(state)
+	if err := store.Put(ctx, key, b); err != nil {
+		t.Fatal(err)
+	}
+	second, err := driveTool(t, "", srv.URL, clock, obs, tool.WithStore(store)).ResumeTask(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := second.Close(ctx); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	subs, unsubs := channels(srv)
+	if !slices.Contains(unsubs, "ghost") || !slices.Contains(unsubs, subs[0]) {
+		t.Errorf("unsubscribed %v, want the pending channel and %s", unsubs, subs[0])
+	}
+	var ghost []tool.Fact
+	for _, f := range obs.Facts("subscription.removed") {
+		if f.Data["subscription_id"] == "ghost" {
+			ghost = append(ghost, f)
+		}
+	}
+	if len(ghost) != 1 || ghost[0].Data["unknown_to_platform"] != true {
+		t.Errorf("facts for the pending channel: %v, want one subscription.removed, unknown to the platform", ghost)
+	}
+	if f := obs.Facts("subscription.unsubscribe_failed"); len(f) != 0 {
+		t.Errorf("unsubscribe_failed facts: %v", f)
+	}
+}

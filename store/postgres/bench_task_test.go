@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/commonagents-go/tool"
+	"github.com/commonagents-go/tool/store/postgres"
 	"github.com/commonagents-go/tool/tooltest"
 )
 
@@ -46,7 +48,9 @@ func BenchmarkTask(b *testing.B) {
 	for _, st := range []struct {
 		name string
 		open func() tool.Store
-	}{{"memory", tool.NewMemoryStore}, {"postgres", func() tool.Store { return open(b, newSchema(b)) }}} {
+	}{{"memory", tool.NewMemoryStore}, {"postgres", func() tool.Store { return open(b, newSchema(b)) }},
+		// The claim as it was before tool.ClaimStore: looked up, then compare-and-swap (Deliver only).
+		{"postgres-cas", func() tool.Store { return withoutClaim{open(b, newSchema(b))} }}} {
 		load := func(store tool.Store) *tool.Tool {
 			tl, err := tool.Load(ctx, []byte(hooks), tool.WithStore(store), tool.WithReplicaID("bench"),
 				tool.WithSettings(map[string]any{"secret": "s3cret"}), tool.WithLimits(tool.Limits{AllowListValues: 64}))
@@ -57,6 +61,10 @@ func BenchmarkTask(b *testing.B) {
 		}
 		cfg := func(id string) tool.TaskConfig {
 			return tool.TaskConfig{ID: id, Capability: tool.Capability{Bindings: map[string]any{"repo": "o/r"}}}
+		}
+		if st.name == "postgres-cas" {
+			b.Run(st.name+"/Deliver", func(b *testing.B) { benchDeliver(b, load(st.open())) })
+			continue
 		}
 		b.Run(st.name+"/Invoke", func(b *testing.B) {
 			task, err := load(st.open()).NewTask(ctx, cfg("t1"))
@@ -73,25 +81,7 @@ func BenchmarkTask(b *testing.B) {
 				}
 			}
 		})
-		b.Run(st.name+"/Deliver", func(b *testing.B) {
-			task, err := load(st.open()).NewTask(ctx, cfg("t1"))
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer task.Close(ctx)
-			signer := tooltest.Signer{Secret: "s3cret"}
-			body := []byte(`{"ref":"refs/heads/main","repository":{"full_name":"o/r"}}`)
-			b.ReportAllocs()
-			i := 0
-			for b.Loop() {
-				i++
-				in := signer.GitHub(body, fmt.Sprint("d", i))
-				d, err := task.Deliver(ctx, in)
-				if err != nil || len(d.Activations) != 1 {
-					b.Fatalf("Deliver = %+v, %v", d, err)
-				}
-			}
-		})
+		b.Run(st.name+"/Deliver", func(b *testing.B) { benchDeliver(b, load(st.open())) })
 		b.Run(st.name+"/Resume1000", func(b *testing.B) {
 			store := st.open()
 			tl := load(store)
@@ -120,4 +110,45 @@ func BenchmarkTask(b *testing.B) {
 			}
 		})
 	}
+}
+
+// benchDeliver delivers a signed webhook with a new delivery id per iteration to one task of tl.
+func benchDeliver(b *testing.B, tl *tool.Tool) {
+	ctx := context.Background()
+	task, err := tl.NewTask(ctx, tool.TaskConfig{ID: "t1", Capability: tool.Capability{Bindings: map[string]any{"repo": "o/r"}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer task.Close(ctx)
+	signer := tooltest.Signer{Secret: "s3cret"}
+	body := []byte(`{"ref":"refs/heads/main","repository":{"full_name":"o/r"}}`)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		i++
+		in := signer.GitHub(body, fmt.Sprint("d", i))
+		d, err := task.Deliver(ctx, in)
+		if err != nil || len(d.Activations) != 1 {
+			b.Fatalf("Deliver = %+v, %v", d, err)
+		}
+	}
+}
+
+// withoutClaim is the PostgreSQL Store without tool.ClaimStore: delivery ids are claimed by Get and
+// CompareAndSwap, as before ClaimStore existed.
+type withoutClaim struct{ s *postgres.Store }
+
+func (w withoutClaim) Get(ctx context.Context, key string) ([]byte, error) { return w.s.Get(ctx, key) }
+func (w withoutClaim) Put(ctx context.Context, key string, v []byte) error {
+	return w.s.Put(ctx, key, v)
+}
+func (w withoutClaim) Delete(ctx context.Context, key string) error { return w.s.Delete(ctx, key) }
+func (w withoutClaim) List(ctx context.Context, prefix string) ([]string, error) {
+	return w.s.List(ctx, prefix)
+}
+func (w withoutClaim) CompareAndSwap(ctx context.Context, key string, old, next []byte) (bool, error) {
+	return w.s.CompareAndSwap(ctx, key, old, next)
+}
+func (w withoutClaim) PutTTL(ctx context.Context, key string, v []byte, ttl time.Duration) error {
+	return w.s.PutTTL(ctx, key, v, ttl)
 }
