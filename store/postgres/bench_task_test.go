@@ -152,3 +152,50 @@ func (w withoutClaim) CompareAndSwap(ctx context.Context, key string, old, next 
 func (w withoutClaim) PutTTL(ctx context.Context, key string, v []byte, ttl time.Duration) error {
 	return w.s.PutTTL(ctx, key, v, ttl)
 }
+
+// countingStore records the Store calls of a task, by method.
+type countingStore struct {
+	withoutClaim
+	calls []string
+}
+
+func (c *countingStore) Claim(ctx context.Context, key string, v []byte, ttl time.Duration) (bool, []byte, error) {
+	c.calls = append(c.calls, "Claim")
+	return c.s.Claim(ctx, key, v, ttl)
+}
+func (c *countingStore) Get(ctx context.Context, key string) ([]byte, error) {
+	c.calls = append(c.calls, "Get")
+	return c.s.Get(ctx, key)
+}
+func (c *countingStore) CompareAndSwap(ctx context.Context, key string, old, next []byte) (bool, error) {
+	c.calls = append(c.calls, "CompareAndSwap")
+	return c.s.CompareAndSwap(ctx, key, old, next)
+}
+func (c *countingStore) PutTTL(ctx context.Context, key string, v []byte, ttl time.Duration) error {
+	c.calls = append(c.calls, "PutTTL")
+	return c.s.PutTTL(ctx, key, v, ttl)
+}
+
+// TestDeliveryClaimIsOneRoundTrip: a delivery with a new id costs PostgreSQL one statement to claim it (insert-if-
+// absent) and one to record it once the Sink accepted, where a lookup and a compare-and-swap claimed it before.
+func TestDeliveryClaimIsOneRoundTrip(t *testing.T) {
+	ctx := context.Background()
+	store := &countingStore{withoutClaim: withoutClaim{open(t, newSchema(t))}}
+	tl, err := tool.Load(ctx, []byte(hooks), tool.WithStore(store), tool.WithSettings(map[string]any{"secret": "s3cret"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	task, err := tl.NewTask(ctx, tool.TaskConfig{Capability: tool.Capability{Bindings: map[string]any{"repo": "o/r"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer task.Close(ctx)
+	in := tooltest.Signer{Secret: "s3cret"}.GitHub([]byte(`{"ref":"refs/heads/main","repository":{"full_name":"o/r"}}`), "d-1")
+	store.calls = nil
+	if d, err := task.Deliver(ctx, in); err != nil || len(d.Activations) != 1 {
+		t.Fatalf("Deliver = %+v, %v", d, err)
+	}
+	if got := fmt.Sprint(store.calls); got != "[Claim PutTTL]" {
+		t.Errorf("Store calls of a delivery with a new id: %s, want [Claim PutTTL]", got)
+	}
+}
