@@ -73,7 +73,9 @@ type Discard struct {
 //
 // The Delivery lists the accepted activations and every discard with its reason. An activation the Sink
 // refuses is left out of it and Deliver returns an error wrapping ErrNotAccepted with the Delivery; its delivery
-// id is not recorded, so a retry of the same payload activates it again. Deliver returns ErrPayloadTooLarge
+// id is released, so a retry of the same payload activates it again, also at another replica. A delivery id
+// that an earlier attempt still holds (its Sink has not accepted yet, here or at a replica sharing the Store) is
+// discarded as ReasonInFlight, which the Router answers 503 so that the sender retries. Deliver returns ErrPayloadTooLarge
 // for a body over Limits.InboundBytes, ErrUnknownEvent for an in.Event the tool does not have, and ErrClosed
 // once the task is closed. ctx bounds the filter evaluations and the Sink.
 func (t *Task) Deliver(ctx context.Context, in *Inbound) (*Delivery, error) {
