@@ -153,10 +153,30 @@ func (w withoutClaim) PutTTL(ctx context.Context, key string, v []byte, ttl time
 	return w.s.PutTTL(ctx, key, v, ttl)
 }
 
-// countingStore records the Store calls of a task, by method.
+// countingStore records the Store calls of a task, by method. It is a tool.ClaimStore.
 type countingStore struct {
 	withoutClaim
 	calls []string
+}
+
+// countingSwapStore is a countingStore without Claim: the claim before tool.ClaimStore.
+type countingSwapStore struct{ c *countingStore }
+
+func (s countingSwapStore) Get(ctx context.Context, key string) ([]byte, error) {
+	return s.c.Get(ctx, key)
+}
+func (s countingSwapStore) Put(ctx context.Context, key string, v []byte) error {
+	return s.c.Put(ctx, key, v)
+}
+func (s countingSwapStore) Delete(ctx context.Context, key string) error { return s.c.Delete(ctx, key) }
+func (s countingSwapStore) List(ctx context.Context, prefix string) ([]string, error) {
+	return s.c.List(ctx, prefix)
+}
+func (s countingSwapStore) CompareAndSwap(ctx context.Context, key string, old, next []byte) (bool, error) {
+	return s.c.CompareAndSwap(ctx, key, old, next)
+}
+func (s countingSwapStore) PutTTL(ctx context.Context, key string, v []byte, ttl time.Duration) error {
+	return s.c.PutTTL(ctx, key, v, ttl)
 }
 
 func (c *countingStore) Claim(ctx context.Context, key string, v []byte, ttl time.Duration) (bool, []byte, error) {
@@ -180,22 +200,31 @@ func (c *countingStore) PutTTL(ctx context.Context, key string, v []byte, ttl ti
 // absent) and one to record it once the Sink accepted, where a lookup and a compare-and-swap claimed it before.
 func TestDeliveryClaimIsOneRoundTrip(t *testing.T) {
 	ctx := context.Background()
-	store := &countingStore{withoutClaim: withoutClaim{open(t, newSchema(t))}}
-	tl, err := tool.Load(ctx, []byte(hooks), tool.WithStore(store), tool.WithSettings(map[string]any{"secret": "s3cret"}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	task, err := tl.NewTask(ctx, tool.TaskConfig{Capability: tool.Capability{Bindings: map[string]any{"repo": "o/r"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer task.Close(ctx)
-	in := tooltest.Signer{Secret: "s3cret"}.GitHub([]byte(`{"ref":"refs/heads/main","repository":{"full_name":"o/r"}}`), "d-1")
-	store.calls = nil
-	if d, err := task.Deliver(ctx, in); err != nil || len(d.Activations) != 1 {
-		t.Fatalf("Deliver = %+v, %v", d, err)
-	}
-	if got := fmt.Sprint(store.calls); got != "[Claim PutTTL]" {
-		t.Errorf("Store calls of a delivery with a new id: %s, want [Claim PutTTL]", got)
+	counting := &countingStore{withoutClaim: withoutClaim{open(t, newSchema(t))}}
+	for _, tc := range []struct {
+		name  string
+		store tool.Store
+		want  string
+	}{
+		{"ClaimStore", counting, "[Claim PutTTL]"},
+		{"SwapStore", countingSwapStore{counting}, "[Get CompareAndSwap PutTTL]"}, // the claim before ClaimStore
+	} {
+		tl, err := tool.Load(ctx, []byte(hooks), tool.WithStore(tc.store), tool.WithSettings(map[string]any{"secret": "s3cret"}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		task, err := tl.NewTask(ctx, tool.TaskConfig{Capability: tool.Capability{Bindings: map[string]any{"repo": "o/r"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := tooltest.Signer{Secret: "s3cret"}.GitHub([]byte(`{"ref":"refs/heads/main","repository":{"full_name":"o/r"}}`), "d-1")
+		counting.calls = nil
+		if d, err := task.Deliver(ctx, in); err != nil || len(d.Activations) != 1 {
+			t.Fatalf("%s: Deliver = %+v, %v", tc.name, d, err)
+		}
+		if got := fmt.Sprint(counting.calls); got != tc.want {
+			t.Errorf("%s: Store calls of a delivery with a new id: %s, want %s", tc.name, got, tc.want)
+		}
+		task.Close(ctx)
 	}
 }
