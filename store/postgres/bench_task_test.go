@@ -2,7 +2,9 @@ package postgres_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -226,5 +228,99 @@ func TestDeliveryClaimIsOneRoundTrip(t *testing.T) {
 			t.Errorf("%s: Store calls of a delivery with a new id: %s, want %s", tc.name, got, tc.want)
 		}
 		task.Close(ctx)
+	}
+}
+
+// BenchmarkClaim measures claiming a new key: Claim (one statement) against the lookup and compare-and-swap that
+// claimed delivery ids before tool.ClaimStore, in the same run. Interleaved alternates the two, one of each per
+// iteration, and reports the median of each's own times: on a loaded machine the load then weighs on both alike.
+func BenchmarkClaim(b *testing.B) {
+	ctx := context.Background()
+	s := open(b, newSchema(b))
+	value := []byte("claim 2026-11-23T00:00:00Z r1")
+	i := 0 // keys are new across every run of the sub-benchmarks
+	b.Run("Claim", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			i++
+			if ok, _, err := s.Claim(ctx, fmt.Sprint("claim/", i), value, 5*time.Minute); err != nil || !ok {
+				b.Fatal(ok, err)
+			}
+		}
+	})
+	b.Run("Interleaved", func(b *testing.B) {
+		var claims, swaps []time.Duration
+		for b.Loop() {
+			i++
+			start := time.Now()
+			if ok, _, err := s.Claim(ctx, fmt.Sprint("claim/", i), value, 5*time.Minute); err != nil || !ok {
+				b.Fatal(ok, err)
+			}
+			mid := time.Now()
+			key := fmt.Sprint("cas/", i)
+			if _, err := s.Get(ctx, key); !errors.Is(err, tool.ErrNotFound) {
+				b.Fatal(err)
+			}
+			if ok, err := s.CompareAndSwap(ctx, key, nil, value); err != nil || !ok {
+				b.Fatal(ok, err)
+			}
+			claims, swaps = append(claims, mid.Sub(start)), append(swaps, time.Since(mid))
+		}
+		median := func(d []time.Duration) float64 { slices.Sort(d); return float64(d[len(d)/2].Nanoseconds()) }
+		b.ReportMetric(median(claims), "claim-ns/op")
+		b.ReportMetric(median(swaps), "get+cas-ns/op")
+	})
+	b.Run("GetCompareAndSwap", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			i++
+			key := fmt.Sprint("cas/", i)
+			if _, err := s.Get(ctx, key); !errors.Is(err, tool.ErrNotFound) {
+				b.Fatal(err)
+			}
+			if ok, err := s.CompareAndSwap(ctx, key, nil, value); err != nil || !ok {
+				b.Fatal(ok, err)
+			}
+		}
+	})
+}
+
+// BenchmarkDeliverInterleaved delivers a signed webhook with a new delivery id to three tasks in turn — on the
+// memory store, on PostgreSQL claiming in one round trip (ClaimStore), and on PostgreSQL claiming by lookup and
+// compare-and-swap (before ClaimStore) — and reports the median of each one's own times, so that a loaded
+// machine weighs on all three alike.
+func BenchmarkDeliverInterleaved(b *testing.B) {
+	ctx := context.Background()
+	stores := []tool.Store{tool.NewMemoryStore(), open(b, newSchema(b)), withoutClaim{open(b, newSchema(b))}}
+	names := []string{"memory-ns/op", "claim-ns/op", "get+cas-ns/op"}
+	tasks := make([]*tool.Task, len(stores))
+	for i, store := range stores {
+		tl, err := tool.Load(ctx, []byte(hooks), tool.WithStore(store), tool.WithSettings(map[string]any{"secret": "s3cret"}))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if tasks[i], err = tl.NewTask(ctx, tool.TaskConfig{Capability: tool.Capability{Bindings: map[string]any{"repo": "o/r"}}}); err != nil {
+			b.Fatal(err)
+		}
+		defer tasks[i].Close(ctx)
+	}
+	signer := tooltest.Signer{Secret: "s3cret"}
+	body := []byte(`{"ref":"refs/heads/main","repository":{"full_name":"o/r"}}`)
+	times := make([][]time.Duration, len(tasks))
+	n := 0
+	for b.Loop() {
+		n++
+		for i, task := range tasks {
+			in := signer.GitHub(body, fmt.Sprint("d", n))
+			start := time.Now()
+			if d, err := task.Deliver(ctx, in); err != nil || len(d.Activations) != 1 {
+				b.Fatalf("Deliver = %+v, %v", d, err)
+			}
+			times[i] = append(times[i], time.Since(start))
+		}
+	}
+	for i, d := range times {
+		slices.Sort(d)
+		b.ReportMetric(float64(d[len(d)/2].Nanoseconds()), names[i])
 	}
 }
