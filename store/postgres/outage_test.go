@@ -104,8 +104,23 @@ func TestPollAcrossADatabaseOutage(t *testing.T) {
 		}
 		return n >= 2
 	})
+	// A push during the outage is not lost: its delivery id cannot be claimed or recorded, so it activates (a
+	// duplicate beats a loss), and the sender's retry after the outage activates again, with the same ID.
+	push := &tool.Inbound{Event: "change", Body: []byte(`{"n":1}`), DeliveryID: "w-1"}
+	during, err := task.Deliver(ctx, push)
+	if err != nil || len(during.Activations) != 1 {
+		t.Fatalf("push during the outage: %+v, %v; want activated", during, err)
+	}
 	pg("restart")
 	p.publish("d")
+	var after *tool.Delivery
+	waitFor(t, "the push's retry to be taken", func() bool { // the pool reconnects on its own time
+		after, err = task.Deliver(ctx, push)
+		return err == nil && len(after.Activations)+len(after.Discarded) > 0
+	})
+	if len(after.Activations) != 1 || after.Activations[0].ID != during.Activations[0].ID {
+		t.Errorf("retry after the outage: %+v; want activated again with ID %s", after, during.Activations[0].ID)
+	}
 	want := []string{"a", "b", "c", "crash", "d"}
 	waitFor(t, "every item to fire", func() bool {
 		mu.Lock()
@@ -123,9 +138,11 @@ func TestPollAcrossADatabaseOutage(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("items fired across the outage: %v, want %v once each", got, want)
 	}
-	if !slices.ContainsFunc(obs.Facts("store.failed"), func(f tool.Fact) bool {
-		return f.Data["record"] == "receiver" && f.Data["operation"] == "write"
-	}) {
-		t.Errorf("no store.failed fact for the poll's state: %v", obs.Facts("store.failed"))
+	for _, record := range []string{"receiver", "delivery_id"} {
+		if !slices.ContainsFunc(obs.Facts("store.failed"), func(f tool.Fact) bool {
+			return f.Data["record"] == record && f.Data["operation"] == "write"
+		}) {
+			t.Errorf("no store.failed fact for a write of %s: %v", record, obs.Facts("store.failed"))
+		}
 	}
 }
