@@ -216,7 +216,7 @@ func (t *Task) saveEvents(ctx context.Context) error {
 	}
 	if err != nil {
 		err = fmt.Errorf("tool: store event state of task %s: %w", t.id, err)
-		t.tool.opts.logger.Error("event state not persisted", "tool", t.tool.Name(), "task", t.id, "error", err)
+		t.storeFailed(ctx, "write", recordEvents, err)
 	}
 	return err
 }

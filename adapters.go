@@ -43,6 +43,16 @@ type LeaseStore interface {
 	Release(ctx context.Context, key, owner string) error
 }
 
+// ClaimStore is implemented by Stores that several replicas share and that claim a key in one round trip, with
+// the expiry on the Store's own clock, so that replicas whose clocks differ agree on when a claim lapsed. Delivery
+// ids are claimed with it (SPEC §9.2); without it they are claimed with Get and CompareAndSwap.
+type ClaimStore interface {
+	Store
+	// Claim sets key to value, expiring after ttl, when key is absent or expired, and reports whether it did;
+	// when it did not, current is key's live value. Of racing claims exactly one wins.
+	Claim(ctx context.Context, key string, value []byte, ttl time.Duration) (claimed bool, current []byte, err error)
+}
+
 // ExpiringStore is implemented by Stores that can forget a key by themselves: delivery ids are written with
 // PutTTL (the dedupe window), so they need no sweeping by the host.
 type ExpiringStore interface {

@@ -32,18 +32,31 @@ func (t *Task) dedupeKey(event, id string) string {
 	return t.stateKey("deliveries/" + hex.EncodeToString(sum[:16]))
 }
 
-// seen reports whether the event already activated for delivery id within the dedupe window. A Store failure
-// counts as not seen: a rare duplicate beats a lost event.
+// claimOutcome is what claiming a delivery id found.
+type claimOutcome int
+
+const (
+	claimTaken     claimOutcome = iota // the id is this attempt's to activate
+	claimDuplicate                     // the event already activated for the id within the dedupe window
+	claimInFlight                      // an attempt whose Sink has not accepted yet holds the id (here or at a replica)
+)
+
+// claim claims delivery id for the event until release, so that the same id arriving meanwhile — a sender
+// retrying while a Sink still works on the first attempt, here or at another replica sharing the Store — is
+// answered "in flight" (503: retry later), never "duplicate". An id already activated within the dedupe window
+// is a duplicate. A Store failure is reported (store.failed) and counts as taken: a rare duplicate beats a lost
+// event.
 //
-// A delivery not seen is claimed until release: the same id arriving meanwhile (a sender retrying while the
-// Sink still works on the first attempt) is seen.
-func (t *Task) seen(ctx context.Context, event, id string) bool {
+// Replicas share claims through the Store: a ClaimStore claims in one round trip, expiring on its own clock; a
+// SwapStore by compare-and-swap, with claim times on this host's clock. A claim older than ClaimTimeout is a
+// dead replica's, and the id is taken over.
+func (t *Task) claim(ctx context.Context, event, id string) claimOutcome {
 	key := t.dedupeKey(event, id)
 	log := &t.dedupe
 	log.mu.Lock()
 	if log.inflight[key] {
 		log.mu.Unlock()
-		return true
+		return claimInFlight
 	}
 	if log.inflight == nil {
 		log.inflight, log.claims = map[string]bool{}, map[string][]byte{}
@@ -53,61 +66,85 @@ func (t *Task) seen(ctx context.Context, event, id string) bool {
 
 	ctx, cancel := t.storeContext(ctx) // a caller giving up must not make a replay look new
 	defer cancel()
-	store := t.tool.opts.store
-	b, err := store.Get(ctx, key)
-	if err != nil && !errors.Is(err, ErrNotFound) {
-		t.tool.opts.logger.Warn("delivery id not checked", "tool", t.tool.Name(), "task", t.id, "error", err)
-		return false
-	}
 	now := t.tool.opts.clock.Now()
-	if err == nil {
-		text, claim := strings.CutPrefix(string(b), claimPrefix)
+	value := []byte(claimPrefix + now.UTC().Format(time.RFC3339Nano) + " " + t.tool.opts.replicaID())
+	out, claimed := t.claimIn(ctx, key, value, now)
+	if out != claimTaken {
+		t.release(event, id)
+		return out
+	}
+	if claimed {
+		log.mu.Lock()
+		log.claims[key] = value
+		log.mu.Unlock()
+	}
+	return claimTaken
+}
+
+// claimIn claims key in the Store with value; claimed reports whether the Store holds the claim (to be removed
+// if the activation is refused).
+func (t *Task) claimIn(ctx context.Context, key string, value []byte, now time.Time) (out claimOutcome, claimed bool) {
+	store := t.tool.opts.store
+	if cs, ok := store.(ClaimStore); ok {
+		ok, current, err := cs.Claim(ctx, key, value, ClaimTimeout)
+		switch {
+		case err != nil:
+			t.storeFailed(ctx, "claim", recordDelivery, err)
+			return claimTaken, false
+		case ok:
+			return claimTaken, true
+		case strings.HasPrefix(string(current), claimPrefix):
+			return claimInFlight, false
+		}
+		return claimDuplicate, false // a record lives as long as the dedupe window (PutTTL)
+	}
+	b, err := store.Get(ctx, key)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		b = nil
+	case err != nil:
+		t.storeFailed(ctx, "read", recordDelivery, err)
+		return claimTaken, false
+	default:
+		text, isClaim := strings.CutPrefix(string(b), claimPrefix)
 		text, _, _ = strings.Cut(text, " ") // a claim is "claim <time> <replica>"
 		at, perr := time.Parse(time.RFC3339Nano, text)
-		fresh := perr == nil && now.Sub(at) < t.tool.opts.limits.DedupeWindow
-		if claim {
-			// Another replica is activating it; an older claim is from a replica that died meanwhile.
-			fresh = perr == nil && now.Sub(at) < ClaimTimeout
+		switch {
+		case isClaim && perr == nil && now.Sub(at) < ClaimTimeout:
+			return claimInFlight, false
+		case !isClaim && perr == nil && now.Sub(at) < t.tool.opts.limits.DedupeWindow:
+			return claimDuplicate, false
 		}
-		if fresh {
-			t.release(event, id)
-			return true
-		}
-	} else {
-		b = nil
+		// An expired claim (its replica died) or record: taken over below.
 	}
-	// Replicas sharing the Store claim the id, so that only one of them activates a delivery sent to both.
-	if swap, ok := store.(SwapStore); ok {
-		claim := []byte(claimPrefix + now.UTC().Format(time.RFC3339Nano) + " " + t.tool.opts.replicaID())
-		claimed, err := swap.CompareAndSwap(ctx, key, b, claim)
-		if err == nil && !claimed {
-			t.release(event, id)
-			return true
-		}
-		if err == nil {
-			log.mu.Lock()
-			log.claims[key] = claim
-			log.mu.Unlock()
-		}
+	swap, ok := store.(SwapStore)
+	if !ok {
+		return claimTaken, false // a Store no replicas share: the in-process claim is enough
 	}
-	return false
+	ok, err = swap.CompareAndSwap(ctx, key, b, value)
+	switch {
+	case err != nil:
+		t.storeFailed(ctx, "claim", recordDelivery, err)
+		return claimTaken, false
+	case !ok:
+		return claimInFlight, false // another replica claimed or recorded it just now: the sender's retry tells
+	}
+	return claimTaken, true
 }
 
 // claimPrefix marks a delivery id that a replica is activating, not yet activated.
 const claimPrefix = "claim "
 
 // ClaimTimeout is how long a replica's claim on a delivery id holds off the same delivery at the other replicas
-// sharing the Store (SPEC §9.2, §13): past it the claimant is taken for dead and a retry activates. A Sink that
-// takes longer than this to accept can see a retry activated by another replica.
+// sharing the Store (SPEC §9.2, §13): meanwhile they answer the sender's retries 503 (in_flight); past it the
+// claimant is taken for dead and the next retry activates. A Sink that takes longer than this to accept can see a
+// retry activated by another replica. A ClaimStore measures it on its own clock.
 const ClaimTimeout = 5 * time.Minute
 
-// unclaim removes the claim seen took in a shared Store on a delivery that did not activate, so that a retry
+// unclaim removes the claim that claim took in a shared Store on a delivery that did not activate, so that a retry
 // activates it. Stores without compare-and-swap hold no claims.
 func (t *Task) unclaim(ctx context.Context, event, id string) {
 	store := t.tool.opts.store
-	if _, ok := store.(SwapStore); !ok {
-		return
-	}
 	key := t.dedupeKey(event, id)
 	t.dedupe.mu.Lock()
 	claim := t.dedupe.claims[key]
@@ -118,12 +155,16 @@ func (t *Task) unclaim(ctx context.Context, event, id string) {
 	}
 	ctx, cancel := t.storeContext(ctx)
 	defer cancel()
-	if b, err := store.Get(ctx, key); err == nil && string(b) == string(claim) { // ours, not a later claimant's
-		_ = store.Delete(ctx, key)
+	b, err := store.Get(ctx, key)
+	if err == nil && string(b) == string(claim) { // ours, not a later claimant's
+		err = store.Delete(ctx, key)
+	}
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		t.storeFailed(ctx, "delete", recordDelivery, err) // the claim holds off retries until ClaimTimeout
 	}
 }
 
-// release ends the claim seen took on a delivery id.
+// release ends the in-process claim that claim took on a delivery id.
 func (t *Task) release(event, id string) {
 	t.dedupe.mu.Lock()
 	delete(t.dedupe.inflight, t.dedupeKey(event, id))
@@ -145,7 +186,7 @@ func (t *Task) remember(ctx context.Context, event, id string) {
 		err = store.Put(ctx, key, value)
 	}
 	if err != nil {
-		t.tool.opts.logger.Warn("delivery id not recorded", "tool", t.tool.Name(), "task", t.id, "error", err)
+		t.storeFailed(ctx, "write", recordDelivery, err) // a retry within the window activates again
 	}
 	log := &t.dedupe
 	log.mu.Lock()
@@ -165,7 +206,7 @@ func (t *Task) remember(ctx context.Context, event, id string) {
 	log.mu.Unlock()
 	for _, k := range old {
 		if err := store.Delete(ctx, k); err != nil && !errors.Is(err, ErrNotFound) {
-			t.tool.opts.logger.Warn("old delivery id not deleted", "tool", t.tool.Name(), "task", t.id, "error", err)
+			t.storeFailed(ctx, "delete", recordDelivery, err)
 		}
 	}
 }

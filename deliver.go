@@ -3,6 +3,8 @@ package tool
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"maps"
@@ -27,6 +29,7 @@ const (
 	ReasonExpired        = "expired"          // the event's timeout passed without task activity (SPEC §9.5)
 	ReasonInterrupted    = "interrupted"      // the task is interrupted (Task.Interrupt)
 	ReasonDuplicate      = "duplicate"        // the delivery id was already activated within the dedupe window
+	ReasonInFlight       = "in_flight"        // an attempt with the same delivery id is still with a Sink (503: retry later)
 	ReasonMisconfigured  = "misconfigured"    // the event cannot take pushed payloads as configured
 	// ReasonTooComplex: the JSON payload nests deeper than Limits.InboundDepth or holds more values than
 	// Limits.InboundValues; it was not parsed.
@@ -75,7 +78,9 @@ type Discard struct {
 //
 // The Delivery lists the accepted activations and every discard with its reason. An activation the Sink
 // refuses is left out of it and Deliver returns an error wrapping ErrNotAccepted with the Delivery; its delivery
-// id is not recorded, so a retry of the same payload activates it again. Deliver returns ErrPayloadTooLarge
+// id is released, so a retry of the same payload activates it again, also at another replica. A delivery id
+// that an earlier attempt still holds (its Sink has not accepted yet, here or at a replica sharing the Store) is
+// discarded as ReasonInFlight, which the Router answers 503 so that the sender retries. Deliver returns ErrPayloadTooLarge
 // for a body over Limits.InboundBytes, ErrUnknownEvent for an in.Event the tool does not have, and ErrClosed
 // once the task is closed. ctx bounds the filter evaluations and the Sink.
 //
@@ -96,7 +101,28 @@ type inbound struct {
 	received   time.Time
 	payload    any
 	deliveryID string
+	item       string        // a polled item's fingerprint; "" for a pushed payload
 	events     []pushedEvent // by the tool's event index
+}
+
+// activationID is the stable id of the activation of event for p (Activation.ID): a hash of the task, the event
+// and what identifies the payload — the delivery id, else a polled item's fingerprint, else the body's bytes —
+// so that every retry of a delivery, and every re-fire of a polled item, carries the same id.
+func (t *Task) activationID(event string, p *inbound) string {
+	h := sha256.New()
+	h.Write([]byte(t.id + "\x00" + event + "\x00"))
+	switch {
+	case p.deliveryID != "":
+		h.Write([]byte("delivery\x00" + p.deliveryID))
+	case p.item != "":
+		h.Write([]byte("item\x00" + p.item))
+	default:
+		h.Write([]byte("body\x00"))
+		if p.in != nil {
+			h.Write(p.in.Body)
+		}
+	}
+	return "act_" + hex.EncodeToString(h.Sum(nil)[:16])
 }
 
 // pushedEvent is an Inbound prepared for one event.
@@ -304,8 +330,13 @@ func (t *Task) route(ctx context.Context, i int, pe *pushedEvent) (*Activation, 
 		return discard(pe.reason, pe.detail)
 	}
 	p := pe.parent
-	if p.deliveryID != "" && t.seen(ctx, name, p.deliveryID) {
-		return discard(ReasonDuplicate, "delivery "+p.deliveryID+" was already activated")
+	if p.deliveryID != "" {
+		switch t.claim(ctx, name, p.deliveryID) {
+		case claimDuplicate:
+			return discard(ReasonDuplicate, "delivery "+p.deliveryID+" was already activated")
+		case claimInFlight:
+			return discard(ReasonInFlight, "delivery "+p.deliveryID+" is being activated and its Sink has not accepted yet; retry later")
+		}
 	}
 	activation, d := t.evaluate(ctx, pe)
 	if p.deliveryID != "" && activation == nil {
@@ -334,7 +365,7 @@ func (t *Task) evaluate(ctx context.Context, pe *pushedEvent) (*Activation, Disc
 		return discard(ReasonMisconfigured, "message: "+t.secrets.String(err.Error()))
 	}
 	msg = strings.TrimSpace(msg) // a YAML block scalar ends with a newline nobody means
-	return &Activation{TaskID: t.id, Tool: t.tool.Name(), Event: name, Message: msg, DeliveryID: p.deliveryID,
+	return &Activation{ID: t.activationID(name, p), TaskID: t.id, Tool: t.tool.Name(), Event: name, Message: msg, DeliveryID: p.deliveryID,
 		Payload: p.payload, Parameters: params, ReceivedAt: p.received}, Discard{}
 }
 

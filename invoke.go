@@ -214,7 +214,7 @@ func (t *Task) grow(ctx context.Context, callID string, resolved map[string]any)
 	}
 	t.notifyGrown(resolved, evicted) // before the backend runs, like the growth itself
 	if err := t.saveAllowList(ctx); err != nil {
-		t.tool.opts.logger.Error("allow list not persisted", "tool", t.tool.Name(), "task", t.id, "error", err)
+		t.storeFailed(ctx, "write", recordAllowList, err)
 	}
 }
 

@@ -192,7 +192,7 @@ func (t *Task) host(i int) *events.Host {
 		Parameters: params,
 		Now:        o.clock.Now,
 		NewTimer:   t.newTimer,
-		State:      &backendState{task: t, key: t.stateKey("receivers/" + name)},
+		State:      &backendState{task: t, key: t.stateKey("receivers/" + name), record: recordReceiver},
 		Observe: func(ctx context.Context, fact string, data map[string]any) {
 			if data == nil {
 				data = map[string]any{}
@@ -208,7 +208,13 @@ func (t *Task) host(i int) *events.Host {
 	}
 	if leases, ok := o.store.(LeaseStore); ok {
 		key, owner := t.stateKey("leases/"+name), o.replicaID()
-		h.Lease = func(ctx context.Context, ttl time.Duration) (bool, error) { return leases.Lease(ctx, key, owner, ttl) }
+		h.Lease = func(ctx context.Context, ttl time.Duration) (bool, error) {
+			held, err := leases.Lease(ctx, key, owner, ttl)
+			if err != nil && ctx.Err() == nil {
+				t.storeFailed(ctx, "lease", recordLease, err)
+			}
+			return held, err
+		}
 		h.Release = func(ctx context.Context) error { return leases.Release(ctx, key, owner) }
 	}
 	return h
@@ -241,7 +247,7 @@ func (t *Task) emit(ctx context.Context, i int, item any, at time.Time) (bool, e
 	}
 	defer t.calls.Done()
 	ev := t.tool.events[i]
-	pe := &pushedEvent{ev: ev, tried: true, parent: &inbound{received: at, payload: item}}
+	pe := &pushedEvent{ev: ev, tried: true, parent: &inbound{received: at, payload: item, item: poll.Fingerprint(item)}}
 	pe.event = map[string]any{"payload": item, "name": ev.def.Name}
 	pe.vars = map[string]any{"event": pe.event, "now": poll.Format(t.tool.opts.clock.Now())}
 	if ev.filter != nil {

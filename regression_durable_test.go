@@ -149,7 +149,7 @@ func TestRegressionClaimHoldsWhileTheSinkWorks(t *testing.T) {
 	if n := fired.Load(); n != 1 || err != nil {
 		t.Errorf("delivery d-1 activated %d times across two replicas (retry: %+v, %v), want once", n, d, err)
 	}
-	wantOutcome(t, d, "pushed:duplicate", "labeled:empty_allow_list")
+	wantOutcome(t, d, "pushed:in_flight", "labeled:empty_allow_list")
 }
 
 // A task resumed after its event's timeout passed finds the event expired, also when it saw no activity after

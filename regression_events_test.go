@@ -14,8 +14,9 @@ import (
 
 // Regressions found by review of the events work.
 
-// A retry of a delivery still in the Sink is a duplicate, not a second activation.
-func TestRegressionConcurrentRetryIsDuplicate(t *testing.T) {
+// A retry of a delivery still in the Sink is in flight (the Router answers 503: retry later), neither a second
+// activation nor a duplicate, which would be answered 2xx before any Sink accepted.
+func TestConcurrentRetryIsInFlight(t *testing.T) {
 	t.Parallel()
 	entered, release := make(chan struct{}), make(chan struct{})
 	sink := tool.SinkFunc(func(context.Context, tool.Activation) error {
@@ -27,9 +28,11 @@ func TestRegressionConcurrentRetryIsDuplicate(t *testing.T) {
 	first := make(chan *tool.Delivery)
 	go func() { first <- deliver(t, task, signed(hookSecret, "d-1", pushBody)) }()
 	<-entered
-	wantOutcome(t, deliver(t, task, signed(hookSecret, "d-1", pushBody)), "pushed:duplicate", "labeled:empty_allow_list")
+	retry := deliver(t, task, signed(hookSecret, "d-1", pushBody))
 	close(release)
 	wantOutcome(t, <-first, "pushed:activated", "labeled:empty_allow_list")
+	wantOutcome(t, retry, "pushed:in_flight", "labeled:empty_allow_list")
+	wantOutcome(t, deliver(t, task, signed(hookSecret, "d-1", pushBody)), "pushed:duplicate", "labeled:empty_allow_list")
 }
 
 // A Standard Webhooks replay cannot dodge dedupe with an unsigned X-GitHub-Delivery header.

@@ -45,7 +45,7 @@ func TestRegressionRenewalFailuresBackOff(t *testing.T) {
 func TestRegressionStaleChannelBacksOffAndLapses(t *testing.T) {
 	srv := tooltest.NewServer(t)
 	srv.Handle("POST", "/watch/doc-1", tooltest.Response{Body: map[string]any{"resource_id": "res-1"}})
-	srv.Handle("POST", "/stop", tooltest.Response{Status: 404, Body: "channel not found"})
+	srv.Handle("POST", "/stop", tooltest.Response{Status: 500, Body: "try later"}) // 404 would mean "already gone"
 	clock, obs := tooltest.NewClock(time.Time{}), tooltest.NewObserver()
 	tl := driveTool(t, "", srv.URL, clock, obs, tool.WithLimits(tool.Limits{TeardownTimeout: 300 * time.Millisecond}))
 	task, err := tl.NewTask(context.Background(), driveConfig)

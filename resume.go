@@ -128,7 +128,7 @@ func (t *Task) retireReceivers(ctx context.Context) {
 	prefix := t.stateKey("receivers/")
 	keys, err := t.tool.opts.store.List(sctx, prefix)
 	if err != nil {
-		t.tool.opts.logger.Warn("event records not listed", "tool", t.tool.Name(), "task", t.id, "error", err)
+		t.storeFailed(ctx, "list", recordReceiver, err)
 		return
 	}
 	for _, key := range keys {

@@ -392,8 +392,9 @@ func (g *group) all() []*Task {
 func (r *Router) Mount(m Mux) { m.Handle(r.prefix+"/", r) }
 
 // ServeHTTP serves POST {prefix}/{namespace}/{tool}. It answers 202 once every activation the payload caused
-// was accepted by its task's Sink (also when no task wanted it), 503 when a Sink refused one (the sender
-// retries; activations already accepted are then discarded as duplicates if the sender gives a delivery id),
+// was accepted by its task's Sink (also when no task wanted it), 503 when a Sink refused one or an earlier attempt
+// with the same delivery id is still with a Sink (in_flight; the sender retries; activations already accepted are
+// then discarded as duplicates if the sender gives a delivery id),
 // 401 when the signature was bad for every event, 500 when the events are misconfigured (a missing secret
 // setting) and nothing else happened, 413 for a body over the limit or a JSON payload over Limits.InboundDepth
 // or Limits.InboundValues that no event took otherwise, 503 with Retry-After when the bodies in flight are at
@@ -527,6 +528,8 @@ func statusOf(deliveries []*Delivery, err error) int {
 		other += len(d.Activations)
 		for _, x := range d.Discarded {
 			switch x.Reason {
+			case ReasonInFlight: // another attempt has not reached its Sink's accept: only a retry can tell
+				return http.StatusServiceUnavailable
 			case ReasonBadSignature:
 				bad++
 			case ReasonMisconfigured:

@@ -114,10 +114,12 @@ func (t *Task) deleteState(ctx context.Context, keep map[string]bool) error {
 	return errors.Join(errs...)
 }
 
-// backendState is a backend's slot in the task state (runtime.State).
+// backendState is a backend's or a background event's slot in the task state (runtime.State). Failures are
+// reported as store.failed facts, besides being returned.
 type backendState struct {
-	task *Task
-	key  string
+	task   *Task
+	key    string
+	record string // recordBackend or recordReceiver
 }
 
 func (s *backendState) Load(ctx context.Context) ([]byte, error) {
@@ -125,9 +127,16 @@ func (s *backendState) Load(ctx context.Context) ([]byte, error) {
 	if errors.Is(err, ErrNotFound) {
 		return nil, nil
 	}
+	if err != nil {
+		s.task.storeFailed(ctx, "read", s.record, err)
+	}
 	return b, err
 }
 
 func (s *backendState) Save(ctx context.Context, value []byte) error {
-	return s.task.tool.opts.store.Put(ctx, s.key, value)
+	err := s.task.tool.opts.store.Put(ctx, s.key, value)
+	if err != nil {
+		s.task.storeFailed(ctx, "write", s.record, err)
+	}
+	return err
 }

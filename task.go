@@ -56,6 +56,10 @@ func (f SinkFunc) Accept(ctx context.Context, a Activation) error { return f(ctx
 
 // Activation is an event that woke a task up (SPEC §9.1).
 type Activation struct {
+	// ID is stable per task, event and delivery (the delivery id, else the body) or polled item: every retry of a
+	// delivery and every re-fire of an item carries the same ID, so a Sink can deduplicate what at-least-once
+	// delivery hands it twice (README, Guarantees).
+	ID     string `json:"id"`
 	TaskID string `json:"task_id"`
 	Tool   string `json:"tool"`
 	Event  string `json:"event"`
@@ -288,6 +292,7 @@ func (t *Task) close(ctx context.Context, detach bool) error {
 		t.observe(ctx, "task.detached", "", nil)
 	} else {
 		if err := t.deleteState(ctx, keep); err != nil {
+			t.storeFailed(ctx, "delete", recordTask, err)
 			errs = append(errs, err)
 		}
 		t.observe(ctx, "task.closed", "", nil)
@@ -440,7 +445,7 @@ func (t *Task) initFor(ctx context.Context, a *action, call *runtime.Call) *runt
 		HTTPClient: t.tool.httpClient,
 		Limits: runtime.Limits{CallTimeout: o.limits.CallTimeout, ResponseBytes: o.limits.ResponseBytes,
 			TeardownTimeout: o.limits.TeardownTimeout},
-		State:   &backendState{task: t, key: t.stateKey("runtime/" + a.kind)},
+		State:   &backendState{task: t, key: t.stateKey("runtime/" + a.kind), record: recordBackend},
 		Context: t.cfg.Context,
 		Runtime: t.values.runtime,
 		Now:     o.clock.Now,

@@ -3,6 +3,7 @@ package events
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"time"
@@ -84,27 +85,32 @@ type Host struct {
 }
 
 // LoadState decodes the event's record from State into v. Nothing stored leaves v as it is; a record that
-// cannot be read is logged and ignored, so the work starts afresh rather than not at all.
-func (h *Host) LoadState(ctx context.Context, v any) {
+// cannot be decoded is logged and ignored, so the work starts afresh rather than not at all. A Store failure is
+// returned (the task reports it as a store.failed fact): the caller must not act on a state it could not read.
+func (h *Host) LoadState(ctx context.Context, v any) error {
 	b, err := h.State.Load(ctx)
-	if err == nil && len(b) > 0 {
-		err = json.Unmarshal(b, v)
-	}
 	if err != nil {
-		h.Logger.Warn("event state unreadable; starting afresh", "error", err)
+		return fmt.Errorf("read event state: %w", err)
 	}
+	if len(b) > 0 {
+		if err := json.Unmarshal(b, v); err != nil {
+			h.Logger.Warn("event state unreadable; starting afresh", "error", err)
+		}
+	}
+	return nil
 }
 
-// SaveState writes v as the event's record, even when ctx is cancelled (what happened must be recorded); a
-// failure is logged.
-func (h *Host) SaveState(ctx context.Context, v any) {
+// SaveState writes v as the event's record, even when ctx is cancelled (what happened must be recorded). A
+// failure is returned (the task reports it as a store.failed fact).
+func (h *Host) SaveState(ctx context.Context, v any) error {
 	b, err := json.Marshal(v)
-	if err == nil {
-		err = h.State.Save(context.WithoutCancel(ctx), b)
-	}
 	if err != nil {
-		h.Logger.Error("event state not persisted", "error", err)
+		return fmt.Errorf("encode event state: %w", err)
 	}
+	if err := h.State.Save(context.WithoutCancel(ctx), b); err != nil {
+		return fmt.Errorf("write event state: %w", err)
+	}
+	return nil
 }
 
 // LeaseMargin is added to a lease's ttl beyond the time its holder expects to need, so that a live holder keeps

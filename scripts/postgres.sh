@@ -4,6 +4,9 @@
 #   scripts/postgres.sh start [FILE]   start a server on a free loopback port; print (or write to FILE) the lines
 #                                      export TOOL_TEST_POSTGRES_DSN=... and export TOOL_TEST_POSTGRES_DIR=...
 #   scripts/postgres.sh stop [DIR]     stop the server started in DIR (default $TOOL_TEST_POSTGRES_DIR), remove DIR
+#   scripts/postgres.sh crash DIR      stop the server in DIR at once (pg_ctl stop -m immediate), keeping its data:
+#                                      an outage, for tests that start their own server
+#   scripts/postgres.sh restart DIR    start the server in DIR again, on its port
 #
 # Typical use:  eval "$(scripts/postgres.sh start)"; go test ./store/postgres; scripts/postgres.sh stop
 #
@@ -67,8 +70,8 @@ start() {
   for tries in $(seq 1 20); do
     port=$((20000 + RANDOM % 40000))
     if port_busy "$port"; then port=""; continue; fi
-    if as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start \
-      -o "-c listen_addresses=127.0.0.1 -p $port -k $dir/sock -c max_connections=300 -c fsync=off -c synchronous_commit=off -c full_page_writes=off" >&2; then
+    echo "-c listen_addresses=127.0.0.1 -p $port -k $dir/sock -c max_connections=300 -c fsync=off -c synchronous_commit=off -c full_page_writes=off" >"$dir/options"
+    if as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start -o "$(cat "$dir/options")" >&2; then
       break
     fi
     log "start on port $port failed (attempt $tries), retrying"
@@ -103,9 +106,35 @@ stop() {
   rm -rf "$dir"
 }
 
+# crash stops the server in DIR at once, as a crash would; restart starts it again with its options.
+crash() {
+  local dir=${1:-}
+  [ -f "$dir/.tool-postgres" ] || die "crash: $dir was not made by this script"
+  owner_of "$dir"
+  as_owner "$(cat "$dir/bindir")/pg_ctl" -D "$dir/data" -m immediate -w stop >&2
+}
+
+restart() {
+  local dir=${1:-}
+  [ -f "$dir/.tool-postgres" ] && [ -f "$dir/options" ] || die "restart: $dir was not made by this script"
+  owner_of "$dir"
+  as_owner "$(cat "$dir/bindir")/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start -o "$(cat "$dir/options")" >&2
+}
+
+# owner_of sets owner to the user owning DIR's cluster when running as root (pg_ctl refuses root).
+owner_of() {
+  owner=""
+  if [ "$(id -u)" -eq 0 ] && [ -d "$1/data" ]; then
+    owner=$(stat -c %U "$1/data")
+    [ "$owner" != root ] || owner=""
+  fi
+}
+
 owner=""
 case "${1:-}" in
   start) start "${2:-}" ;;
   stop) stop "${2:-}" ;;
-  *) die "usage: $0 start [FILE] | stop [DIR]" ;;
+  crash) crash "${2:-}" ;;
+  restart) restart "${2:-}" ;;
+  *) die "usage: $0 start [FILE] | stop [DIR] | crash DIR | restart DIR" ;;
 esac

@@ -53,21 +53,30 @@ type worker struct {
 
 	// Owned by the loop goroutine.
 	loaded   bool
+	dirty    bool // state changed here and not written yet: newer than the stored one, never replaced by it
 	state    State
-	failures int
+	failures int // consecutive failed fetches
 	stopOnce sync.Once
 }
 
 // step fetches once, detects the items, fires the new ones and returns the delay to the next fetch.
+//
+// A step never runs on a stale state: while the previous step's state is unwritten (a Store outage), the next
+// step writes it first and fetches only once that succeeded; a state it cannot read or write ends the step with
+// a poll.failed fact (reason store), retried after one interval.
 func (w *worker) step(ctx context.Context) time.Duration {
 	if w.h.Lease != nil {
-		if !w.holds(ctx) {
+		held, err := w.h.Lease(ctx, w.leaseTTL())
+		if err != nil {
+			return w.storeFailed(ctx, "lease", err)
+		}
+		if !held {
 			return w.interval // another replica polls; try again, to take over if it stops
 		}
 		defer w.heartbeat(ctx)() // a slow Sink must not let the lease run out under the step
-		w.load(ctx)              // the other replica may have polled since
-	} else if !w.loaded {
-		w.load(ctx)
+	}
+	if err := w.sync(ctx); err != nil {
+		return w.storeFailed(ctx, "state", err)
 	}
 	fetchedAt := w.h.Now()
 	items, err := w.fetch(ctx, fetchedAt)
@@ -77,7 +86,7 @@ func (w *worker) step(ctx context.Context) time.Duration {
 	if err != nil {
 		w.failures++
 		retry := min(w.interval*(1<<min(w.failures, 5)), w.interval*MaxBackoff)
-		w.h.Observe(ctx, "poll.failed", map[string]any{"error": err.Error(), "attempt": w.failures,
+		w.h.Observe(ctx, "poll.failed", map[string]any{"reason": "fetch", "error": err.Error(), "attempt": w.failures,
 			"retry_in": retry.String()})
 		return retry
 	}
@@ -109,6 +118,11 @@ func (w *worker) step(ctx context.Context) time.Duration {
 			default:
 				discarded++
 			}
+			// Recorded at once, so that a crash re-fires at most the item in hand, not the step's earlier ones. A
+			// failed write leaves the state dirty: the next step writes it before anything else.
+			w.remember([]string{fp})
+			w.dirty = true
+			w.trySave(ctx)
 		}
 		seen[fp] = true
 		current = append(current, fp)
@@ -121,9 +135,63 @@ func (w *worker) step(ctx context.Context) time.Duration {
 	if refused == 0 {
 		w.state.LastFetchedAt = fetchedAt
 	}
-	w.save(ctx)
+	w.dirty = true
+	if err := w.trySave(ctx); err != nil {
+		return w.storeFailed(ctx, "state", err)
+	}
 	w.h.Observe(ctx, "poll.fetched", map[string]any{"items": len(items), "fired": fired, "discarded": discarded,
 		"refused": refused, "baseline": baseline})
+	return w.interval
+}
+
+// sync brings the state up to date before a step. Unwritten state is written first: it is newer than the
+// stored one (merged with it when replicas share it: another may have polled while this one could not write).
+// Otherwise the stored state is read when it was never read, or when another replica may have changed it.
+func (w *worker) sync(ctx context.Context) error {
+	if w.dirty {
+		if w.h.Lease != nil {
+			var stored State
+			if err := w.h.LoadState(ctx, &stored); err != nil {
+				return err
+			}
+			w.merge(stored)
+		}
+		return w.trySave(ctx)
+	}
+	if w.h.Lease != nil || !w.loaded {
+		return w.load(ctx)
+	}
+	return nil
+}
+
+// merge adds what another replica recorded to the state: its seen items, a later watermark, its baseline.
+func (w *worker) merge(other State) {
+	w.state.Baselined = w.state.Baselined || other.Baselined
+	if other.LastFetchedAt.After(w.state.LastFetchedAt) {
+		w.state.LastFetchedAt = other.LastFetchedAt
+	}
+	mine := w.state.Seen
+	w.state.Seen = other.Seen
+	w.remember(mine)
+}
+
+// trySave writes the state when it is dirty.
+func (w *worker) trySave(ctx context.Context) error {
+	if !w.dirty {
+		return nil
+	}
+	if err := w.h.SaveState(ctx, w.state); err != nil {
+		return err
+	}
+	w.dirty = false
+	return nil
+}
+
+// storeFailed reports a step that could not read or write its state (or its lease) and returns the delay to the
+// next attempt: one interval.
+func (w *worker) storeFailed(ctx context.Context, what string, err error) time.Duration {
+	w.h.Observe(ctx, "poll.failed", map[string]any{"reason": "store", "operation": what, "error": err.Error(),
+		"retry_in": w.interval.String()})
 	return w.interval
 }
 
@@ -166,9 +234,11 @@ func (w *worker) fetch(ctx context.Context, now time.Time) ([]any, error) {
 // holds acquires or renews the poll's lease and reports whether this replica holds it. The lease lasts two
 // intervals and a request past now: a live holder renews it on every step and before every item.
 func (w *worker) holds(ctx context.Context) bool {
-	held, err := w.h.Lease(ctx, 2*w.interval+w.h.Limits.RequestTimeout)
+	held, err := w.h.Lease(ctx, w.leaseTTL())
 	return err == nil && held
 }
+
+func (w *worker) leaseTTL() time.Duration { return 2*w.interval + w.h.Limits.RequestTimeout }
 
 // heartbeat renews the lease in the background, a third of its ttl apart on the wall clock (the lease's clock),
 // until the returned function is called.
@@ -177,7 +247,7 @@ func (w *worker) heartbeat(ctx context.Context) (stop func()) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		tick := time.NewTicker(max((2*w.interval+w.h.Limits.RequestTimeout)/3, time.Millisecond))
+		tick := time.NewTicker(max(w.leaseTTL()/3, time.Millisecond))
 		defer tick.Stop()
 		for {
 			select {
@@ -221,6 +291,9 @@ func (w *worker) Stop(ctx context.Context, reason string) error {
 	var err error
 	w.stopOnce.Do(func() {
 		w.stop(ctx)
+		if reason == events.StopDetached {
+			_ = w.trySave(ctx) // what a Store outage left unwritten, for the process that resumes the task
+		}
 		// Only the lease holder resets the state: it is shared with the replicas, which may still poll.
 		if (reason == events.StopInterrupted || reason == events.StopExpired) && (w.h.Lease == nil || w.holds(ctx)) {
 			err = w.h.State.Save(ctx, []byte("{}"))
@@ -251,11 +324,14 @@ func Fingerprint(item any) string {
 // Format renders t as SPEC §5's time text: UTC, RFC 3339, whole seconds.
 func Format(t time.Time) string { return t.UTC().Truncate(time.Second).Format(TimeFormat) }
 
-func (w *worker) load(ctx context.Context) {
-	w.loaded, w.state = true, State{}
-	w.h.LoadState(ctx, &w.state)
+// load replaces the state with the stored one; on a Store failure it keeps the state it has.
+func (w *worker) load(ctx context.Context) error {
+	var s State
+	if err := w.h.LoadState(ctx, &s); err != nil {
+		return err
+	}
+	w.loaded, w.state = true, s
+	return nil
 }
-
-func (w *worker) save(ctx context.Context) { w.h.SaveState(ctx, w.state) }
 
 var _ events.Background = (*Event)(nil)

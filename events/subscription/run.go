@@ -38,8 +38,11 @@ type Channel struct {
 	// Response is {subscribe.*}: the subscribe call's decoded response body, as-is.
 	Response any `json:"response,omitempty"`
 	// CreatedAt is when the subscribe succeeded; RenewAt when the channel is due for renewal.
-	CreatedAt time.Time `json:"created_at"`
-	RenewAt   time.Time `json:"renew_at"`
+	CreatedAt time.Time `json:"created_at,omitzero"`
+	RenewAt   time.Time `json:"renew_at,omitzero"`
+	// Unconfirmed marks a channel whose subscribe was sent but whose outcome is unknown (a lost reply, a crash):
+	// the platform may or may not hold it, and Response is unknown.
+	Unconfirmed bool `json:"unconfirmed,omitempty"`
 }
 
 // State is what the worker keeps in the task state.
@@ -48,6 +51,9 @@ type State struct {
 	Current *Channel `json:"current,omitempty"`
 	// Stale are replaced or stopped channels whose unsubscribe has not succeeded yet.
 	Stale []Channel `json:"stale,omitempty"`
+	// Pending is the channel whose subscribe is being sent: recorded before the request leaves, so that after a
+	// crash at any point the resumed task knows every channel the platform may hold, and removes it.
+	Pending *Channel `json:"pending,omitempty"`
 }
 
 // Start subscribes at once in the background and keeps the channel renewed until Stop.
@@ -68,6 +74,7 @@ type worker struct {
 
 	// Owned by the loop goroutine until stop returns, then by Stop.
 	loaded        bool
+	dirty         bool // the state changed and its write failed: the stored one is older
 	state         State
 	failures      int    // consecutive failed subscribes
 	abandoned     string // the id of a subscribe Stop's bound aborted: the platform may have registered it
@@ -108,15 +115,17 @@ func (w *worker) step(ctx context.Context) time.Duration {
 		if err != nil || !held {
 			return LeaseRetry // another replica renews; check again, to take over if it stops
 		}
-		w.load(ctx) // the other replica may have renewed since
-	} else if !w.loaded {
-		w.load(ctx)
+	}
+	if err := w.sync(ctx, w.h.Lease != nil); err != nil { // the other replica may have renewed since
+		w.h.Observe(ctx, "subscription.failed", map[string]any{"reason": "store", "error": err.Error(),
+			"retry_in": RetryMin.String()})
+		return RetryMin
 	}
 	now := w.h.Now()
 	rctx, cancel := w.requests(ctx)
 	defer cancel()
 	if cur := w.state.Current; cur == nil || !now.Before(cur.RenewAt) {
-		ch, err := w.subscribe(rctx, now)
+		ch, err := w.subscribe(ctx, rctx, now)
 		if err != nil {
 			if ctx.Err() != nil {
 				if rctx.Err() != nil {
@@ -134,7 +143,7 @@ func (w *worker) step(ctx context.Context) time.Duration {
 		if cur != nil {
 			w.state.Stale = append(w.state.Stale, *cur)
 		}
-		w.state.Current = ch
+		w.state.Current, w.state.Pending = ch, nil
 		w.save(ctx)
 		fact := "subscription.created"
 		data := map[string]any{"subscription_id": ch.ID, "expires_at_ms": ch.ExpiresAtMS}
@@ -167,15 +176,32 @@ func (w *worker) next(now time.Time, retry time.Duration) time.Duration {
 	return d
 }
 
-// subscribe registers a new channel; on failure it also returns the channel it tried (its id).
-func (w *worker) subscribe(ctx context.Context, now time.Time) (*Channel, error) {
+// subscribe registers a new channel; on failure it also returns the channel it tried (its id). The channel is
+// recorded as pending before its request is sent (a failed write sends nothing); when the outcome is unknown
+// (no response, or a success whose body could not be read) it stays recorded, unconfirmed, among the stale
+// channels to remove. An error status means the platform did not create it. rctx bounds the
+// request, ctx the state writes.
+func (w *worker) subscribe(ctx, rctx context.Context, now time.Time) (*Channel, error) {
 	ttl := w.h.Limits.ChannelTTL
 	if t := w.h.Limits.Timeout; t > 0 && t < ttl {
 		ttl = t
 	}
 	ch := &Channel{ID: newID(), ExpiresAtMS: now.Add(ttl).UnixMilli()}
-	resp, err := w.send(ctx, w.ev.Subscribe, ch, false)
+	w.state.Pending = &Channel{ID: ch.ID, ExpiresAtMS: ch.ExpiresAtMS, Unconfirmed: true}
+	w.dirty = true
+	if err := w.trySave(ctx); err != nil {
+		w.state.Pending, w.dirty = nil, false // nothing was sent
+		return ch, fmt.Errorf("subscribe not sent: the channel could not be recorded first: %w", err)
+	}
+	resp, status, err := w.send(rctx, w.ev.Subscribe, ch, false)
 	if err != nil {
+		if rctx.Err() == nil { // an aborted subscribe stays pending: Stop removes it
+			if status < 400 { // no response (the platform may hold it), or one this host could not read
+				w.state.Stale = append(w.state.Stale, *w.state.Pending)
+			}
+			w.state.Pending = nil
+			w.save(ctx)
+		}
 		return ch, fmt.Errorf("subscribe: %w", err)
 	}
 	ch.Response = resp
@@ -186,8 +212,9 @@ func (w *worker) subscribe(ctx context.Context, now time.Time) (*Channel, error)
 	return ch, nil
 }
 
-// send renders and sends a subscribe or unsubscribe request for ch and returns the decoded response body.
-func (w *worker) send(ctx context.Context, req *httpspec.Compiled, ch *Channel, withResponse bool) (any, error) {
+// send renders and sends a subscribe or unsubscribe request for ch and returns the decoded response body and
+// the response's status (0 when none arrived).
+func (w *worker) send(ctx context.Context, req *httpspec.Compiled, ch *Channel, withResponse bool) (any, int, error) {
 	if t := w.h.Limits.RequestTimeout; t > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, t)
@@ -199,13 +226,17 @@ func (w *worker) send(ctx context.Context, req *httpspec.Compiled, ch *Channel, 
 	}
 	r, err := req.Build(ctx, w.h.Values(ctx, extra))
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	resp, err := httpspec.Do(ctx, w.h.Client, r, w.h.Limits.ResponseBytes)
-	if err != nil {
-		return nil, err
+	status := 0
+	if resp != nil {
+		status = resp.Status
 	}
-	return resp.Body, nil
+	if err != nil {
+		return nil, status, err
+	}
+	return resp.Body, status, nil
 }
 
 // retryStale tries once more to unsubscribe each stale channel; a channel past its expiry is dropped, since the
@@ -242,13 +273,25 @@ func (w *worker) unsubscribe(ctx context.Context, ch *Channel, reason string) er
 			"detail": "no unsubscribe request: the channel expires on its own"})
 		return nil
 	}
-	_, err := w.send(ctx, w.ev.Unsubscribe, ch, true)
+	_, status, err := w.send(ctx, w.ev.Unsubscribe, ch, true)
+	if err != nil && (status == 404 || status == 410 || ch.Unconfirmed && status >= 400 && status < 500) {
+		// The platform does not know the channel: never created (a subscribe whose outcome was unknown) or
+		// already removed (by an unsubscribe whose success a crash kept from the records). Nothing is left.
+		w.h.Observe(ctx, "subscription.removed", map[string]any{"subscription_id": ch.ID, "reason": reason,
+			"unknown_to_platform": true, "status": status,
+			"detail": "the platform did not know the channel: it was never created or is already removed"})
+		return nil
+	}
 	if err != nil {
 		w.h.Observe(ctx, "subscription.unsubscribe_failed", map[string]any{"subscription_id": ch.ID,
 			"reason": reason, "error": err.Error()})
 		return fmt.Errorf("unsubscribe %s: %w", ch.ID, err)
 	}
-	w.h.Observe(ctx, "subscription.removed", map[string]any{"subscription_id": ch.ID, "reason": reason})
+	data := map[string]any{"subscription_id": ch.ID, "reason": reason}
+	if ch.Unconfirmed {
+		data["unconfirmed"] = true // its subscribe's outcome was unknown; removed in case the platform held it
+	}
+	w.h.Observe(ctx, "subscription.removed", data)
 	return nil
 }
 
@@ -262,21 +305,30 @@ func (w *worker) Stop(ctx context.Context, reason string) error {
 		if ctx.Err() != nil { // the step's requests are aborted by now: it ends at once
 			w.stop(context.WithoutCancel(ctx))
 		}
-		if w.h.Lease != nil {
+		if w.h.Lease != nil && !w.dirty {
 			w.loaded = false // another replica may have renewed since this one loaded the records
 		}
 		if w.h.Release != nil {
 			defer func() { _ = w.h.Release(ctx) }()
 		}
 		if reason == events.StopDetached {
+			if w.dirty {
+				w.stopErr = w.trySave(ctx)
+			}
 			return // the channels stay registered and recorded, for the process that resumes the task
 		}
 		if !w.loaded {
-			w.load(ctx)
+			if err := w.load(ctx); err != nil {
+				w.stopErr = fmt.Errorf("channels not removed: %w", err)
+				return
+			}
 		}
 		todo := w.state.Stale
 		if w.state.Current != nil {
 			todo = append(todo, *w.state.Current)
+		}
+		if w.state.Pending != nil {
+			todo = append(todo, *w.state.Pending)
 		}
 		w.state = State{}
 		var errs []error
@@ -320,12 +372,46 @@ func (w *worker) unsubscribeWithin(ctx context.Context, ch *Channel, reason stri
 	}
 }
 
-func (w *worker) load(ctx context.Context) {
-	w.loaded, w.state = true, State{}
-	w.h.LoadState(ctx, &w.state)
+// load replaces the state with the stored one; on a Store failure it keeps the state it has. A pending channel
+// in the stored state is an earlier process's subscribe whose outcome it did not record: it becomes stale,
+// unconfirmed, and is removed.
+func (w *worker) load(ctx context.Context) error {
+	var s State
+	if err := w.h.LoadState(ctx, &s); err != nil {
+		return err
+	}
+	if s.Pending != nil {
+		s.Stale, s.Pending = append(s.Stale, *s.Pending), nil
+	}
+	w.loaded, w.state = true, s
+	return nil
 }
 
-func (w *worker) save(ctx context.Context) { w.h.SaveState(ctx, w.state) }
+// sync writes state a failed write left unwritten (it is newer than the stored one), else reads the stored
+// state when it was never read or reload is set.
+func (w *worker) sync(ctx context.Context, reload bool) error {
+	if w.dirty {
+		return w.trySave(ctx)
+	}
+	if reload || !w.loaded {
+		return w.load(ctx)
+	}
+	return nil
+}
+
+// save writes the state; a failure leaves it dirty, written by the next step before anything else.
+func (w *worker) save(ctx context.Context) {
+	w.dirty = true
+	_ = w.trySave(ctx)
+}
+
+func (w *worker) trySave(ctx context.Context) error {
+	if err := w.h.SaveState(ctx, w.state); err != nil {
+		return err
+	}
+	w.dirty = false
+	return nil
+}
 
 // newID returns a channel id: 32 random hex digits, which every platform's id syntax accepts.
 func newID() string {

@@ -1,6 +1,6 @@
 // Package storetest is the conformance suite every tool.Store passes: the memory store and store/postgres run it,
 // so that they keep one behaviour. Optional abilities (tool.SwapStore, tool.LeaseStore, tool.ExpiringStore) are
-// tested when the store has them.
+// tested when the store has them, tool.ClaimStore too.
 package storetest
 
 import (
@@ -36,6 +36,9 @@ func Run(t *testing.T, open func(t *testing.T) tool.Store) {
 		{"TTL", testTTL},
 		{"TTLExpiry", testTTLExpiry},
 		{"TTLClearedByWrite", testTTLClearedByWrite},
+		{"Claim", testClaim},
+		{"ClaimExpiry", testClaimExpiry},
+		{"ConcurrentClaim", testConcurrentClaim},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -382,6 +385,71 @@ func testConcurrentLease(t *testing.T, s tool.Store) {
 		t.Fatalf("%d replicas got the lease, want 1", len(winners))
 	}
 	wantLease(t, ls, "lease", "owner-"+strconv.Itoa(winners[0]), time.Hour, true)
+}
+
+func claimStore(t *testing.T, s tool.Store) tool.ClaimStore {
+	t.Helper()
+	cs, ok := s.(tool.ClaimStore)
+	if !ok {
+		t.Skip("not a tool.ClaimStore")
+	}
+	return cs
+}
+
+// wantClaim fails unless Claim(key, value) reports claimed and, when not, current.
+func wantClaim(t *testing.T, s tool.ClaimStore, key, value string, ttl time.Duration, claimed bool, current string) {
+	t.Helper()
+	ok, cur, err := s.Claim(ctx(t), key, []byte(value), ttl)
+	if err != nil || ok != claimed || !claimed && string(cur) != current {
+		t.Fatalf("Claim(%q, %q) = %v, %q, %v; want %v, %q", key, value, ok, cur, err, claimed, current)
+	}
+}
+
+// testClaim: a claim creates an absent key and reports a live one's value; a record written over it (PutTTL, Put)
+// is what later claims see.
+func testClaim(t *testing.T, s tool.Store) {
+	cs := claimStore(t, s)
+	wantClaim(t, cs, "deliveries/d1", "claim r1", time.Hour, true, "")
+	wantValue(t, s, "deliveries/d1", []byte("claim r1"))
+	wantClaim(t, cs, "deliveries/d1", "claim r2", time.Hour, false, "claim r1")
+	mustPut(t, s, "deliveries/d1", []byte("done"))
+	wantClaim(t, cs, "deliveries/d1", "claim r3", time.Hour, false, "done")
+	wantValue(t, s, "deliveries/d1", []byte("done"))
+	if err := s.Delete(ctx(t), "deliveries/d1"); err != nil {
+		t.Fatal(err)
+	}
+	wantClaim(t, cs, "deliveries/d1", "claim r4", time.Hour, true, "")
+}
+
+// testClaimExpiry: an expired claim is taken over by the next.
+func testClaimExpiry(t *testing.T, s tool.Store) {
+	cs := claimStore(t, s)
+	wantClaim(t, cs, "deliveries/d1", "claim dead", 50*time.Millisecond, true, "")
+	eventually(t, func() bool {
+		ok, _, err := cs.Claim(ctx(t), "deliveries/d1", []byte("claim next"), time.Hour)
+		return err == nil && ok
+	})
+	wantValue(t, s, "deliveries/d1", []byte("claim next"))
+}
+
+// testConcurrentClaim: of racing claims exactly one wins, and the losers see the winner's value.
+func testConcurrentClaim(t *testing.T, s tool.Store) {
+	cs := claimStore(t, s)
+	var mu sync.Mutex
+	seen := map[string]int{}
+	winners := race(t, 8, func(i int) (bool, error) {
+		ok, cur, err := cs.Claim(ctx(t), "deliveries/d1", []byte("claim "+strconv.Itoa(i)), time.Hour)
+		mu.Lock()
+		seen[string(cur)]++
+		mu.Unlock()
+		return ok, err
+	})
+	if len(winners) != 1 {
+		t.Fatalf("%d claims won, want 1", len(winners))
+	}
+	if want := "claim " + strconv.Itoa(winners[0]); seen[want] != 7 {
+		t.Errorf("losers saw %v, want %q seven times", seen, want)
+	}
 }
 
 func expiringStore(t *testing.T, s tool.Store) tool.ExpiringStore {

@@ -3,12 +3,13 @@
 //
 // It is built on database/sql with the pgx v5 driver (github.com/jackc/pgx/v5/stdlib). Open creates or migrates
 // its tables; several processes may open the same database at once. The Store implements tool.SwapStore,
-// tool.LeaseStore and tool.ExpiringStore with the memory store's semantics:
+// tool.LeaseStore and tool.ExpiringStore with the memory store's semantics, and tool.ClaimStore (delivery ids are
+// claimed in one round trip):
 //
 //   - keys and values are stored as bytea, so any Go string is a key and List sorts keys bytewise, exactly like
 //     sort.Strings; a prefix is matched by a range scan over the primary key, never by LIKE, and every key and
 //     value travels as a query parameter;
-//   - lease and expiry times are taken from the database's clock (now()), not the host's, so that replicas whose
+//   - lease, claim and expiry times are taken from the database's clock (now()), not the host's, so that replicas whose
 //     clocks differ agree on who holds a lease and which keys have expired;
 //   - keys written with PutTTL are invisible to Get, List and CompareAndSwap once expired, and a background
 //     goroutine (ended by Close) deletes them, with expired leases, every cleanup interval.
@@ -224,6 +225,7 @@ const cleanupBatch = 1000
 
 var (
 	_ tool.SwapStore     = (*Store)(nil)
+	_ tool.ClaimStore    = (*Store)(nil)
 	_ tool.LeaseStore    = (*Store)(nil)
 	_ tool.ExpiringStore = (*Store)(nil)
 )

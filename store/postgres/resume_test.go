@@ -128,6 +128,17 @@ func newPlatform(t *testing.T) (*platform, *httptest.Server) {
 		p.channels[body.ID] = true
 		json.NewEncoder(w).Encode(map[string]any{"resource": "res-" + body.ID})
 	})
+	mux.HandleFunc("POST /stop-by-id", func(w http.ResponseWriter, r *http.Request) {
+		var body struct{ ID string }
+		json.NewDecoder(r.Body).Decode(&body)
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if !p.channels[body.ID] {
+			http.Error(w, "no such channel", http.StatusNotFound)
+			return
+		}
+		delete(p.channels, body.ID)
+	})
 	mux.HandleFunc("POST /stop", func(w http.ResponseWriter, r *http.Request) {
 		var body struct{ ID, Resource string }
 		json.NewDecoder(r.Body).Decode(&body)
@@ -279,15 +290,40 @@ func (h *host) wait(key string, n int) []map[string]any {
 
 // activated returns the item ids the replica's Sink accepted.
 func (h *host) activated() []string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
 	var ids []string
-	for _, l := range h.lines {
-		if a, ok := l["activation"].(map[string]any); ok && a["event"] == "item" {
-			ids = append(ids, fmt.Sprint(a["payload"].(map[string]any)["id"]))
-		}
+	for _, a := range h.activations() {
+		ids = append(ids, a.item)
 	}
 	return ids
+}
+
+// itemActivation is one activation of the poll event: the item's id and the Activation.ID.
+type itemActivation struct{ item, id string }
+
+func (h *host) activations() []itemActivation {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []itemActivation
+	for _, l := range h.lines {
+		if a, ok := l["activation"].(map[string]any); ok && a["event"] == "item" {
+			out = append(out, itemActivation{fmt.Sprint(a["payload"].(map[string]any)["id"]), fmt.Sprint(a["id"])})
+		}
+	}
+	return out
+}
+
+// facts returns the data of the replica's facts of that name.
+func (h *host) facts(name string) []map[string]any {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []map[string]any
+	for _, l := range h.lines {
+		if f, ok := l["fact"].(map[string]any); ok && f["name"] == name {
+			data, _ := f["data"].(map[string]any)
+			out = append(out, data)
+		}
+	}
+	return out
 }
 
 // kill ends the process with SIGKILL: nothing of the task is cleaned up.
@@ -328,9 +364,11 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// TestKillAndResume stops a host process with SIGKILL in the middle of a task and resumes the task in a new
-// process: nothing in the task state is lost, no poll item fires twice, the session the first process created is
-// destroyed when the resumed task closes, and no subscription is left registered.
+// TestKillAndResume stops a host process with SIGKILL in the middle of a task, after its poll recorded the items
+// it fired, and resumes the task in a new process: nothing in the task state is lost, no poll item fires twice,
+// the session the first process created is destroyed when the resumed task closes, and no subscription is left
+// registered. (A kill between a Sink's accept and the state write re-fires that item with the same
+// Activation.ID: TestKillAtRandomPoints.)
 func TestKillAndResume(t *testing.T) {
 	schema, manifest := newSchema(t), writeManifest(t)
 	p, srv := newPlatform(t)
@@ -342,6 +380,16 @@ func TestKillAndResume(t *testing.T) {
 	waitFor(t, "the baseline fetch", func() bool { f, _, _ := p.snapshot(); return f["r1"] >= 1 })
 	p.publish("b", "c")
 	waitFor(t, "b and c to fire in the first process", func() bool { return len(first.activated()) >= 2 })
+	// The Sink accepted b and c before the state recorded them: wait for the record, the poll.fetched fact of a
+	// step that fired items (the kill lands after it).
+	waitFor(t, "the first process to record b and c", func() bool {
+		fired := 0
+		for _, f := range first.facts("poll.fetched") {
+			n, _ := f["fired"].(float64)
+			fired += int(n)
+		}
+		return fired >= 2
+	})
 	_, sessions, channels := p.snapshot()
 	if len(sessions) != 1 || len(channels) != 1 {
 		t.Fatalf("before the kill: sessions %v, channels %v; want one of each", sessions, channels)

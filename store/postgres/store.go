@@ -13,8 +13,8 @@ import (
 // queries holds the Store's SQL, built once with the schema prefix. A key is live when it has no expiry or its
 // expiry is after the database's now().
 type queries struct {
-	get, put, putTTL, del, listFrom, listRange, casInsert, casUpdate string
-	lease, release, sweepKeys, sweepLeases                           string
+	get, put, putTTL, del, listFrom, listRange, casInsert, casUpdate, claim string
+	lease, release, sweepKeys, sweepLeases                                  string
 }
 
 func newQueries(prefix string) queries {
@@ -36,6 +36,13 @@ func newQueries(prefix string) queries {
 		// Under READ COMMITTED a concurrent update of the row makes this one wait, then re-check value = $2
 		// against the new row: exactly one of two racing swaps from the same old value wins.
 		casUpdate: `UPDATE ` + kv + ` SET value = $3, expires_at = NULL WHERE key = $1 AND value = $2 AND ` + live,
+		// Insert-if-absent in one statement: an expired row is taken over, a live one is kept (rewritten with its own
+		// values, so that RETURNING yields it either way). The row lock makes racing claims wait, then see the winner.
+		claim: `INSERT INTO ` + kv + ` AS t (key, value, expires_at) VALUES ($1, $2, now() + $3 * interval '1 microsecond')
+			ON CONFLICT (key) DO UPDATE SET
+				value = CASE WHEN t.expires_at <= now() THEN EXCLUDED.value ELSE t.value END,
+				expires_at = CASE WHEN t.expires_at <= now() THEN EXCLUDED.expires_at ELSE t.expires_at END
+			RETURNING value`,
 		lease: `INSERT INTO ` + leases + ` AS l (key, owner, until) VALUES ($1, $2, now() + $3 * interval '1 microsecond')
 			ON CONFLICT (key) DO UPDATE SET owner = EXCLUDED.owner, until = EXCLUDED.until
 			WHERE l.owner = EXCLUDED.owner OR l.until <= now()`,
@@ -140,6 +147,22 @@ func (s *Store) CompareAndSwap(ctx context.Context, key string, old, next []byte
 		return false, fmt.Errorf("postgres store: compare-and-swap %q: %w", key, err)
 	}
 	return n == 1, nil
+}
+
+// Claim sets key to value, expiring ttl after the database's now(), when key is absent or expired, and reports
+// whether it did; when it did not, current is the live value. It takes one round trip, and of racing claims
+// exactly one wins.
+func (s *Store) Claim(ctx context.Context, key string, value []byte, ttl time.Duration) (claimed bool, current []byte, err error) {
+	if err := checkKey(key); err != nil {
+		return false, nil, err
+	}
+	if err := s.db.QueryRowContext(ctx, s.q.claim, []byte(key), nonNil(value), ttl.Microseconds()).Scan(&current); err != nil {
+		return false, nil, fmt.Errorf("postgres store: claim %q: %w", key, err)
+	}
+	if string(current) == string(value) {
+		return true, nil, nil
+	}
+	return false, current, nil
 }
 
 // Lease acquires or renews the lease on key for owner until ttl from the database's now() and reports whether

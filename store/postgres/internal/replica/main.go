@@ -1,7 +1,8 @@
 // Command replica is a host process for the durable-state tests of store/postgres: it runs one task of a
 // manifest over a PostgreSQL Store until it is killed, or until its standard input closes, when it closes (or
 // detaches) the task. It writes one JSON object per line: {"ready": true} once the task runs, {"activation": ...}
-// for each activation, {"result": ...} for each -invoke, {"ended": "..."} at the end.
+// for each activation, {"fact": {"name": ..., "data": ...}} for each poll, subscription and store.failed fact,
+// {"result": ...} for each -invoke, {"ended": "..."} at the end.
 package main
 
 import (
@@ -36,18 +37,20 @@ func main() {
 		resume   = flag.Bool("resume", false, "resume the stored task instead of starting it")
 		replica  = flag.String("replica", "", "replica id")
 		end      = flag.String("end", "close", "what stdin's end does: close or detach")
+		timeout  = flag.Duration("call-timeout", 2*time.Second, "Limits.CallTimeout (a poll's lease lasts two intervals and this)")
 		calls    invokes
 	)
 	flag.Var(&calls, "invoke", "ACTION=ARGS_JSON to invoke once the task runs (repeatable)")
 	flag.Parse()
 	out := &printer{w: bufio.NewWriter(os.Stdout)}
-	if err := run(out, *dsn, *schema, *manifest, *settings, *bindings, *taskID, *resume, *replica, *end, calls); err != nil {
+	if err := run(out, *dsn, *schema, *manifest, *settings, *bindings, *taskID, *resume, *replica, *end, *timeout, calls); err != nil {
 		out.print(map[string]any{"error": err.Error()})
 		os.Exit(1)
 	}
 }
 
-func run(out *printer, dsn, schema, manifest, settingsJSON, bindingsJSON, taskID string, resume bool, replica, end string, calls []string) error {
+func run(out *printer, dsn, schema, manifest, settingsJSON, bindingsJSON, taskID string, resume bool, replica, end string,
+	callTimeout time.Duration, calls []string) error {
 	ctx := context.Background()
 	var settings, bindings map[string]any
 	if err := json.Unmarshal([]byte(settingsJSON), &settings); err != nil {
@@ -61,9 +64,14 @@ func run(out *printer, dsn, schema, manifest, settingsJSON, bindingsJSON, taskID
 		return err
 	}
 	defer store.Close()
-	t, err := tool.LoadFile(ctx, manifest, tool.WithStore(store), tool.WithSettings(settings),
+	facts := tool.ObserverFunc(func(_ context.Context, f tool.Fact) {
+		if strings.HasPrefix(f.Name, "poll.") || strings.HasPrefix(f.Name, "subscription.") || f.Name == "store.failed" {
+			out.print(map[string]any{"fact": map[string]any{"name": f.Name, "data": f.Data}})
+		}
+	})
+	t, err := tool.LoadFile(ctx, manifest, tool.WithStore(store), tool.WithSettings(settings), tool.WithObserver(facts),
 		tool.WithReplicaID(replica), tool.WithRuntimeInfo(tool.RuntimeInfo{Version: replica}),
-		tool.WithLimits(tool.Limits{CallTimeout: 2 * time.Second, TeardownTimeout: 3 * time.Second}))
+		tool.WithLimits(tool.Limits{CallTimeout: callTimeout, TeardownTimeout: 3 * time.Second}))
 	if err != nil {
 		return err
 	}
