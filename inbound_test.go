@@ -135,13 +135,13 @@ func TestUnsignedPayloadParsingIsBounded(t *testing.T) {
 	}
 }
 
-// blockingSink holds each activation until released, so a test knows a body is in flight.
-type blockingSink struct {
+// holdingSink holds each activation until released, so a test knows a body is in flight.
+type holdingSink struct {
 	entered chan struct{}
 	release chan struct{}
 }
 
-func (s *blockingSink) Accept(ctx context.Context, _ tool.Activation) error {
+func (s *holdingSink) Accept(ctx context.Context, _ tool.Activation) error {
 	s.entered <- struct{}{}
 	select {
 	case <-s.release:
@@ -153,7 +153,7 @@ func (s *blockingSink) Accept(ctx context.Context, _ tool.Activation) error {
 // The Router holds at most WithInFlightBytes of bodies at once; a request over the cap is answered 503 with
 // Retry-After before its body is read, and served once the cap has room.
 func TestRouterCapsBodiesInFlight(t *testing.T) {
-	sink := &blockingSink{entered: make(chan struct{}), release: make(chan struct{})}
+	sink := &holdingSink{entered: make(chan struct{}), release: make(chan struct{})}
 	task := newTask(t, openTool(t), tool.TaskConfig{Sink: sink})
 	r := tool.NewRouter(tool.WithInFlightBytes(3000))
 	if err := r.Add(task); err != nil {
