@@ -171,6 +171,10 @@ type Call struct {
 	Action string
 	// Args are the resolved parameters of the call (root and action), after bindings and defaults.
 	Args map[string]any
+	// Idempotent is set when the action is marked idempotent or read-only (its annotations, else its backend's
+	// traits): only then may a backend send again a request that may have reached the server. A request that
+	// provably was not written (no connection was made, the transport was closed before it) may always be sent.
+	Idempotent bool
 	// Values resolves every template root of SPEC §4.2 except session, which belongs to the stateful_session
 	// backend: parameters (from Args), settings, runtime, agent, mount, context and auth (which fetches a token
 	// through the host's provider, bounded by the call's context). Its errors are *Error when the call can be
