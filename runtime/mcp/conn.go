@@ -54,6 +54,10 @@ type dial struct {
 	notify func(mcp.JSONRPCNotification)
 	// logger receives mcp-go's own log lines; nil discards them.
 	logger *slog.Logger
+	// replyWait is how long the SSE client waits for the reply to a request (mcp-go's response timeout; 0 keeps
+	// its default): at least the longest bound of a request on the session, so that the request's own deadline
+	// ends the wait and the client's timer never does.
+	replyWait time.Duration
 }
 
 // connect starts or connects to the server and runs the MCP initialize handshake, all bounded by ctx: the stream
@@ -129,10 +133,11 @@ func open(d dial) (*session, error) {
 		if hc == nil {
 			hc = &http.Client{}
 		}
+		hc = probingClient(hc)
 		var tr transport.Interface
 		if srv.Transport == TransportSSE {
 			t, err := transport.NewSSE(u, transport.WithHeaders(headers), transport.WithHTTPClient(hc),
-				transport.WithSSELogger(d.logger))
+				transport.WithSSELogger(d.logger), transport.WithResponseTimeout(d.replyWait))
 			if err != nil {
 				return nil, fmt.Errorf("sse client: %w", err)
 			}
@@ -228,6 +233,20 @@ func (s *session) failure(what string, err error) error {
 		}
 	}
 	return fmt.Errorf("%s: %w", what, err)
+}
+
+// exited reports whether a stdio server's process group has exited (its stderr ended): a request sent after
+// that is provably not read. It is false for remote servers.
+func (s *session) exited() bool {
+	if s.drained == nil {
+		return false
+	}
+	select {
+	case <-s.drained:
+		return true
+	default:
+		return false
+	}
 }
 
 // abandon releases a session that failed to start, without waiting for a polite exit.

@@ -91,6 +91,15 @@ func manifest(server string, actions ...string) string {
 	return b.String()
 }
 
+// idempotent marks the named actions of a manifest made by manifest idempotent: a call whose reply was lost is
+// sent again.
+func idempotent(src string, actions ...string) string {
+	for _, a := range actions {
+		src = strings.Replace(src, "  - name: "+a+"\n", "  - name: "+a+"\n    annotations: {idempotent: true}\n", 1)
+	}
+	return src
+}
+
 // stdioServer is the server block running the test server over stdio with extra env lines.
 func stdioServer(env ...string) string {
 	s := "  transport: stdio\n  command: " + serverBin + "\n"
