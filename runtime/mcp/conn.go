@@ -40,6 +40,38 @@ type session struct {
 	// closed when the server's stderr ends (the process and its group have exited).
 	stderrW *os.File
 	drained chan struct{}
+
+	// waiting are the calls waiting for a reply, ended with errUnreadable when the session's stream carries a
+	// message that is not JSON: mcp-go skips it, and the reply it may have been cannot be matched to its call.
+	waitMu  sync.Mutex
+	waiting map[*probe]context.CancelCauseFunc
+}
+
+// errUnreadable ends the calls waiting on a session whose stream carried a message that is not JSON.
+var errUnreadable = errors.New("the server's stream carried a message that is not JSON")
+
+// wait registers a call waiting for its reply; the returned func unregisters it.
+func (s *session) wait(p *probe, cancel context.CancelCauseFunc) func() {
+	s.waitMu.Lock()
+	if s.waiting == nil {
+		s.waiting = map[*probe]context.CancelCauseFunc{}
+	}
+	s.waiting[p] = cancel
+	s.waitMu.Unlock()
+	return func() {
+		s.waitMu.Lock()
+		delete(s.waiting, p)
+		s.waitMu.Unlock()
+	}
+}
+
+// unreadable ends the calls waiting on s with errUnreadable.
+func (s *session) unreadable() {
+	s.waitMu.Lock()
+	defer s.waitMu.Unlock()
+	for _, cancel := range s.waiting {
+		cancel(errUnreadable)
+	}
 }
 
 // dial says how to reach a server and what to do with what it sends.
@@ -71,6 +103,7 @@ func connect(ctx context.Context, d dial) (*session, error) {
 	}
 	life, cancel := context.WithCancel(d.life)
 	s.cancel = cancel
+	life = context.WithValue(life, streamKey{}, s.unreadable)
 	if d.notify != nil {
 		s.client.OnNotification(d.notify)
 	}

@@ -276,11 +276,18 @@ func (i *instance) Invoke(ctx context.Context, a runtime.Action, call *runtime.C
 			return nil, err
 		}
 		p, exited := &probe{}, sess.exited()
-		res, err := sess.client.CallTool(withProbe(cctx, p), req)
+		wctx, unreadable := context.WithCancelCause(cctx)
+		done := sess.wait(p, unreadable)
+		res, err := sess.client.CallTool(withProbe(wctx, p), req)
+		done()
+		unreadable(nil)
 		if err == nil {
 			out := convert(res, i.limits.ResponseBytes)
 			out.Attempts = attempt
 			return out, nil
+		}
+		if errors.Is(context.Cause(wctx), errUnreadable) {
+			p.sawMalformed()
 		}
 		if e := i.callError(ctx, cctx, act, err, p); e != nil {
 			return nil, e

@@ -18,6 +18,7 @@ import (
 	"github.com/commonagents-go/tool"
 	"github.com/commonagents-go/tool/runtime"
 	mcpbackend "github.com/commonagents-go/tool/runtime/mcp"
+	"github.com/commonagents-go/tool/tooltest"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 )
@@ -185,5 +186,173 @@ func TestSSECallTimeoutIsNoLostConnection(t *testing.T) {
 	assertOutcomeUnknown(t, res, runtime.KindTimeout)
 	if n := cs.runs.Load(); n > 1 {
 		t.Errorf("the server ran the call %d times, want at most once", n)
+	}
+}
+
+// answering serves h, except that tools/call requests get answer instead (after the server ran them, when run).
+func answering(h http.Handler, run bool, answer func(w http.ResponseWriter)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			body, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			if bytes.Contains(body, []byte(`"tools/call"`)) {
+				if run {
+					h.ServeHTTP(httptest.NewRecorder(), r)
+				}
+				answer(w)
+				return
+			}
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// sseServer serves the counting server over SSE through wrap.
+func sseServer(t *testing.T, cs *counting, wrap func(http.Handler) http.Handler) string {
+	t.Helper()
+	srv := httptest.NewUnstartedServer(nil)
+	srv.Config.Handler = wrap(server.NewSSEServer(cs.mcpServer(), server.WithBaseURL("http://"+srv.Listener.Addr().String())))
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return "  transport: sse\n  url: " + srv.URL + "/sse\n  timeout: 20s\n"
+}
+
+// streamableServer serves the counting server over streamable HTTP through wrap.
+func streamableServer(t *testing.T, cs *counting, wrap func(http.Handler) http.Handler) string {
+	t.Helper()
+	srv := httptest.NewServer(wrap(server.NewStreamableHTTPServer(cs.mcpServer())))
+	t.Cleanup(srv.Close)
+	return "  transport: streamable_http\n  url: " + srv.URL + "/mcp\n  timeout: 20s\n"
+}
+
+// garbling replaces the data of the SSE events that carry a tool result with text that is not JSON.
+type garbling struct {
+	http.ResponseWriter
+}
+
+func (g garbling) Write(p []byte) (int, error) {
+	if bytes.Contains(p, []byte(`"recorded `)) {
+		if _, err := g.ResponseWriter.Write([]byte("event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":\n\n")); err != nil {
+			return 0, err
+		}
+		return len(p), nil
+	}
+	return g.ResponseWriter.Write(p)
+}
+
+func (g garbling) Flush() { http.NewResponseController(g.ResponseWriter).Flush() }
+
+// TestMalformedReplyIsRecoverable: a reply that is not JSON is a recoverable malformed_response with the outcome
+// unknown, on every HTTP transport, and the task goes on.
+func TestMalformedReplyIsRecoverable(t *testing.T) {
+	t.Parallel()
+	cases := map[string]func(*testing.T, *counting) string{
+		"streamable_http json": func(t *testing.T, cs *counting) string {
+			return streamableServer(t, cs, func(h http.Handler) http.Handler {
+				return answering(h, true, func(w http.ResponseWriter) {
+					w.Header().Set("Content-Type", "application/json")
+					_, _ = io.WriteString(w, `{not json`)
+				})
+			})
+		},
+		"streamable_http event stream": func(t *testing.T, cs *counting) string {
+			return streamableServer(t, cs, func(h http.Handler) http.Handler {
+				return answering(h, true, func(w http.ResponseWriter) {
+					w.Header().Set("Content-Type", "text/event-stream")
+					_, _ = io.WriteString(w, "event: message\ndata: {\"jsonrpc\": \"2.0\", \"id\"\n\n")
+				})
+			})
+		},
+		"sse": func(t *testing.T, cs *counting) string {
+			var garble atomic.Bool
+			garble.Store(true)
+			return sseServer(t, cs, func(h http.Handler) http.Handler {
+				return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					if r.Method == http.MethodGet && garble.Swap(false) {
+						w = garbling{w}
+					}
+					h.ServeHTTP(w, r)
+				})
+			})
+		},
+	}
+	for name, serve := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			cs := &counting{}
+			task := newTask(t, load(t, recordManifest(serve(t, cs), "")))
+			res, err := task.Invoke(context.Background(), "record", map[string]any{"note": "a"})
+			if err != nil {
+				t.Fatalf("a malformed reply ended the task: %v", err)
+			}
+			assertOutcomeUnknown(t, res, runtime.KindMalformedResponse)
+			if n := cs.runs.Load(); n != 1 {
+				t.Errorf("the server ran the call %d times, want once", n)
+			}
+		})
+	}
+}
+
+// TestRateLimitedCarriesRetryAfter: a 429 answer to tools/call is rate_limited with the Retry-After it gave, on
+// every HTTP transport.
+func TestRateLimitedCarriesRetryAfter(t *testing.T) {
+	t.Parallel()
+	tooMany := func(h http.Handler) http.Handler {
+		return answering(h, false, func(w http.ResponseWriter) {
+			w.Header().Set("Retry-After", "7")
+			http.Error(w, "slow down", http.StatusTooManyRequests)
+		})
+	}
+	for name, serve := range map[string]func(*testing.T, *counting, func(http.Handler) http.Handler) string{
+		"streamable_http": streamableServer, "sse": sseServer,
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			cs := &counting{}
+			task := newTask(t, load(t, recordManifest(serve(t, cs, tooMany), "")))
+			res, err := task.Invoke(context.Background(), "record", map[string]any{"note": "a"})
+			if err != nil {
+				t.Fatalf("a 429 ended the task: %v", err)
+			}
+			if e := res.Error; e == nil || e.Kind != runtime.KindRateLimited || !e.Retryable || e.RetryAfter != 7*time.Second ||
+				e.OutcomeUnknown {
+				t.Fatalf("error %+v, want a retryable rate_limited after 7s", e)
+			}
+			if n := cs.runs.Load(); n != 0 {
+				t.Errorf("the server ran the call %d times, want none", n)
+			}
+		})
+	}
+}
+
+// TestOutboundFaultsLeaveNothing: after a lost reply, an unreadable SSE stream and Close, no goroutine is left
+// (the stream sniffers end with their streams).
+func TestOutboundFaultsLeaveNothing(t *testing.T) {
+	tooltest.NoLeaks(t)
+	cs := &counting{}
+	lost := streamableServer(t, cs, func(h http.Handler) http.Handler { return losingReplies(h, 1) })
+	var garble atomic.Bool
+	garble.Store(true)
+	garbled := sseServer(t, cs, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodGet && garble.Swap(false) {
+				w = garbling{w}
+			}
+			h.ServeHTTP(w, r)
+		})
+	})
+	for _, srv := range []string{lost, garbled} {
+		task := newTask(t, load(t, recordManifest(srv, "")))
+		for _, note := range []string{"a", "b"} {
+			if _, err := task.Invoke(context.Background(), "record", map[string]any{"note": note}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := task.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := cs.runs.Load(); n != 4 {
+		t.Errorf("the servers ran %d calls, want 4", n)
 	}
 }

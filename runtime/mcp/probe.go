@@ -49,33 +49,50 @@ func (p *probe) answer() (retryAfter time.Duration, malformed bool) {
 type probing struct{ base http.RoundTripper }
 
 func (t probing) RoundTrip(req *http.Request) (*http.Response, error) {
-	p, _ := req.Context().Value(probeKey{}).(*probe)
-	if p == nil {
-		return t.base.RoundTrip(req)
+	ctx := req.Context()
+	p, _ := ctx.Value(probeKey{}).(*probe)
+	if p == nil { // a session's own stream (SSE, or streamable HTTP's listening GET), or no call's request
+		resp, err := t.base.RoundTrip(req)
+		if unreadable, ok := ctx.Value(streamKey{}).(func()); ok && err == nil && eventStream(resp) {
+			resp.Body = sniffEvents(resp.Body, unreadable)
+		}
+		return resp, err
 	}
 	trace := &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) {
 		p.mu.Lock()
 		p.connected = true
 		p.mu.Unlock()
 	}}
-	resp, err := t.base.RoundTrip(req.WithContext(httptrace.WithClientTrace(req.Context(), trace)))
+	resp, err := t.base.RoundTrip(req.WithContext(httptrace.WithClientTrace(ctx, trace)))
 	if err != nil {
 		return resp, err
 	}
-	p.mu.Lock()
 	if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
+		p.mu.Lock()
 		p.retryAfter = httpspec.RetryAfter(resp.Header.Get("Retry-After"), time.Now())
+		p.mu.Unlock()
 	}
-	p.mu.Unlock()
-	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt == "text/event-stream" {
-		resp.Body = sniffEvents(resp.Body, func() {
-			p.mu.Lock()
-			p.malformed = true
-			p.mu.Unlock()
-		})
+	if eventStream(resp) {
+		resp.Body = sniffEvents(resp.Body, p.sawMalformed)
 	}
 	return resp, nil
 }
+
+// sawMalformed records a reply that is not JSON.
+func (p *probe) sawMalformed() {
+	p.mu.Lock()
+	p.malformed = true
+	p.mu.Unlock()
+}
+
+func eventStream(resp *http.Response) bool {
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	return mt == "text/event-stream"
+}
+
+// streamKey marks the context of a session's stream; its value is the func called when the stream carries an
+// event that is not JSON.
+type streamKey struct{}
 
 // probingClient returns a copy of hc (its redirect policy, jar and timeout kept) whose transport feeds probes.
 func probingClient(hc *http.Client) *http.Client {
