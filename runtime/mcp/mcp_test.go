@@ -108,7 +108,9 @@ func TestNonTextContentGoesToServerData(t *testing.T) {
 
 func TestCallTimeoutIsRecoverable(t *testing.T) {
 	t.Parallel()
-	task := newTask(t, load(t, manifest(stdioServer()+"  timeout: 300ms\n", "slow", "echo")))
+	// The action's own timeout, so that a slow start on a loaded machine is not cut short.
+	src := strings.Replace(manifest(stdioServer(), "slow", "echo"), "mcp: {}", "mcp: {timeout: 300ms}", 1)
+	task := newTask(t, load(t, src))
 	res, err := task.Invoke(context.Background(), "slow", map[string]any{"ms": 5000})
 	if err != nil {
 		t.Fatal(err)
