@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -355,4 +356,22 @@ func TestOutboundFaultsLeaveNothing(t *testing.T) {
 	if n := cs.runs.Load(); n != 4 {
 		t.Errorf("the servers ran %d calls, want 4", n)
 	}
+}
+
+// TestMalformedStdioReply: over stdio, a reply that is JSON-RPC but not a tool result is a recoverable
+// malformed_response with the outcome unknown.
+func TestMalformedStdioReply(t *testing.T) {
+	t.Parallel()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := "  transport: stdio\n  command: " + exe + "\n  env:\n" +
+		"    MCP_FAKE_TOOL_REPLY: not_a_tool_result\n  timeout: 20s\n"
+	task := newTask(t, load(t, recordManifest(srv, "")))
+	res, err := task.Invoke(context.Background(), "record", map[string]any{"note": "a"})
+	if err != nil {
+		t.Fatalf("a malformed reply ended the task: %v", err)
+	}
+	assertOutcomeUnknown(t, res, runtime.KindMalformedResponse)
 }
