@@ -242,11 +242,11 @@ func (i *instance) teardownTimeout() time.Duration {
 // server's, else Limits.CallTimeout, else 30s) and ctx.
 //
 // A request that may have reached the server is sent again only for an idempotent or read-only action
-// (call.Idempotent): a connection found lost before the request was written (no HTTP connection was made, the
-// stdio server and its process group had exited before the call) is re-established once and the call sent again; a connection lost after
-// it is re-established for the next call, and this call's result is a recoverable unavailable error saying the
-// outcome is unknown (runtime.LostReply), unless the action may be sent again, in which case it is. Losing the
-// connection a second time within one call is unrecoverable.
+// (call.Idempotent). A connection found lost before the request was written (no HTTP connection was made; the
+// stdio server and its process group had exited before the call) is re-established once and the call sent. A
+// connection lost after that is re-established for the next call, and this call's result is a recoverable
+// unavailable error saying the outcome is unknown (runtime.LostReply), unless the action may be sent again, in
+// which case it is. Losing the connection a second time within one call is unrecoverable.
 //
 // An isError result is a recoverable tool_error; a JSON-RPC error answer is recoverable too (invalid_arguments
 // for invalid params, tool_error otherwise), and so is an HTTP status ≥ 400 from a remote server (rate_limited
