@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/commonagents-go/tool/interp"
@@ -45,10 +46,16 @@ type session struct {
 	// message that is not JSON: mcp-go skips it, and the reply it may have been cannot be matched to its call.
 	waitMu  sync.Mutex
 	waiting map[*probe]context.CancelCauseFunc
+	// lost is set when the session's SSE stream ended on its own: the session is of no further use.
+	lost atomic.Bool
 }
 
-// errUnreadable ends the calls waiting on a session whose stream carried a message that is not JSON.
-var errUnreadable = errors.New("the server's stream carried a message that is not JSON")
+var (
+	// errUnreadable ends the calls waiting on a session whose stream carried a message that is not JSON.
+	errUnreadable = errors.New("the server's stream carried a message that is not JSON")
+	// errStreamLost ends the calls waiting on a session whose SSE stream ended: their replies cannot come.
+	errStreamLost = errors.New("the server's event stream ended")
+)
 
 // wait registers a call waiting for its reply; the returned func unregisters it.
 func (s *session) wait(p *probe, cancel context.CancelCauseFunc) func() {
@@ -66,11 +73,20 @@ func (s *session) wait(p *probe, cancel context.CancelCauseFunc) func() {
 }
 
 // unreadable ends the calls waiting on s with errUnreadable.
-func (s *session) unreadable() {
+func (s *session) unreadable() { s.endWaits(errUnreadable) }
+
+// streamLost marks s lost, its SSE stream having ended (mcp-go would leave its calls waiting until their
+// deadline), and ends the calls waiting on it with errStreamLost.
+func (s *session) streamLost(error) {
+	s.lost.Store(true)
+	s.endWaits(errStreamLost)
+}
+
+func (s *session) endWaits(cause error) {
 	s.waitMu.Lock()
 	defer s.waitMu.Unlock()
 	for _, cancel := range s.waiting {
-		cancel(errUnreadable)
+		cancel(cause)
 	}
 }
 
@@ -107,6 +123,7 @@ func connect(ctx context.Context, d dial) (*session, error) {
 	if d.notify != nil {
 		s.client.OnNotification(d.notify)
 	}
+	s.client.OnConnectionLost(s.streamLost) // SSE only: mcp-go calls it when the stream ends on its own
 	bound := context.AfterFunc(ctx, cancel) // the stream ends with the handshake's bound until it succeeded
 	err = s.client.Start(life)
 	if s.stderrW != nil {

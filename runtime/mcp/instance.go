@@ -118,6 +118,10 @@ func (i *instance) session(ctx context.Context, act *Action, values interp.Resol
 			s = &server{}
 			i.servers[act.Key] = s
 		}
+		if s.sess != nil && s.sess.lost.Load() { // its SSE stream ended: connect anew
+			go i.release(s.sess)
+			s.sess = nil
+		}
 		switch {
 		case s.sess != nil:
 			i.mu.Unlock()

@@ -375,3 +375,58 @@ func TestMalformedStdioReply(t *testing.T) {
 	}
 	assertOutcomeUnknown(t, res, runtime.KindMalformedResponse)
 }
+
+// cutting closes the connection of an SSE stream instead of writing the event that carries a tool result.
+type cutting struct {
+	http.ResponseWriter
+	cut bool
+}
+
+func (c *cutting) Write(p []byte) (int, error) {
+	if c.cut || bytes.Contains(p, []byte(`"recorded `)) {
+		if !c.cut {
+			c.cut = true
+			if conn, _, err := http.NewResponseController(c.ResponseWriter).Hijack(); err == nil {
+				_ = conn.Close()
+			}
+		}
+		return 0, io.ErrClosedPipe
+	}
+	return c.ResponseWriter.Write(p)
+}
+
+func (c *cutting) Flush() {
+	if !c.cut {
+		_ = http.NewResponseController(c.ResponseWriter).Flush()
+	}
+}
+
+// TestLostSSEReplyIsNotSentAgain: over SSE, the stream breaking after the server ran the call (its reply was on
+// the way) leaves the outcome unknown; the call is not sent again and the next call reconnects.
+func TestLostSSEReplyIsNotSentAgain(t *testing.T) {
+	t.Parallel()
+	cs := &counting{}
+	var cut atomic.Bool
+	cut.Store(true)
+	srv := sseServer(t, cs, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodGet && cut.Swap(false) {
+				w = &cutting{ResponseWriter: w}
+			}
+			h.ServeHTTP(w, r)
+		})
+	})
+	task := newTask(t, load(t, recordManifest(srv, "")))
+	res, err := task.Invoke(context.Background(), "record", map[string]any{"note": "a"})
+	if err != nil {
+		t.Fatalf("a lost reply ended the task: %v", err)
+	}
+	if n := cs.runs.Load(); n != 1 {
+		t.Fatalf("the server ran the call %d times, want exactly once", n)
+	}
+	assertOutcomeUnknown(t, res, runtime.KindUnavailable)
+	res, err = task.Invoke(context.Background(), "record", map[string]any{"note": "b"})
+	if err != nil || res.IsError || res.Output != "recorded b (2)" {
+		t.Fatalf("the call after: %v %+v %+v", err, res.Output, res.Error)
+	}
+}
