@@ -246,8 +246,9 @@ func (i *instance) teardownTimeout() time.Duration {
 // server's, else Limits.CallTimeout, else 30s) and ctx.
 //
 // A request that may have reached the server is sent again only for an idempotent or read-only action
-// (call.Idempotent). A connection found lost before the request was written (no HTTP connection was made; the
-// stdio server and its process group had exited before the call) is re-established once and the call sent. A
+// (call.Idempotent). A connection found lost before the request was written (no HTTP connection was made; a
+// streamable HTTP server answered 404 for a session it no longer knows; the stdio server and its process group
+// had exited before the call) is re-established once and the call sent. A
 // connection lost after that is re-established for the next call, and this call's result is a recoverable
 // unavailable error saying the outcome is unknown (runtime.LostReply), unless the action may be sent again, in
 // which case it is. Losing the connection a second time within one call is unrecoverable.
@@ -298,7 +299,9 @@ func (i *instance) Invoke(ctx context.Context, a runtime.Action, call *runtime.C
 		}
 		// The connection is lost.
 		i.drop(act, sess)
-		unsent := !p.written() // no HTTP connection made; for stdio: the server had exited before the call
+		// Provably unsent: no HTTP connection was made; the server answered 404 for a session it no longer knows
+		// (it ran nothing); for stdio: the server had exited before the call.
+		unsent := !p.written() || errors.Is(err, transport.ErrSessionTerminated)
 		if act.Server.Transport == TransportStdio {
 			unsent = exited && errors.Is(err, transport.ErrTransportClosed)
 		}

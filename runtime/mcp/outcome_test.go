@@ -430,3 +430,29 @@ func TestLostSSEReplyIsNotSentAgain(t *testing.T) {
 		t.Fatalf("the call after: %v %+v %+v", err, res.Output, res.Error)
 	}
 }
+
+// TestForgottenSessionIsReconnected: a streamable HTTP server that answers 404 for a session it no longer knows
+// (after a restart; it ran nothing) gets a new session and the call, which runs once.
+func TestForgottenSessionIsReconnected(t *testing.T) {
+	t.Parallel()
+	cs := &counting{}
+	var forget atomic.Bool
+	front := func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") != "" && forget.Swap(false) {
+				http.Error(w, "Session terminated", http.StatusNotFound)
+				return
+			}
+			h.ServeHTTP(w, r)
+		})
+	}
+	task := newTask(t, load(t, recordManifest(streamableServer(t, cs, front), "")))
+	if res, err := task.Invoke(context.Background(), "record", map[string]any{"note": "a"}); err != nil || res.IsError {
+		t.Fatalf("first call: %v %+v", err, res.Error)
+	}
+	forget.Store(true)
+	res, err := task.Invoke(context.Background(), "record", map[string]any{"note": "b"})
+	if err != nil || res.IsError || res.Output != "recorded b (2)" || res.Telemetry.Attempts != 2 {
+		t.Fatalf("call after the restart: %v %+v %+v (attempts %d)", err, res.Output, res.Error, res.Telemetry.Attempts)
+	}
+}
