@@ -283,6 +283,9 @@ func (i *instance) Invoke(ctx context.Context, a runtime.Action, call *runtime.C
 		p, exited := &probe{}, sess.exited()
 		wctx, unreadable := context.WithCancelCause(cctx)
 		done := sess.wait(p, unreadable)
+		if sess.lost.Load() { // the stream ended before the call registered: nothing is sent
+			unreadable(errStreamLost)
+		}
 		res, err := sess.client.CallTool(withProbe(wctx, p), req)
 		done()
 		unreadable(nil)
