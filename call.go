@@ -17,6 +17,7 @@ type call struct {
 	id     string
 	ctx    context.Context
 	run    context.Context // the backend's context, once made: its cause tells an interrupt from a timeout
+	sent   bool            // the backend has the call: it may have reached the server
 	result *Result
 }
 

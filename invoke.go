@@ -117,7 +117,7 @@ func (t *Task) invoke(ctx context.Context, a *action, function string, args map[
 	}
 	defer t.gate.release(a.shared)
 
-	call := &runtime.Call{ID: c.id, Action: a.def.Name, Args: resolved,
+	call := &runtime.Call{ID: c.id, Action: a.def.Name, Args: resolved, Idempotent: a.retrySafe,
 		Values: &callValues{ctx: callCtx, task: t, action: a.def.Name, args: resolved}}
 	inst, err := t.instance(callCtx, a, call)
 	if err != nil {
@@ -129,6 +129,7 @@ func (t *Task) invoke(ctx context.Context, a *action, function string, args map[
 		}
 		return nil, c.fail(runtime.Unrecoverable(err))
 	}
+	c.sent = true
 	rr, err := invokeBackend(callCtx, inst, a, call)
 	if err != nil {
 		if re, ok := errors.AsType[*runtime.Error](err); ok && !errors.Is(err, ErrUnrecoverable) {
@@ -144,7 +145,7 @@ func (t *Task) invoke(ctx context.Context, a *action, function string, args map[
 	if rr == nil {
 		return nil, c.fail(runtime.Unrecoverable(fmt.Errorf("backend %s returned no result", a.kind)))
 	}
-	return c.finish(rr, toolError(rr.Error)), nil
+	return c.finish(rr, toolError(rr.Error, a.retrySafe)), nil
 }
 
 // invokeBackend calls the backend; a panic becomes an unrecoverable error without its value, which could hold a
@@ -170,7 +171,7 @@ func (t *Task) addSecretArgs(resolved map[string]any) {
 
 // interrupted ends a call stopped by its context: the caller's cancellation is returned as ctx's error, the
 // task's closing as ErrClosed, Task.Interrupt as ErrInterrupted, and a host per-action timeout as a recoverable
-// timeout result.
+// timeout result, whose outcome is unknown once the backend had the call.
 func (c *call) interrupted(ctx context.Context, err error) (*Result, error) {
 	t := c.task
 	switch {
@@ -184,8 +185,11 @@ func (c *call) interrupted(ctx context.Context, err error) (*Result, error) {
 		t.observe(ctx, "tool.cancelled", c.id, map[string]any{"action": c.a.def.Name, "reason": "task interrupted"})
 		return nil, fmt.Errorf("tool: call %s: %w", c.id, ErrInterrupted)
 	}
-	return c.finish(nil, &ToolError{Kind: KindTimeout, Retryable: true,
-		Message: fmt.Sprintf("the call exceeded the host's time limit for %s", c.a.def.Name)}), nil
+	e := runtime.Errorf(KindTimeout, "the call exceeded the host's time limit for %s", c.a.def.Name)
+	if c.sent {
+		e = runtime.LostReply(KindTimeout, "the call exceeded the host's time limit for %s", c.a.def.Name)
+	}
+	return c.finish(nil, toolError(e, c.a.retrySafe)), nil
 }
 
 // redactArgs returns args for facts: secret parameters' values masked.

@@ -24,6 +24,7 @@ type action struct {
 	byName            map[string]int // index in params
 	shared            bool           // read-only and concurrency-safe: runs alongside other such calls (SPEC §11)
 	cancelOnInterrupt bool           // interrupt_behavior: cancel — Task.Interrupt cancels its running calls
+	retrySafe         bool           // idempotent or read-only: a request that may have arrived can be sent again
 }
 
 func (a *action) index() {
@@ -33,6 +34,7 @@ func (a *action) index() {
 	}
 	tr := a.traits()
 	a.shared = tr.ReadOnly && tr.ConcurrencySafe
+	a.retrySafe = tr.ReadOnly || tr.Idempotent
 	a.cancelOnInterrupt = a.def.Annotations != nil && a.def.Annotations.InterruptBehavior == "cancel"
 }
 

@@ -53,8 +53,12 @@ type ToolError struct {
 	Message    string        `json:"message"`
 	Retryable  bool          `json:"retryable,omitempty"`
 	RetryAfter time.Duration `json:"-"`
-	Hint       *RetryHint    `json:"hint,omitempty"`
-	Cause      *ToolError    `json:"cause,omitempty"`
+	// OutcomeUnknown says the request may have reached the server and no usable reply came back (lost, late or
+	// unreadable): the call may or may not have taken effect. Such an error is Retryable only for an action
+	// marked idempotent or read-only; otherwise its Hint says to check the state before calling again.
+	OutcomeUnknown bool       `json:"outcome_unknown,omitempty"`
+	Hint           *RetryHint `json:"hint,omitempty"`
+	Cause          *ToolError `json:"cause,omitempty"`
 }
 
 // Error returns "kind: message".
@@ -83,10 +87,23 @@ type Telemetry struct {
 	IgnoredArguments []string
 }
 
-func toolError(e *runtime.Error) *ToolError {
+// toolError converts a backend's error for a call of an action that may (retrySafe: idempotent or read-only) or
+// may not be sent again: an outcome-unknown error of an action that may not is not retryable.
+func toolError(e *runtime.Error, retrySafe bool) *ToolError {
 	if e == nil {
 		return nil
 	}
-	return &ToolError{Kind: e.Kind, Message: e.Message, Retryable: e.Retryable, RetryAfter: e.RetryAfter,
-		Cause: toolError(e.Cause)}
+	te := &ToolError{Kind: e.Kind, Message: e.Message, Retryable: e.Retryable, RetryAfter: e.RetryAfter,
+		OutcomeUnknown: e.OutcomeUnknown, Cause: toolError(e.Cause, retrySafe)}
+	hint := e.Hint
+	if e.OutcomeUnknown && !retrySafe {
+		te.Retryable, te.RetryAfter = false, 0
+		if hint == "" {
+			hint = runtime.OutcomeUnknownHint
+		}
+	}
+	if hint != "" {
+		te.Hint = &RetryHint{Message: hint}
+	}
+	return te
 }

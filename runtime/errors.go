@@ -45,9 +45,15 @@ type Error struct {
 	Kind string
 	// Message is safe for the LLM: no secrets, no stack, no raw bodies.
 	Message string
-	// Retryable says the same call may succeed later; RetryAfter, when > 0, says when.
+	// Retryable says the same call may succeed later; RetryAfter, when > 0, says when. For an OutcomeUnknown
+	// error the root package clears it unless the action is marked idempotent or read-only.
 	Retryable  bool
 	RetryAfter time.Duration
+	// OutcomeUnknown says the request may have reached the server and no reply tells what it did: the reply was
+	// lost, came too late or could not be read. Sending the call again could run it twice.
+	OutcomeUnknown bool
+	// Hint tells the LLM what to do before calling again, "" when nothing in particular.
+	Hint string
 	// Status is the HTTP status that caused the error, 0 when none.
 	Status int
 	// Cause is the underlying failure, when it is itself worth showing.
@@ -62,6 +68,20 @@ func Errorf(kind, format string, args ...any) *Error {
 	case KindUnavailable, KindRateLimited, KindTimeout:
 		e.Retryable = true
 	}
+	return e
+}
+
+// OutcomeUnknownHint is the hint of an OutcomeUnknown error of an action that is not idempotent.
+const OutcomeUnknownHint = "the call may have taken effect: check the state it changes before calling again"
+
+// LostReply returns an *Error of kind for a call whose request may have reached the server but whose reply was
+// lost, late or unreadable: the message, formatted, is followed by "; the outcome is unknown". It is
+// OutcomeUnknown and retryable; the root package makes it not retryable, with OutcomeUnknownHint, for an
+// action not marked idempotent or read-only (Call.Idempotent).
+func LostReply(kind, format string, args ...any) *Error {
+	e := Errorf(kind, format, args...)
+	e.Message += "; the outcome is unknown: the server may have run the call"
+	e.Retryable, e.OutcomeUnknown = true, true
 	return e
 }
 

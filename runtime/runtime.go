@@ -42,6 +42,8 @@ type Instance interface {
 	// Invoke runs one call of a, an Action this backend prepared. A failure the LLM can correct or retry is
 	// returned as a Result whose Error is set, or as an *Error (the caller wraps it in a Result); any other
 	// error ends the task (SPEC §7.1) and should wrap ErrUnrecoverable. ctx carries the call's deadline.
+	// A request that may have reached the server is never sent again unless call.Idempotent; when no usable
+	// reply came back, the failure is a LostReply error (the outcome is unknown).
 	Invoke(ctx context.Context, a Action, call *Call) (*Result, error)
 	// Teardown releases what Initialize acquired; ctx bounds how long it may take.
 	Teardown(ctx context.Context) error
@@ -174,6 +176,10 @@ type Call struct {
 	Action string
 	// Args are the resolved parameters of the call (root and action), after bindings and defaults.
 	Args map[string]any
+	// Idempotent is set when the action is marked idempotent or read-only (its annotations, else its backend's
+	// traits): only then may a backend send again a request that may have reached the server. A request that
+	// provably was not written (no connection was made, the transport was closed before it) may always be sent.
+	Idempotent bool
 	// Values resolves every template root of SPEC §4.2 except session, which belongs to the stateful_session
 	// backend: parameters (from Args), settings, runtime, agent, mount, context and auth (which fetches a token
 	// through the host's provider, bounded by the call's context). Its errors are *Error when the call can be

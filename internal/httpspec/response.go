@@ -11,9 +11,11 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -56,6 +58,9 @@ type Response struct {
 //     for other 4xx;
 //   - a body over limit: recoverable result_too_large;
 //   - ctx's deadline passed, or a timeout of the client or transport: recoverable timeout;
+//   - once a connection was made the request may have reached the server: a timeout, a broken connection or a
+//     body that cannot be read is then OutcomeUnknown (runtime.LostReply), which the root package makes not
+//     retryable for an action not marked idempotent or read-only;
 //   - ctx cancelled: an error wrapping context.Canceled, neither *runtime.Error nor unrecoverable, so the caller
 //     can report a cancelled call;
 //   - a redirect refused by SameHostRedirects or NoRedirects: recoverable denied, with the redirect response
@@ -68,13 +73,16 @@ func Do(ctx context.Context, client *http.Client, req *http.Request, limit int64
 	if limit <= 0 {
 		limit = DefaultResponseLimit
 	}
+	var connected atomic.Bool // else the request provably was not written
+	req = req.WithContext(httptrace.WithClientTrace(req.Context(),
+		&httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { connected.Store(true) }}))
 	resp, err := client.Do(req)
 	if err != nil {
 		var denied *runtime.Error // a refused redirect: the response that asked for it, body closed, comes too
 		if resp != nil && errors.As(err, &denied) {
-			return &Response{Status: resp.StatusCode, Header: resp.Header}, transportError(ctx, req, err)
+			return &Response{Status: resp.StatusCode, Header: resp.Header}, transportError(ctx, req, err, connected.Load())
 		}
-		return nil, transportError(ctx, req, err)
+		return nil, transportError(ctx, req, err, connected.Load())
 	}
 	defer closeBody(resp.Body)
 	out := &Response{Status: resp.StatusCode, Header: resp.Header}
@@ -92,9 +100,9 @@ func Do(ctx context.Context, client *http.Client, req *http.Request, limit int64
 	out.Size = int64(len(raw))
 	if err != nil {
 		if ctx.Err() != nil {
-			return out, contextError(ctx, where(req))
+			return out, sentContextError(ctx, where(req), true)
 		}
-		return out, runtime.Errorf(runtime.KindUnavailable, "%s: reading the response failed", where(req))
+		return out, runtime.LostReply(runtime.KindUnavailable, "%s: reading the response failed", where(req))
 	}
 	if out.Size > limit {
 		return out, tooLarge(limit)
@@ -136,9 +144,24 @@ func contextError(ctx context.Context, what string) error {
 	return fmt.Errorf("%s: %w", what, ctx.Err())
 }
 
-func transportError(ctx context.Context, req *http.Request, err error) error {
+// sentContextError is contextError for a request that may have reached the server (sent): its deadline leaves the
+// outcome unknown.
+func sentContextError(ctx context.Context, what string, sent bool) error {
+	if sent && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return runtime.LostReply(runtime.KindTimeout, "%s: no response before the call's deadline", what)
+	}
+	return contextError(ctx, what)
+}
+
+// transportError classifies a failed exchange; sent says a connection was made, so the request may have reached
+// the server.
+func transportError(ctx context.Context, req *http.Request, err error, sent bool) error {
 	if ctx.Err() != nil {
-		return contextError(ctx, where(req))
+		return sentContextError(ctx, where(req), sent)
+	}
+	lost := runtime.Errorf
+	if sent {
+		lost = runtime.LostReply
 	}
 	var denied *runtime.Error // from CheckRedirect
 	if errors.As(err, &denied) {
@@ -154,9 +177,9 @@ func transportError(ctx context.Context, req *http.Request, err error) error {
 	}
 	var timeout interface{ Timeout() bool }
 	if errors.As(err, &timeout) && timeout.Timeout() {
-		return runtime.Errorf(runtime.KindTimeout, "%s: the request timed out", where(req))
+		return lost(runtime.KindTimeout, "%s: the request timed out", where(req))
 	}
-	return runtime.Errorf(runtime.KindUnavailable, "%s: the connection failed", where(req))
+	return lost(runtime.KindUnavailable, "%s: the connection failed", where(req))
 }
 
 // unreachable reports DNS, dial and TLS failures: the endpoint cannot be used at all (SPEC §7.1).

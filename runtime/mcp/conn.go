@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/commonagents-go/tool/interp"
@@ -40,6 +41,53 @@ type session struct {
 	// closed when the server's stderr ends (the process and its group have exited).
 	stderrW *os.File
 	drained chan struct{}
+
+	// waiting are the calls waiting for a reply, ended with errUnreadable when the session's stream carries a
+	// message that is not JSON: mcp-go skips it, and the reply it may have been cannot be matched to its call.
+	waitMu  sync.Mutex
+	waiting map[*probe]context.CancelCauseFunc
+	// lost is set when the session's SSE stream ended on its own: the session is of no further use.
+	lost atomic.Bool
+}
+
+var (
+	// errUnreadable ends the calls waiting on a session whose stream carried a message that is not JSON.
+	errUnreadable = errors.New("the server's stream carried a message that is not JSON")
+	// errStreamLost ends the calls waiting on a session whose SSE stream ended: their replies cannot come.
+	errStreamLost = errors.New("the server's event stream ended")
+)
+
+// wait registers a call waiting for its reply; the returned func unregisters it.
+func (s *session) wait(p *probe, cancel context.CancelCauseFunc) func() {
+	s.waitMu.Lock()
+	if s.waiting == nil {
+		s.waiting = map[*probe]context.CancelCauseFunc{}
+	}
+	s.waiting[p] = cancel
+	s.waitMu.Unlock()
+	return func() {
+		s.waitMu.Lock()
+		delete(s.waiting, p)
+		s.waitMu.Unlock()
+	}
+}
+
+// unreadable ends the calls waiting on s with errUnreadable.
+func (s *session) unreadable() { s.endWaits(errUnreadable) }
+
+// streamLost marks s lost, its SSE stream having ended (mcp-go would leave its calls waiting until their
+// deadline), and ends the calls waiting on it with errStreamLost.
+func (s *session) streamLost(error) {
+	s.lost.Store(true)
+	s.endWaits(errStreamLost)
+}
+
+func (s *session) endWaits(cause error) {
+	s.waitMu.Lock()
+	defer s.waitMu.Unlock()
+	for _, cancel := range s.waiting {
+		cancel(cause)
+	}
 }
 
 // dial says how to reach a server and what to do with what it sends.
@@ -54,6 +102,10 @@ type dial struct {
 	notify func(mcp.JSONRPCNotification)
 	// logger receives mcp-go's own log lines; nil discards them.
 	logger *slog.Logger
+	// replyWait is how long the SSE client waits for the reply to a request (mcp-go's response timeout; 0 keeps
+	// its default): at least the longest bound of a request on the session, so that the request's own deadline
+	// ends the wait and the client's timer never does.
+	replyWait time.Duration
 }
 
 // connect starts or connects to the server and runs the MCP initialize handshake, all bounded by ctx: the stream
@@ -67,9 +119,11 @@ func connect(ctx context.Context, d dial) (*session, error) {
 	}
 	life, cancel := context.WithCancel(d.life)
 	s.cancel = cancel
+	life = context.WithValue(life, streamKey{}, s.unreadable)
 	if d.notify != nil {
 		s.client.OnNotification(d.notify)
 	}
+	s.client.OnConnectionLost(s.streamLost) // SSE only: mcp-go calls it when the stream ends on its own
 	bound := context.AfterFunc(ctx, cancel) // the stream ends with the handshake's bound until it succeeded
 	err = s.client.Start(life)
 	if s.stderrW != nil {
@@ -129,10 +183,11 @@ func open(d dial) (*session, error) {
 		if hc == nil {
 			hc = &http.Client{}
 		}
+		hc = probingClient(hc)
 		var tr transport.Interface
 		if srv.Transport == TransportSSE {
 			t, err := transport.NewSSE(u, transport.WithHeaders(headers), transport.WithHTTPClient(hc),
-				transport.WithSSELogger(d.logger))
+				transport.WithSSELogger(d.logger), transport.WithResponseTimeout(d.replyWait))
 			if err != nil {
 				return nil, fmt.Errorf("sse client: %w", err)
 			}
@@ -228,6 +283,20 @@ func (s *session) failure(what string, err error) error {
 		}
 	}
 	return fmt.Errorf("%s: %w", what, err)
+}
+
+// exited reports whether a stdio server's process group has exited (its stderr ended): a request sent after
+// that is provably not read. It is false for remote servers.
+func (s *session) exited() bool {
+	if s.drained == nil {
+		return false
+	}
+	select {
+	case <-s.drained:
+		return true
+	default:
+		return false
+	}
 }
 
 // abandon releases a session that failed to start, without waiting for a polite exit.

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/commonagents-go/tool/field"
 	"github.com/commonagents-go/tool/internal/schema"
@@ -30,7 +31,7 @@ const maxRefDepth = 32
 // DefaultTimeout), closing by DefaultTeardownTimeout. A server that cannot be reached or listed is an error; a tool
 // that cannot become an action (a name the manifest does not allow, a schema that is not a usable object schema) is
 // skipped with the reason.
-func (Backend) Expand(ctx context.Context, b *runtime.Block) (*runtime.Expansion, error) {
+func (be Backend) Expand(ctx context.Context, b *runtime.Block) (*runtime.Expansion, error) {
 	if !b.Discover || b.Used || b.Shared == nil {
 		return &runtime.Expansion{}, nil
 	}
@@ -41,7 +42,7 @@ func (Backend) Expand(ctx context.Context, b *runtime.Block) (*runtime.Expansion
 	if srv == nil {
 		return nil, errors.New("the top-level mcp block has problems")
 	}
-	tools, err := listTools(ctx, srv, b)
+	tools, err := listTools(ctx, srv, b, be.replyFloor())
 	if err != nil {
 		return nil, fmt.Errorf("listing the tools of the top-level server: %w", err)
 	}
@@ -72,14 +73,14 @@ func (Backend) Expand(ctx context.Context, b *runtime.Block) (*runtime.Expansion
 
 // listTools connects to srv with the load-time values, lists its tools and closes the connection; connecting and
 // listing are bounded by ctx and by the server's timeout (else DefaultTimeout).
-func listTools(ctx context.Context, srv *CompiledServer, b *runtime.Block) ([]mcp.Tool, error) {
+func listTools(ctx context.Context, srv *CompiledServer, b *runtime.Block, replyFloor time.Duration) ([]mcp.Tool, error) {
 	timeout := srv.Timeout
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
 	lctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	sess, err := connect(lctx, dial{srv: srv, values: b.Values, life: ctx})
+	sess, err := connect(lctx, dial{srv: srv, values: b.Values, life: ctx, replyWait: max(replyFloor, timeout)})
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package mcp_test
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -19,6 +20,10 @@ import (
 var serverBin string
 
 func TestMain(m *testing.M) {
+	if reply := fakeReplies[os.Getenv("MCP_FAKE_TOOL_REPLY")]; reply != "" {
+		fakeStdioServer(reply)
+		os.Exit(0)
+	}
 	dir, err := os.MkdirTemp("", "mcpserver")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -33,6 +38,37 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	_ = os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// fakeReplies are the tools/call replies fakeStdioServer can give, by the name the test passes in the environment
+// variable MCP_FAKE_TOOL_REPLY (a name, since manifest values are templates).
+var fakeReplies = map[string]string{
+	"not_a_tool_result": `{"jsonrpc":"2.0","id":ID,"result":{"content":[{"type":"text","text":5}]}}`,
+}
+
+// fakeStdioServer is a minimal MCP server on stdin and stdout, for replies no real server sends: it answers the
+// handshake and answers every tools/call with the line reply, in which ID stands for the request's id.
+func fakeStdioServer(reply string) {
+	in := bufio.NewScanner(os.Stdin)
+	in.Buffer(nil, 1<<20)
+	for in.Scan() {
+		var req struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		if json.Unmarshal(in.Bytes(), &req) != nil || req.ID == nil {
+			continue
+		}
+		switch req.Method {
+		case "initialize":
+			fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},`+
+				`"serverInfo":{"name":"fake","version":"1"}}}`+"\n", req.ID)
+		case "tools/call":
+			fmt.Println(strings.ReplaceAll(reply, "ID", string(req.ID)))
+		default:
+			fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":{}}`+"\n", req.ID)
+		}
+	}
 }
 
 // remoteServer runs the test server as a separate process listening on loopback with flag (-http or -sse) and
@@ -89,6 +125,15 @@ func manifest(server string, actions ...string) string {
 		b.WriteString("    execute:\n      mcp: {}\n")
 	}
 	return b.String()
+}
+
+// idempotent marks the named actions of a manifest made by manifest idempotent: a call whose reply was lost is
+// sent again.
+func idempotent(src string, actions ...string) string {
+	for _, a := range actions {
+		src = strings.Replace(src, "  - name: "+a+"\n", "  - name: "+a+"\n    annotations: {idempotent: true}\n", 1)
+	}
+	return src
 }
 
 // stdioServer is the server block running the test server over stdio with extra env lines.

@@ -2,12 +2,14 @@ package mcp
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -33,7 +35,7 @@ var errClosed = errors.New("mcp: the task's servers are torn down")
 // failure wraps runtime.ErrUnrecoverable and, for stdio, quotes the end of the server's stderr; a stdio server
 // whose start or handshake fails or is cut short is killed before Initialize returns. Other servers of the task
 // start on their first call.
-func (Backend) Initialize(ctx context.Context, in *runtime.Init) (runtime.Instance, error) {
+func (b Backend) Initialize(ctx context.Context, in *runtime.Init) (runtime.Instance, error) {
 	act, err := action(in.Action)
 	if err != nil {
 		return nil, err
@@ -43,6 +45,7 @@ func (Backend) Initialize(ctx context.Context, in *runtime.Init) (runtime.Instan
 		http: in.HTTPClient, limits: in.Limits, observe: in.Observe, logger: in.Logger,
 		life: life, cancel: cancel, servers: map[string]*server{}, progress: map[string]progressTarget{},
 	}
+	i.replyWait = i.longestBound(b.replyFloor(), append(in.Actions, act))
 	hctx, hcancel := context.WithTimeout(ctx, i.connectTimeout(act))
 	defer hcancel()
 	sess, err := connect(hctx, i.dial(act, in.Values))
@@ -70,6 +73,8 @@ type instance struct {
 	logger  *slog.Logger
 	life    context.Context // ends at Teardown
 	cancel  context.CancelFunc
+	// replyWait is the SSE client's wait for a reply: the longest bound of a call or start on the task's servers.
+	replyWait time.Duration
 
 	mu         sync.Mutex
 	servers    map[string]*server // by Action.Key
@@ -112,6 +117,10 @@ func (i *instance) session(ctx context.Context, act *Action, values interp.Resol
 		if s == nil {
 			s = &server{}
 			i.servers[act.Key] = s
+		}
+		if s.sess != nil && s.sess.lost.Load() { // its SSE stream ended: connect anew
+			go i.release(s.sess)
+			s.sess = nil
 		}
 		switch {
 		case s.sess != nil:
@@ -164,7 +173,19 @@ func (i *instance) connect(act *Action, s *server, values interp.Resolver) {
 }
 
 func (i *instance) dial(act *Action, values interp.Resolver) dial {
-	return dial{srv: act.Server, values: values, http: i.http, life: i.life, notify: i.notify, logger: i.logger}
+	return dial{srv: act.Server, values: values, http: i.http, life: i.life, notify: i.notify, logger: i.logger,
+		replyWait: i.replyWait}
+}
+
+// longestBound is the longest call or start timeout of actions, at least floor.
+func (i *instance) longestBound(floor time.Duration, actions []runtime.Action) time.Duration {
+	d := floor
+	for _, a := range actions {
+		if act, ok := a.(*Action); ok && act.Server != nil {
+			d = max(d, i.callTimeout(act), i.connectTimeout(act))
+		}
+	}
+	return d
 }
 
 // release closes a session that is no longer used, within the teardown bound.
@@ -222,11 +243,20 @@ func (i *instance) teardownTimeout() time.Duration {
 }
 
 // Invoke calls the action's tool with the call's arguments, bounded by the action's timeout (its block's, else its
-// server's, else Limits.CallTimeout, else 30s) and ctx. A connection found lost (the server process died, the HTTP server went
-// away) is re-established once and the call retried; failing again is unrecoverable. An isError result is a
-// recoverable tool_error; a JSON-RPC error answer is recoverable too (invalid_arguments for invalid params,
-// tool_error otherwise), and so is an HTTP status ≥ 400 from a remote server (rate_limited for 429, unavailable for
-// 5xx, invalid_request otherwise); the call's deadline is a recoverable timeout.
+// server's, else Limits.CallTimeout, else 30s) and ctx.
+//
+// A request that may have reached the server is sent again only for an idempotent or read-only action
+// (call.Idempotent). A connection found lost before the request was written (no HTTP connection was made; a
+// streamable HTTP server answered 404 for a session it no longer knows; the stdio server and its process group
+// had exited before the call) is re-established once and the call sent. A
+// connection lost after that is re-established for the next call, and this call's result is a recoverable
+// unavailable error saying the outcome is unknown (runtime.LostReply), unless the action may be sent again, in
+// which case it is. Losing the connection a second time within one call is unrecoverable.
+//
+// An isError result is a recoverable tool_error; a JSON-RPC error answer is recoverable too (invalid_arguments
+// for invalid params, tool_error otherwise), and so is an HTTP status ≥ 400 from a remote server (rate_limited
+// for 429, with Retry-After, unavailable for 5xx, invalid_request otherwise). A reply that cannot be read is a
+// recoverable malformed_response, and the call's deadline a recoverable timeout, both with the outcome unknown.
 func (i *instance) Invoke(ctx context.Context, a runtime.Action, call *runtime.Call) (*runtime.Result, error) {
 	act, err := action(a)
 	if err != nil {
@@ -250,37 +280,94 @@ func (i *instance) Invoke(ctx context.Context, a runtime.Action, call *runtime.C
 			}
 			return nil, err
 		}
-		res, err := sess.client.CallTool(cctx, req)
+		p, exited := &probe{}, sess.exited()
+		wctx, unreadable := context.WithCancelCause(cctx)
+		done := sess.wait(p, unreadable)
+		if sess.lost.Load() { // the stream ended before the call registered: nothing is sent
+			unreadable(errStreamLost)
+		}
+		res, err := sess.client.CallTool(withProbe(wctx, p), req)
+		done()
+		unreadable(nil)
 		if err == nil {
 			out := convert(res, i.limits.ResponseBytes)
 			out.Attempts = attempt
 			return out, nil
 		}
-		if ctx.Err() != nil {
-			return nil, callContextError(ctx, act)
+		if errors.Is(context.Cause(wctx), errUnreadable) {
+			p.sawMalformed()
 		}
-		if cctx.Err() != nil {
-			return nil, runtime.Errorf(runtime.KindTimeout, "mcp: tool %s did not answer within %s", act.ToolName, i.callTimeout(act))
-		}
-		var terr *transport.Error
-		if !errors.As(err, &terr) {
-			return nil, rpcError(act, err)
-		}
-		if e := statusError(act, err); e != nil {
+		if e := i.callError(ctx, cctx, act, err, p); e != nil {
 			return nil, e
 		}
+		// The connection is lost.
 		i.drop(act, sess)
+		// Provably unsent: no HTTP connection was made; the server answered 404 for a session it no longer knows
+		// (it ran nothing); for stdio: the server had exited before the call.
+		unsent := !p.written() || errors.Is(err, transport.ErrSessionTerminated)
+		if act.Server.Transport == TransportStdio {
+			unsent = exited && errors.Is(err, transport.ErrTransportClosed)
+		}
+		if !unsent && !call.Idempotent {
+			i.logger.Warn("mcp: server connection lost with a call in flight; not sending it again",
+				"server", act.Key, "tool", act.ToolName, "error", err)
+			return nil, runtime.LostReply(runtime.KindUnavailable,
+				"mcp: the connection to the server of tool %s was lost before its reply", act.ToolName)
+		}
 		if attempt == 2 {
 			return nil, runtime.Unrecoverable(sess.failure(fmt.Sprintf("mcp: server %s lost twice", act.Key), err))
 		}
-		i.logger.Warn("mcp: server connection lost; reconnecting", "server", act.Key, "error", err)
+		i.logger.Warn("mcp: server connection lost; reconnecting", "server", act.Key, "error", err, "sent", !unsent)
 	}
 }
 
-// callContextError reports the end of the caller's context: its deadline is a recoverable timeout.
+// callError classifies a failed tools/call, nil when the connection is lost. p is the call's probe.
+func (i *instance) callError(ctx, cctx context.Context, act *Action, err error, p *probe) error {
+	if ctx.Err() != nil {
+		return callContextError(ctx, act)
+	}
+	if cctx.Err() != nil {
+		return runtime.LostReply(runtime.KindTimeout, "mcp: tool %s did not answer within %s", act.ToolName, i.callTimeout(act))
+	}
+	if sseReplyTimeout(err) {
+		// mcp-go's SSE client gave up on its own timer (it is set to at least the deadline, so this happens only
+		// when both end together): the reply is late, the connection is not lost.
+		return runtime.LostReply(runtime.KindTimeout, "mcp: tool %s did not answer in time", act.ToolName)
+	}
+	retryAfter, malformed := p.answer()
+	if e := statusError(act, err); e != nil {
+		if e.Kind == runtime.KindRateLimited || e.Status == http.StatusServiceUnavailable {
+			e.RetryAfter = retryAfter
+		}
+		return e
+	}
+	if malformed || isMalformed(err) {
+		return runtime.LostReply(runtime.KindMalformedResponse, "mcp: the reply of tool %s is not valid JSON-RPC", act.ToolName)
+	}
+	var terr *transport.Error
+	if !errors.As(err, &terr) {
+		return rpcError(act, err)
+	}
+	return nil
+}
+
+// sseReplyTimeout reports the expiry of mcp-go's SSE response timer, which it gives only as a message.
+func sseReplyTimeout(err error) bool {
+	return strings.Contains(err.Error(), "timeout waiting for SSE response")
+}
+
+// isMalformed reports a reply that is not JSON, or not the JSON-RPC response or tool result it should be.
+func isMalformed(err error) bool {
+	var syntax *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	return errors.As(err, &syntax) || errors.As(err, &typ)
+}
+
+// callContextError reports the end of the caller's context: its deadline is a recoverable timeout, whose outcome
+// is unknown.
 func callContextError(ctx context.Context, act *Action) error {
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return runtime.Errorf(runtime.KindTimeout, "mcp: tool %s did not answer before the call's deadline", act.ToolName)
+		return runtime.LostReply(runtime.KindTimeout, "mcp: tool %s did not answer before the call's deadline", act.ToolName)
 	}
 	return fmt.Errorf("mcp: tool %s: %w", act.ToolName, ctx.Err())
 }

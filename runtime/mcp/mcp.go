@@ -87,8 +87,26 @@ func (a *Action) Traits() runtime.Traits {
 	return runtime.Traits{Owner: "mcp_server", OpenWorld: true, Destructive: true}
 }
 
-// Backend implements runtime.Runtime for mcp.
-type Backend struct{}
+// Backend implements runtime.Runtime for mcp. The zero value is what the package registers.
+type Backend struct {
+	// SSEResponseTimeout is the least time the SSE client waits for the reply to a request; 0 means mcp-go's
+	// default (60s). The wait is raised to the longest call timeout of the task's mcp actions (and to the
+	// server's start timeout), so a call always ends at its own deadline, never at this client timer. Lowering
+	// it is for tests that exercise calls longer than the default; a host registers
+	// Backend{SSEResponseTimeout: d} in a registry of its own (tool.WithRuntimes).
+	SSEResponseTimeout time.Duration
+}
+
+// defaultSSEResponseTimeout is mcp-go's default wait for an SSE reply.
+const defaultSSEResponseTimeout = 60 * time.Second
+
+// replyFloor is the least wait for an SSE reply.
+func (b Backend) replyFloor() time.Duration {
+	if b.SSEResponseTimeout > 0 {
+		return b.SSEResponseTimeout
+	}
+	return defaultSSEResponseTimeout
+}
 
 // Kind returns "mcp".
 func (Backend) Kind() string { return Kind }

@@ -75,7 +75,8 @@ func (i *instance) oneshot(ctx context.Context, act *Action, call *runtime.Call)
 		res.Error = runtime.Errorf(runtime.KindResultTooLarge, "the program wrote more than %d bytes to stdout", limit)
 		return res, nil
 	case timedOut:
-		res.Error = runtime.Errorf(runtime.KindTimeout, "the program did not finish within %s and was killed%s",
+		// The program ran, maybe far enough to act: what it did is unknown.
+		res.Error = runtime.LostReply(runtime.KindTimeout, "the program did not finish within %s and was killed%s",
 			callTimeout(act.Timeout, i.limits), stderrLine)
 		return res, nil
 	case ctx.Err() != nil:

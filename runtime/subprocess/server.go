@@ -152,8 +152,12 @@ func (i *instance) watch(sl *slot, srv *server) {
 	calls := srv.calls
 	srv.calls = nil
 	srv.mu.Unlock()
+	inFlight := err // the calls in flight were sent: the server may have acted on them
+	if rerr, ok := err.(*runtime.Error); ok {
+		inFlight = runtime.LostReply(rerr.Kind, "%s", rerr.Message)
+	}
 	for _, ch := range calls {
-		ch <- reply{death: err}
+		ch <- reply{death: inFlight}
 	}
 	close(srv.settled)
 }
@@ -194,7 +198,7 @@ func (i *instance) request(ctx context.Context, act *Action, call *runtime.Call)
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("exec: %w", ctx.Err())
 		}
-		return srv.timeoutResult(ctx, mark, timeout, "did not read the request")
+		return srv.timeoutResult(ctx, mark, timeout, "did not read the request", false)
 	}
 	var r reply
 	select {
@@ -204,7 +208,7 @@ func (i *instance) request(ctx context.Context, act *Action, call *runtime.Call)
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("exec: %w", ctx.Err())
 		}
-		return srv.timeoutResult(ctx, mark, timeout, "did not reply")
+		return srv.timeoutResult(ctx, mark, timeout, "did not reply", true)
 	}
 	if r.death != nil {
 		return deathResult(r.death)
@@ -241,7 +245,7 @@ func (i *instance) request(ctx context.Context, act *Action, call *runtime.Call)
 // timeoutResult is a call's timeout. When it is the maxSilentTimeouts-th in a row with no reply from the server in
 // between, the server is killed, and the result waits (at most until ctx ends) until its end is settled, so that
 // the next call starts a new process.
-func (s *server) timeoutResult(ctx context.Context, mark int64, timeout time.Duration, what string) (*runtime.Result, error) {
+func (s *server) timeoutResult(ctx context.Context, mark int64, timeout time.Duration, what string, sent bool) (*runtime.Result, error) {
 	stderr := s.p.stderr.Since(mark)
 	var killed string
 	if s.timedOut() {
@@ -253,7 +257,11 @@ func (s *server) timeoutResult(ctx context.Context, mark int64, timeout time.Dur
 		}
 		killed = fmt.Sprintf("; after %d such calls in a row it was killed", maxSilentTimeouts)
 	}
-	res := runtime.Fail(runtime.Errorf(runtime.KindTimeout, "the tool's server %s within %s%s%s", what, timeout,
+	fail := runtime.Errorf
+	if sent {
+		fail = runtime.LostReply
+	}
+	res := runtime.Fail(fail(runtime.KindTimeout, "the tool's server %s within %s%s%s", what, timeout,
 		killed, excerpt(s.redact, stderr)))
 	if stderr != "" {
 		res.ServerData = map[string]any{"stderr": stderr}

@@ -128,7 +128,10 @@ func TestServerConcurrentCalls(t *testing.T) {
 func TestServerTimeoutDropsLateReply(t *testing.T) {
 	task := newTask(t, load(t, serverAction(1000)))
 	res := invoke(t, task, "work", map[string]any{"op": "sleep", "ms": 1300, "token": "late"})
-	wantError(t, res, tool.KindTimeout, "did not reply")
+	wantError(t, res, tool.KindTimeout, "did not reply", "outcome is unknown")
+	if !res.Error.OutcomeUnknown || !res.Error.Retryable { // work is annotated read-only: sending again is safe
+		t.Errorf("error %+v: want the outcome unknown, retryable for a read-only action", res.Error)
+	}
 	res = invoke(t, task, "work", map[string]any{"op": "sleep", "ms": 600, "token": "mine"})
 	if string(res.OutputJSON) != `{"token":"mine"}` {
 		t.Errorf("output %s (error %v), want its own token", res.OutputJSON, res.Error)
@@ -142,7 +145,10 @@ func TestServerCrashRestartsOnceThenUnrecoverable(t *testing.T) {
 	first := serverPID(t, task)
 
 	res := invoke(t, task, "work", map[string]any{"op": "crash"})
-	wantError(t, res, tool.KindUnavailable, "exit status 3", "crashing on purpose")
+	wantError(t, res, tool.KindUnavailable, "exit status 3", "crashing on purpose", "outcome is unknown")
+	if !res.Error.OutcomeUnknown || !res.Error.Retryable {
+		t.Errorf("error %+v: the call was in flight, so its outcome is unknown (retryable: read-only)", res.Error)
+	}
 	waitGone(t, first)
 
 	second := serverPID(t, task)
