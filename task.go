@@ -182,6 +182,7 @@ func (t *Tool) startTask(ctx context.Context, cfg TaskConfig, resume bool) (*Tas
 		return nil, fmt.Errorf("tool: new task %s: %w", task.id, err)
 	}
 	task.observe(ctx, "tool.catalog.resolved", "", map[string]any{"catalog": t.Catalog(cfg.Capability)})
+	t.openTasks.Add(1) // from here on the task ends only by close
 	task.mu.Lock()
 	task.stop = context.AfterFunc(ctx, func() {
 		tctx, cancel := context.WithTimeout(context.Background(), t.opts.limits.TeardownTimeout)
@@ -292,6 +293,7 @@ func (t *Task) close(ctx context.Context, detach bool) error {
 		}
 		t.observe(ctx, "task.closed", "", nil)
 	}
+	t.tool.taskEnded()
 	if len(errs) == 0 {
 		return nil
 	}
