@@ -64,7 +64,7 @@ func (t *Task) restore(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("read allow list: %w", err)
 	}
-	sealed, err := allowlist.SealedValues(b)
+	sealed, _, err := t.allow.RestoreFrom(b) // decoded once: the stored list and its sealed values
 	if err != nil {
 		return err
 	}
@@ -75,9 +75,6 @@ func (t *Task) restore(ctx context.Context) error {
 		}
 	}
 	slices.Sort(dropped)
-	if _, err := t.allow.Rebase(b); err != nil {
-		return err
-	}
 	if err := t.restoreEvents(sctx); err != nil {
 		return err
 	}

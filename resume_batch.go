@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	goruntime "runtime"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 )
 
 // ScanStore is implemented by Stores that read every key under a prefix together with its value in one pass (a
@@ -25,12 +28,13 @@ type Entry struct {
 
 // ResumeTasks resumes every task of the tool that the Store holds, as ResumeTask resumes one (SPEC §13): for each
 // stored task ID, in order, configure returns the configuration to resume it with (its ID field is ignored), or
-// false to leave the task stored and not resume it. With a ScanStore the state of all the tasks is read with one
+// false to leave the task stored and not resume it; it is called from the calling goroutine, then the tasks are
+// rebuilt on GOMAXPROCS goroutines. With a ScanStore the state of all the tasks is read with one
 // Scan and a task whose stored allow list is unchanged is not written back, so resuming costs one range scan and
 // the CPU to rebuild the tasks; with another Store each task is resumed by ResumeTask. Task IDs that contain "/"
 // are not found: resume those with ResumeTask.
 //
-// It returns the tasks it resumed, and an error joining, for each task that failed to resume, ResumeTask's error
+// It returns the tasks it resumed, in ID order, and an error joining, for each task that failed to resume, ResumeTask's error
 // (which names the task); the other tasks are resumed all the same. A failed Scan or List resumes nothing. ctx
 // bounds the reads and each task's start, as it bounds ResumeTask.
 func (t *Tool) ResumeTasks(ctx context.Context, configure func(id string) (TaskConfig, bool)) ([]*Task, error) {
@@ -53,8 +57,11 @@ func (t *Tool) ResumeTasks(ctx context.Context, configure func(id string) (TaskC
 			}
 		}
 	}
-	var tasks []*Task
-	var errs []error
+	type job struct {
+		cfg  TaskConfig
+		snap *stateSnapshot
+	}
+	var jobs []job
 	for _, snap := range snaps {
 		cfg, ok := configure(snap.id)
 		if !ok {
@@ -64,13 +71,21 @@ func (t *Tool) ResumeTasks(ctx context.Context, configure func(id string) (TaskC
 		if snap.parts == nil {
 			snap = nil
 		}
-		task, err := t.startTask(ctx, cfg, true, snap)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		tasks = append(tasks, task)
+		jobs = append(jobs, job{cfg, snap})
 	}
+	// Rebuilding a task is CPU work once its state is read: spread it over the processors.
+	tasks, errs := make([]*Task, len(jobs)), make([]error, len(jobs))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(goruntime.GOMAXPROCS(0), len(jobs)) {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < len(jobs); i = int(next.Add(1) - 1) {
+				tasks[i], errs[i] = t.startTask(ctx, jobs[i].cfg, true, jobs[i].snap)
+			}
+		})
+	}
+	wg.Wait()
+	tasks = slices.DeleteFunc(tasks, func(task *Task) bool { return task == nil })
 	return tasks, errors.Join(errs...)
 }
 

@@ -174,20 +174,23 @@ func (t *Tool) startTask(ctx context.Context, cfg TaskConfig, resume bool, snap 
 	}
 	if task.events.anyLimit { // the start is the first activity: a resumed task's timeouts count from it
 		task.events.savedActivity.Store(task.lastActivity.Load())
-		if task.unchanged("events", task.eventsJSON) {
-			// resumed from a snapshot that holds this state already
-		} else if err := task.saveEvents(ctx); err != nil {
+	}
+	// A task resumed from a snapshot that holds its state already writes nothing back.
+	keepEvents := !task.events.anyLimit || task.unchanged("events", task.eventsJSON)
+	keepAllow := task.unchanged("allowlist", task.allow.MarshalJSON)
+	task.snap = nil // from here on the task reads and writes the Store
+	if !keepEvents {
+		if err := task.saveEvents(ctx); err != nil {
 			task.cancel()
 			return nil, err
 		}
 	}
-	if task.unchanged("allowlist", task.allow.MarshalJSON) {
-		task.snap = nil // from here on the task reads the Store
-	} else if err := task.saveAllowList(ctx); err != nil {
-		task.cancel()
-		return nil, fmt.Errorf("tool: new task %s: %w", task.id, err)
+	if !keepAllow {
+		if err := task.saveAllowList(ctx); err != nil {
+			task.cancel()
+			return nil, fmt.Errorf("tool: new task %s: %w", task.id, err)
+		}
 	}
-	task.snap = nil
 	task.observe(ctx, "tool.catalog.resolved", "", map[string]any{"catalog": t.Catalog(cfg.Capability)})
 	t.openTasks.Add(1) // from here on the task ends only by close
 	task.mu.Lock()
