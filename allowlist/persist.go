@@ -94,6 +94,14 @@ func (l *List) RestoreFrom(data []byte) (sealed map[string]any, added map[string
 
 // decodeStored decodes MarshalJSON's form, numbers as json.Number.
 func decodeStored(data []byte) (map[string]stored, error) {
+	if in, ok := decodeFast(data); ok {
+		return in, nil
+	}
+	return decodeStrict(data)
+}
+
+// decodeStrict is decodeStored with encoding/json.
+func decodeStrict(data []byte) (map[string]stored, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	var in map[string]stored
