@@ -59,3 +59,14 @@ func TestCommandLinksNoClientGo(t *testing.T) {
 		}
 	}
 }
+
+// TestInvokeKubernetesJobSaysWhy: a kubernetes_job call from the command fails as unrecoverable, saying that the
+// command checks such actions but does not run them.
+func TestInvokeKubernetesJobSaysWhy(t *testing.T) {
+	t.Parallel()
+	code, _, stderr := runTool(t, "invoke", okDir+"/k8s-job.yaml", "build_report",
+		"--args", `{"region":"emea","since":"2026-01-01","until":"2026-01-31"}`)
+	if code != exitProblem || !strings.Contains(stderr, "checks kubernetes_job actions but cannot run them") {
+		t.Errorf("exit %d, stderr %q", code, stderr)
+	}
+}
