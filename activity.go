@@ -199,16 +199,7 @@ type storedEvents struct {
 func (t *Task) saveEvents(ctx context.Context) error {
 	t.events.saveMu.Lock()
 	defer t.events.saveMu.Unlock()
-	t.events.mu.Lock()
-	s := storedEvents{Interrupted: t.events.interrupted.Load(),
-		LastActivityAt: time.Unix(0, t.lastActivity.Load()).UTC()}
-	for i, exp := range t.events.expired {
-		if exp {
-			s.Expired = append(s.Expired, t.tool.events[i].def.Name)
-		}
-	}
-	t.events.mu.Unlock()
-	b, err := json.Marshal(s)
+	b, err := t.eventsJSON()
 	if err == nil {
 		ctx, cancel := t.storeContext(ctx)
 		defer cancel()
@@ -219,4 +210,18 @@ func (t *Task) saveEvents(ctx context.Context) error {
 		t.storeFailed(ctx, "write", recordEvents, err)
 	}
 	return err
+}
+
+// eventsJSON is the event state as stored: the interrupted flag, the expired events and the last activity.
+func (t *Task) eventsJSON() ([]byte, error) {
+	t.events.mu.Lock()
+	s := storedEvents{Interrupted: t.events.interrupted.Load(),
+		LastActivityAt: time.Unix(0, t.lastActivity.Load()).UTC()}
+	for i, exp := range t.events.expired {
+		if exp {
+			s.Expired = append(s.Expired, t.tool.events[i].def.Name)
+		}
+	}
+	t.events.mu.Unlock()
+	return json.Marshal(s)
 }

@@ -23,6 +23,7 @@ type options struct {
 	settings    map[string]any
 	hasSettings bool
 	httpClient  *http.Client
+	ownClient   bool // httpClient is NewHTTPClient's, not the host's: the Tool closes its idle connections
 	auth        AuthProvider
 	store       Store
 	clock       Clock
@@ -174,8 +175,8 @@ func WithSettings(settings map[string]any) Option {
 	}
 }
 
-// WithHTTPClient sets the client used for every HTTP request the tool makes (default: a client with the
-// per-call timeout).
+// WithHTTPClient sets the client used for every HTTP request the tool makes (default: NewHTTPClient(0), tuned
+// for concurrent calls). The host keeps full control of its client: the Tool never changes or closes it.
 func WithHTTPClient(c *http.Client) Option {
 	return func(o *options) error {
 		if c == nil {
@@ -387,8 +388,7 @@ func newOptions(opts []Option) (*options, error) {
 	}
 	o.limits = o.limits.withDefaults()
 	if o.httpClient == nil {
-		// No client-wide timeout: each call is bounded by its own (the action's timeout, else CallTimeout).
-		o.httpClient = &http.Client{}
+		o.httpClient, o.ownClient = NewHTTPClient(0), true
 	}
 	return o, nil
 }

@@ -32,7 +32,7 @@ func (t *Tool) ResumeTask(ctx context.Context, cfg TaskConfig) (*Task, error) {
 	if cfg.ID == "" {
 		return nil, errors.New("tool: resume task: TaskConfig.ID must name the stored task")
 	}
-	return t.startTask(ctx, cfg, true)
+	return t.startTask(ctx, cfg, true, nil)
 }
 
 // ErrTaskExists is returned by NewTask for an ID the Store already holds a task under: resume it (ResumeTask) or
@@ -55,17 +55,16 @@ func (t *Task) fresh(ctx context.Context) error {
 
 // restore loads the task's stored state into t, which holds the fresh configuration.
 func (t *Task) restore(ctx context.Context) error {
-	store := t.tool.opts.store
 	sctx, cancel := t.storeContext(ctx)
 	defer cancel()
-	b, err := store.Get(sctx, t.stateKey("allowlist"))
+	b, err := t.readState(sctx, t.stateKey("allowlist"))
 	if errors.Is(err, ErrNotFound) {
 		return fmt.Errorf("the Store holds no task %q of tool %s/%s: %w", t.id, t.tool.Namespace(), t.tool.Name(), ErrNotFound)
 	}
 	if err != nil {
 		return fmt.Errorf("read allow list: %w", err)
 	}
-	sealed, err := allowlist.SealedValues(b)
+	sealed, _, err := t.allow.RestoreFrom(b) // decoded once: the stored list and its sealed values
 	if err != nil {
 		return err
 	}
@@ -76,9 +75,6 @@ func (t *Task) restore(ctx context.Context) error {
 		}
 	}
 	slices.Sort(dropped)
-	if _, err := t.allow.Rebase(b); err != nil {
-		return err
-	}
 	if err := t.restoreEvents(sctx); err != nil {
 		return err
 	}
@@ -94,7 +90,7 @@ func (t *Task) restore(ctx context.Context) error {
 
 // restoreEvents loads the interrupted flag, the expired events and the last activity.
 func (t *Task) restoreEvents(ctx context.Context) error {
-	b, err := t.tool.opts.store.Get(ctx, t.stateKey("events"))
+	b, err := t.readState(ctx, t.stateKey("events"))
 	if errors.Is(err, ErrNotFound) {
 		return nil
 	}
@@ -126,7 +122,7 @@ func (t *Task) retireReceivers(ctx context.Context) {
 	sctx, cancel := t.storeContext(ctx)
 	defer cancel()
 	prefix := t.stateKey("receivers/")
-	keys, err := t.tool.opts.store.List(sctx, prefix)
+	keys, err := t.listState(sctx, prefix)
 	if err != nil {
 		t.storeFailed(ctx, "list", recordReceiver, err)
 		return
@@ -164,7 +160,7 @@ func (t *Task) resumeBackends(ctx context.Context) ([]string, error) {
 	sctx, cancel := t.storeContext(ctx)
 	defer cancel()
 	prefix := t.stateKey("runtime/")
-	keys, err := t.tool.opts.store.List(sctx, prefix)
+	keys, err := t.listState(sctx, prefix)
 	if err != nil {
 		return nil, fmt.Errorf("list backend state: %w", err)
 	}

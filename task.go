@@ -88,6 +88,7 @@ type Task struct {
 	values    taskValues
 	events    eventState
 	workers   workers
+	snap      *stateSnapshot // the state ResumeTasks read ahead, while the task is being resumed; else nil
 
 	gate   gate
 	ctx    context.Context // ends when the task closes; calls derive their cancellation from it
@@ -126,11 +127,11 @@ type instance struct {
 // ctx bounds the task's life, not just this call: when it ends, the task closes itself as by Close (a deadline is
 // how a host gives a task an expiry). Pass context.WithoutCancel(ctx) for a task that lives until Close.
 func (t *Tool) NewTask(ctx context.Context, cfg TaskConfig) (*Task, error) {
-	return t.startTask(ctx, cfg, false)
+	return t.startTask(ctx, cfg, false, nil)
 }
 
 // startTask starts a new task, or with resume rebuilds a stored one.
-func (t *Tool) startTask(ctx context.Context, cfg TaskConfig, resume bool) (*Task, error) {
+func (t *Tool) startTask(ctx context.Context, cfg TaskConfig, resume bool, snap *stateSnapshot) (*Task, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -145,6 +146,7 @@ func (t *Tool) startTask(ctx context.Context, cfg TaskConfig, resume bool) (*Tas
 		allow:     allowlist.New(t.opts.limits.AllowListValues),
 		secrets:   t.secrets.Clone(),
 		instances: map[string]*instance{},
+		snap:      snap,
 	}
 	if task.id == "" {
 		task.id = newID("task_")
@@ -176,16 +178,25 @@ func (t *Tool) startTask(ctx context.Context, cfg TaskConfig, resume bool) (*Tas
 	}
 	if task.events.anyLimit { // the start is the first activity: a resumed task's timeouts count from it
 		task.events.savedActivity.Store(task.lastActivity.Load())
+	}
+	// A task resumed from a snapshot that holds its state already writes nothing back.
+	keepEvents := !task.events.anyLimit || task.unchanged("events", task.eventsJSON)
+	keepAllow := task.unchanged("allowlist", task.allow.MarshalJSON)
+	task.snap = nil // from here on the task reads and writes the Store
+	if !keepEvents {
 		if err := task.saveEvents(ctx); err != nil {
 			task.cancel()
 			return nil, err
 		}
 	}
-	if err := task.saveAllowList(ctx); err != nil {
-		task.cancel()
-		return nil, fmt.Errorf("tool: new task %s: %w", task.id, err)
+	if !keepAllow {
+		if err := task.saveAllowList(ctx); err != nil {
+			task.cancel()
+			return nil, fmt.Errorf("tool: new task %s: %w", task.id, err)
+		}
 	}
 	task.observe(ctx, "tool.catalog.resolved", "", map[string]any{"catalog": t.Catalog(cfg.Capability)})
+	t.openTasks.Add(1) // from here on the task ends only by close
 	task.mu.Lock()
 	task.stop = context.AfterFunc(ctx, func() {
 		tctx, cancel := context.WithTimeout(context.Background(), t.opts.limits.TeardownTimeout)
@@ -297,6 +308,7 @@ func (t *Task) close(ctx context.Context, detach bool) error {
 		}
 		t.observe(ctx, "task.closed", "", nil)
 	}
+	t.tool.taskEnded()
 	if len(errs) == 0 {
 		return nil
 	}

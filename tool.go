@@ -2,6 +2,7 @@ package tool
 
 import (
 	"net/http"
+	"sync/atomic"
 
 	"github.com/commonagents-go/tool/internal/httpspec"
 	"github.com/commonagents-go/tool/internal/redact"
@@ -30,6 +31,7 @@ type Tool struct {
 	secretParams map[string]bool            // parameters with format: password or writeOnly
 	secrets      *redact.Set                // secret settings' values
 	httpClient   *http.Client               // the host's client with the redirect policy of SPEC §4.4
+	openTasks    atomic.Int64               // tasks started and not yet closed or detached
 }
 
 func (t *Tool) index() {

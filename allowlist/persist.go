@@ -76,12 +76,42 @@ func (l *List) UnmarshalJSON(data []byte) error {
 // names keep this list's entry; stored sealed entries are ignored. It returns, by name, the values that were new
 // here. On a decoding error the list is unchanged.
 func (l *List) Rebase(data []byte) (added map[string][]any, err error) {
+	in, err := decodeStored(data)
+	if err != nil {
+		return nil, err
+	}
+	return l.rebase(in), nil
+}
+
+// RestoreFrom is Rebase returning SealedValues(data) too, decoding data once: a resumed task needs both.
+func (l *List) RestoreFrom(data []byte) (sealed map[string]any, added map[string][]any, err error) {
+	in, err := decodeStored(data)
+	if err != nil {
+		return nil, nil, err
+	}
+	return sealedOf(in), l.rebase(in), nil
+}
+
+// decodeStored decodes MarshalJSON's form, numbers as json.Number.
+func decodeStored(data []byte) (map[string]stored, error) {
+	if in, ok := decodeFast(data); ok {
+		return in, nil
+	}
+	return decodeStrict(data)
+}
+
+// decodeStrict is decodeStored with encoding/json.
+func decodeStrict(data []byte) (map[string]stored, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	var in map[string]stored
 	if err := dec.Decode(&in); err != nil {
 		return nil, fmt.Errorf("decode allow list: %w", err)
 	}
+	return in, nil
+}
+
+func (l *List) rebase(in map[string]stored) (added map[string][]any) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	max := l.limit()
@@ -129,18 +159,20 @@ func (l *List) Rebase(data []byte) (added map[string][]any, err error) {
 	}
 	l.entries = entries
 	l.version.Add(1)
-	return added, nil
+	return added
 }
 
 // SealedValues returns the values of the sealed names in data (MarshalJSON's form), each name's first value, or
 // nil for a sealed name left empty.
 func SealedValues(data []byte) (map[string]any, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	var in map[string]stored
-	if err := dec.Decode(&in); err != nil {
-		return nil, fmt.Errorf("decode allow list: %w", err)
+	in, err := decodeStored(data)
+	if err != nil {
+		return nil, err
 	}
+	return sealedOf(in), nil
+}
+
+func sealedOf(in map[string]stored) map[string]any {
 	out := map[string]any{}
 	for name, s := range in {
 		if !s.Sealed {
@@ -151,7 +183,7 @@ func SealedValues(data []byte) (map[string]any, error) {
 			out[name] = s.Values[0]
 		}
 	}
-	return out, nil
+	return out
 }
 
 func sortedNames(in map[string]stored) []string {

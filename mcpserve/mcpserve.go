@@ -77,9 +77,25 @@ func (s *Server) MCPServer() *server.MCPServer { return s.mcp }
 // Task returns the task the calls run in.
 func (s *Server) Task() *tool.Task { return s.task }
 
+// DefaultWorkers is how many tools/call requests ServeStdio runs at once unless an option says otherwise (mcp-go's
+// own default is 5): enough for the parallel calls an agent makes in one turn, which a task runs in parallel when
+// they are read-only and concurrency-safe (SPEC §11); a write call waits for the others in the task, not in the
+// server. It matches tool.DefaultConnsPerHost, the connections the default HTTP client keeps per host.
+const DefaultWorkers = 32
+
+// DefaultQueue is how many tools/call requests ServeStdio holds while every worker is busy (mcp-go's default).
+const DefaultQueue = 100
+
 // ServeStdio serves MCP over line-delimited JSON-RPC on in and out until in ends (nil) or ctx is done (its error).
-func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
-	err := server.NewStdioServer(s.mcp).Listen(ctx, in, out)
+// Calls run on DefaultWorkers workers, with up to DefaultQueue more waiting; opts (server.WithWorkerPoolSize,
+// server.WithQueueSize; at most 100 workers) come after these defaults and override them.
+func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer, opts ...server.StdioOption) error {
+	stdio := server.NewStdioServer(s.mcp)
+	for _, opt := range append([]server.StdioOption{server.WithWorkerPoolSize(DefaultWorkers),
+		server.WithQueueSize(DefaultQueue)}, opts...) {
+		opt(stdio)
+	}
+	err := stdio.Listen(ctx, in, out)
 	if errors.Is(err, io.EOF) {
 		return nil
 	}

@@ -8,10 +8,14 @@ import (
 	"io"
 	"os"
 
-	// The command validates kubernetes_job manifests too (client-go's weight matters to library users, not here).
-	// Without a cluster client, such an action's calls fail with kubernetesjob.ErrNoClient.
-	_ "github.com/commonagents-go/tool/runtime/kubernetesjob"
+	"github.com/commonagents-go/tool/runtime"
+	"github.com/commonagents-go/tool/runtime/kubernetesjob/jobspec"
 )
+
+// The command checks kubernetes_job manifests as a host does, but runs no Jobs (it has no cluster client): it
+// registers the checking half of the backend and links no client-go, so that serve-mcp costs what a library host
+// costs. A kubernetes_job call fails with jobspec.ErrValidateOnly.
+func init() { runtime.Default().MustRegister(jobspec.Validator{}) }
 
 // Exit codes.
 const (

@@ -248,7 +248,7 @@ func TestSchemaMatchesDecoder(t *testing.T) {
 		}
 	}
 
-	// Every registered backend and receiver has a key (the command imports the opt-in kubernetes_job).
+	// Every registered backend and receiver has a key (the command registers the checking half of kubernetes_job).
 	kinds := runtime.Default().Kinds()
 	if got := sortedKeys(doc.Definitions["execute"].Properties); !reflect.DeepEqual(got, kinds) {
 		t.Errorf("execute keys %q, registered backends %q", got, kinds)

@@ -12,11 +12,12 @@ import (
 
 	"github.com/commonagents-go/tool"
 	"github.com/commonagents-go/tool/mcpserve"
+	"github.com/mark3labs/mcp-go/server"
 )
 
 var serveMCPCommand = command{
 	name:     "serve-mcp",
-	synopsis: "FILE [--settings FILE] [--binding name=value ...]",
+	synopsis: "FILE [--settings FILE] [--binding name=value ...] [--workers N] [--http-conns N]",
 	summary:  "serve a manifest's functions as an MCP server over stdio",
 	detail: `Serve-mcp loads the manifest, starts one task with the given bindings and
 serves the task's functions as MCP tools over stdio (line-delimited JSON-RPC on
@@ -27,6 +28,12 @@ tools/call runs through Task.Invoke. A recoverable failure is a result with
 isError set and "kind: message" as its text; an unrecoverable one is a JSON-RPC
 error with the task's error text (secrets masked), and every later call is
 refused with a JSON-RPC error: the task is over.
+
+Up to --workers calls run at once (default 32, at most 100; more wait in a
+queue of 100): set it to the number of calls your MCP client makes in parallel.
+The task runs read-only, concurrency-safe calls together and a write alone.
+HTTP calls go through a client that keeps --http-conns idle connections per
+host (default: --workers), with keep-alive and HTTP/2 over TLS.
 
 The exit code is 0 after a clean end of input, 1 when the manifest cannot be
 loaded or the task cannot start, 2 for a command-line mistake. Diagnostics go
@@ -40,6 +47,8 @@ const serveTeardown = 15 * time.Second
 func runServeMCP(ctx context.Context, fs *flag.FlagSet, args []string, stdout, stderr io.Writer) int {
 	bindings := bindingFlag(fs)
 	settingsFile := fs.String("settings", "", "a YAML or JSON `FILE` mapping setting keys to values")
+	workers := fs.Int("workers", mcpserve.DefaultWorkers, "how many calls run at once, 1 to 100 (`N`)")
+	conns := fs.Int("http-conns", 0, "idle HTTP connections kept per host (`N`; default: --workers)")
 	pos, code, ok := parse(fs, args)
 	if !ok {
 		return code
@@ -47,11 +56,21 @@ func runServeMCP(ctx context.Context, fs *flag.FlagSet, args []string, stdout, s
 	if len(pos) != 1 {
 		return usageError(fs, "want one manifest file, got %d arguments", len(pos))
 	}
+	if *workers < 1 || *workers > 100 {
+		return usageError(fs, "--workers %d: want 1 to 100", *workers)
+	}
+	if *conns < 0 {
+		return usageError(fs, "--http-conns %d: want 0 or more", *conns)
+	}
+	if *conns == 0 {
+		*conns = *workers
+	}
 	opts, err := settingsOption(*settingsFile)
 	if err != nil {
 		fmt.Fprintf(stderr, "tool serve-mcp: %v\n", err)
 		return exitProblem
 	}
+	opts = append(opts, tool.WithHTTPClient(tool.NewHTTPClient(*conns)))
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	task, code := startTask(ctx, fs, stderr, "serve-mcp", pos[0], opts, bindings)
@@ -62,7 +81,7 @@ func runServeMCP(ctx context.Context, fs *flag.FlagSet, args []string, stdout, s
 	if len(bindings) > 0 {
 		c.Bindings = bindings
 	}
-	serveErr := mcpserve.ForTask(task, c).ServeStdio(ctx, os.Stdin, stdout)
+	serveErr := mcpserve.ForTask(task, c).ServeStdio(ctx, os.Stdin, stdout, server.WithWorkerPoolSize(*workers))
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), serveTeardown)
 	defer cancel()
 	if err := task.Close(cctx); err != nil {

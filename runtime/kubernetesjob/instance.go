@@ -67,7 +67,7 @@ func (i *instance) Invoke(ctx context.Context, a runtime.Action, call *runtime.C
 	if !i.b.allowed(ns) {
 		return runtime.Fail(runtime.Errorf(runtime.KindDenied, "namespace %q is not one this tool may run Jobs in", ns)), nil
 	}
-	spec, err := act.renderSpec(call.Values)
+	spec, err := act.RenderSpec(call.Values)
 	if err != nil {
 		return nil, err
 	}

@@ -24,10 +24,11 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/commonagents-go/tool/runtime"
+	"github.com/commonagents-go/tool/runtime/kubernetesjob/jobspec"
 )
 
 // Kind is the execute-block key of this backend.
-const Kind = "kubernetes_job"
+const Kind = jobspec.Kind
 
 func init() { runtime.Default().MustRegister(&Backend{}) }
 

@@ -15,6 +15,7 @@ import (
 type queries struct {
 	get, put, putTTL, del, listFrom, listRange, casInsert, casUpdate, claim string
 	lease, release, sweepKeys, sweepLeases                                  string
+	scanFrom, scanRange                                                     string // Scan (scan.go)
 }
 
 func newQueries(prefix string) queries {
@@ -52,6 +53,8 @@ func newQueries(prefix string) queries {
 		sweepKeys: `DELETE FROM ` + kv + ` WHERE key IN (SELECT key FROM ` + kv + ` WHERE expires_at <= now() LIMIT $1)
 			AND expires_at <= now()`,
 		sweepLeases: `DELETE FROM ` + leases + ` WHERE until <= now()`,
+		scanFrom:    `SELECT key, value FROM ` + kv + ` WHERE key >= $1 AND ` + live + ` ORDER BY key`,
+		scanRange:   `SELECT key, value FROM ` + kv + ` WHERE key >= $1 AND key < $2 AND ` + live + ` ORDER BY key`,
 	}
 }
 

@@ -1,0 +1,183 @@
+package tool
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	goruntime "runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+)
+
+// ScanStore is implemented by Stores that read every key under a prefix together with its value in one pass (a
+// range scan), so that Tool.ResumeTasks reads the state of all of a tool's stored tasks at once instead of four
+// queries per task. The memory store and store/postgres implement it.
+type ScanStore interface {
+	Store
+	// Scan returns the live keys that start with prefix with their values, sorted by key.
+	Scan(ctx context.Context, prefix string) ([]Entry, error)
+}
+
+// Entry is a key and its value, as ScanStore.Scan returns them.
+type Entry struct {
+	Key   string
+	Value []byte
+}
+
+// ResumeTasks resumes every task of the tool that the Store holds, as ResumeTask resumes one (SPEC §13): for each
+// stored task ID, in order, configure returns the configuration to resume it with (its ID field is ignored), or
+// false to leave the task stored and not resume it; it is called from the calling goroutine, then the tasks are
+// rebuilt on GOMAXPROCS goroutines. With a ScanStore the state of all the tasks is read with one
+// Scan and a task whose stored allow list is unchanged is not written back, so resuming costs one range scan and
+// the CPU to rebuild the tasks; with another Store each task is resumed by ResumeTask. Task IDs that contain "/"
+// are not found: resume those with ResumeTask.
+//
+// It returns the tasks it resumed, in ID order, and an error joining, for each task that failed to resume, ResumeTask's error
+// (which names the task); the other tasks are resumed all the same. A failed Scan or List resumes nothing. ctx
+// bounds the reads and each task's start, as it bounds ResumeTask.
+func (t *Tool) ResumeTasks(ctx context.Context, configure func(id string) (TaskConfig, bool)) ([]*Task, error) {
+	prefix := "tasks/" + t.Namespace() + "/" + t.Name() + "/"
+	var snaps []*stateSnapshot
+	if scan, ok := t.opts.store.(ScanStore); ok {
+		entries, err := scan.Scan(ctx, prefix)
+		if err != nil {
+			return nil, fmt.Errorf("tool: resume tasks: %w", err)
+		}
+		snaps = groupSnapshots(prefix, entries)
+	} else {
+		keys, err := t.opts.store.List(ctx, prefix)
+		if err != nil {
+			return nil, fmt.Errorf("tool: resume tasks: %w", err)
+		}
+		for _, key := range keys {
+			if id, ok := strings.CutSuffix(strings.TrimPrefix(key, prefix), "/allowlist"); ok && !strings.Contains(id, "/") {
+				snaps = append(snaps, &stateSnapshot{id: id}) // no state: ResumeTask reads it
+			}
+		}
+	}
+	type job struct {
+		cfg  TaskConfig
+		snap *stateSnapshot
+	}
+	var jobs []job
+	for _, snap := range snaps {
+		cfg, ok := configure(snap.id)
+		if !ok {
+			continue
+		}
+		cfg.ID = snap.id
+		if snap.parts == nil {
+			snap = nil
+		}
+		jobs = append(jobs, job{cfg, snap})
+	}
+	// Rebuilding a task is CPU work once its state is read: spread it over the processors.
+	tasks, errs := make([]*Task, len(jobs)), make([]error, len(jobs))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(goruntime.GOMAXPROCS(0), len(jobs)) {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < len(jobs); i = int(next.Add(1) - 1) {
+				tasks[i], errs[i] = t.startTask(ctx, jobs[i].cfg, true, jobs[i].snap)
+			}
+		})
+	}
+	wg.Wait()
+	tasks = slices.DeleteFunc(tasks, func(task *Task) bool { return task == nil })
+	return tasks, errors.Join(errs...)
+}
+
+// stateSnapshot is a task's stored state read ahead by ResumeTasks: its parts (the keys without the task's
+// prefix) and their values, sorted. A task resumed from it reads its state there instead of from the Store.
+type stateSnapshot struct {
+	id    string
+	parts []Entry
+}
+
+// groupSnapshots splits the entries of a tool's tasks, sorted, by task ID; tasks without an allow list (state a
+// Close left behind) are left out.
+func groupSnapshots(prefix string, entries []Entry) []*stateSnapshot {
+	var out []*stateSnapshot
+	var cur *stateSnapshot
+	for _, e := range entries {
+		id, part, ok := strings.Cut(strings.TrimPrefix(e.Key, prefix), "/")
+		if !ok {
+			continue
+		}
+		if cur == nil || cur.id != id {
+			cur = &stateSnapshot{id: id}
+			out = append(out, cur)
+		}
+		cur.parts = append(cur.parts, Entry{Key: part, Value: e.Value})
+	}
+	return slices.DeleteFunc(out, func(s *stateSnapshot) bool { _, ok := s.get("allowlist"); return !ok })
+}
+
+// get returns part's value.
+func (s *stateSnapshot) get(part string) ([]byte, bool) {
+	i, ok := slices.BinarySearchFunc(s.parts, part, func(e Entry, p string) int { return strings.Compare(e.Key, p) })
+	if !ok {
+		return nil, false
+	}
+	return s.parts[i].Value, true
+}
+
+// readState returns the stored value of the task's state key (ErrNotFound when absent): from the snapshot the
+// task is being resumed from, else from the Store.
+func (t *Task) readState(ctx context.Context, key string) ([]byte, error) {
+	if t.snap == nil {
+		return t.tool.opts.store.Get(ctx, key)
+	}
+	if v, ok := t.snap.get(strings.TrimPrefix(key, t.statePrefix())); ok {
+		return v, nil
+	}
+	return nil, ErrNotFound
+}
+
+// listState returns the task's state keys that start with prefix, sorted: from the snapshot the task is being
+// resumed from, else from the Store.
+func (t *Task) listState(ctx context.Context, prefix string) ([]string, error) {
+	if t.snap == nil {
+		return t.tool.opts.store.List(ctx, prefix)
+	}
+	var keys []string
+	for _, e := range t.snap.parts {
+		if key := t.statePrefix() + e.Key; strings.HasPrefix(key, prefix) {
+			keys = append(keys, key)
+		}
+	}
+	return keys, nil
+}
+
+// unchanged reports whether the task, resumed from a snapshot, holds exactly the stored value of part, which then
+// needs no writing back; current encodes the task's value.
+func (t *Task) unchanged(part string, current func() ([]byte, error)) bool {
+	if t.snap == nil {
+		return false
+	}
+	stored, ok := t.snap.get(part)
+	now, err := current()
+	return ok && err == nil && string(now) == string(stored)
+}
+
+// Scan returns the live keys under prefix with their values, sorted by key: through the index when prefix ends
+// with "/", else by scanning every key.
+func (s *memoryStore) Scan(ctx context.Context, prefix string) ([]Entry, error) {
+	keys, err := s.List(ctx, prefix)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]Entry, 0, len(keys))
+	for _, k := range keys {
+		if v, ok := s.live(k); ok {
+			out = append(out, Entry{Key: k, Value: append([]byte(nil), v...)})
+		}
+	}
+	return out, nil
+}
+
+var _ ScanStore = (*memoryStore)(nil)
