@@ -1,7 +1,11 @@
 package httpspec
 
 import (
+	"compress/gzip"
+	"encoding/json"
+	"os"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/commonagents-go/tool/field"
@@ -28,7 +32,7 @@ func TestOutputCollapsesNodeList(t *testing.T) {
 		{"$.items[?@.price > 10].name", "b"},
 		{"$.items[?(@.price == 5)].name", "a"},
 		{"$.missing", nil},
-		{"$.n", nil}, // one node whose value is null
+		{"$.n", nil},                              // one node whose value is null
 		{"$.nested[?@[0] == 1]", []any{int64(1)}}, // one node, itself a list
 		{"$.nested[?@ == @]", []any{[]any{int64(1)}, []any{int64(2)}}},
 		{"$.nested[1,0][0]", []any{int64(2), int64(1)}},
@@ -104,4 +108,65 @@ func TestJSONPathRefusesNonRFCSelectors(t *testing.T) {
 			t.Errorf("%q: err = %v, want a problem at actions[0].response_path", s, err)
 		}
 	}
+}
+
+// TestJSONPathComplianceNodeLists runs the valid cases of the RFC 9535 compliance suite on the node lists
+// themselves, which the collapsed output of SPEC §7.3 cannot tell apart ([] and [null], [[1,2]] and [1,2]).
+// Documents go through the response decoder. The public-API run is TestJSONPathComplianceSuite in the root package.
+func TestJSONPathComplianceNodeLists(t *testing.T) {
+	t.Parallel()
+	f, err := os.Open("../../testdata/conformance/jsonpath-cts.json.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var suite struct {
+		Tests []struct {
+			Name, Selector  string
+			Document        json.RawMessage
+			Result          json.RawMessage
+			Results         []json.RawMessage
+			InvalidSelector bool `json:"invalid_selector"`
+		}
+	}
+	if err := json.NewDecoder(zr).Decode(&suite); err != nil {
+		t.Fatal(err)
+	}
+	passed, total := 0, 0
+	for _, c := range suite.Tests {
+		if c.InvalidSelector {
+			continue
+		}
+		total++
+		x := mustPath(t, c.Selector)
+		got, err := json.Marshal(x.Select(decodeBody(c.Document)))
+		if err != nil {
+			t.Fatalf("%s: %v", c.Name, err)
+		}
+		wants := c.Results
+		if c.Result != nil {
+			wants = []json.RawMessage{c.Result}
+		}
+		if !slices.ContainsFunc(wants, func(w json.RawMessage) bool { return sameJSON(t, got, w) }) {
+			t.Errorf("%s: %s: node list %s, want %s", c.Name, c.Selector, got, wants)
+			continue
+		}
+		passed++
+	}
+	if total == 0 {
+		t.Fatal("no valid cases in the suite")
+	}
+	t.Logf("node lists: %d of %d right", passed, total)
+}
+
+func sameJSON(t *testing.T, a, b []byte) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		t.Fatalf("not JSON: %s or %s", a, b)
+	}
+	return reflect.DeepEqual(x, y)
 }
