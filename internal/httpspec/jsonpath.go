@@ -65,6 +65,11 @@ func apply(out []any, sels []spec.Selector, node, root any) []any {
 	obj, isObj := node.(map[string]any)
 	for _, sel := range sels {
 		switch sel := sel.(type) {
+		case spec.Name, spec.Index: // the library's Select allocates a slice per node
+			if v, ok := selectDirect(node, []spec.Selector{sel}); ok {
+				out = append(out, v)
+			}
+			continue
 		case spec.WildcardSelector:
 			if isObj {
 				for _, k := range sortedKeys(obj) {
