@@ -42,7 +42,7 @@ func (c *manualClock) Advance(d time.Duration) {
 
 func (c *manualClock) NewTimer(d time.Duration) tool.Timer { return tool.SystemClock{}.NewTimer(d) }
 
-const hookSecret = "s3cret-hook-key"
+const hookSecret = "czNjcmV0LWhvb2sta2V5" // base64, as Standard Webhooks secrets are; GitHub uses it as text
 
 // signed is a GitHub-style delivery of body, signed with secret.
 func signed(secret, id, body string) *tool.Inbound {
