@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/commonagents-go/tool/allowlist"
+	"github.com/commonagents-go/tool/celenv"
 	"github.com/commonagents-go/tool/events/poll"
 	"github.com/commonagents-go/tool/interp"
 )
@@ -311,6 +312,9 @@ func (t *Task) unmatched(out allowlist.Outcome) (reason, detail string) {
 		return ReasonFilterFalse, fmt.Sprintf("no match in the first %d assignments (Limits.FilterAssignments)", out.Evaluations)
 	case allowlist.FilterError:
 		return ReasonFilterError, t.secrets.String(out.Err.Error())
+	}
+	if errors.Is(out.Err, celenv.ErrMissingField) { // a payload without the field, not a broken filter
+		return ReasonFilterFalse, "the payload lacks a field the filter reads: " + t.secrets.String(out.Err.Error())
 	}
 	return ReasonFilterFalse, ""
 }

@@ -352,12 +352,12 @@ func TestDeliverPipeline(t *testing.T) {
 
 	t.Run("message with extraction and header", func(t *testing.T) {
 		d := deliver(t, task, signed(hookSecret, "", labeled))
-		wantOutcome(t, d, "labeled:activated", "pushed:filter_error")
+		wantOutcome(t, d, "labeled:activated", "pushed:filter_false") // a labeled payload has no ref
 		if got, want := d.Activations[0].Message, "bug on o/r by carol (issues)"; got != want {
 			t.Errorf("message = %q, want %q", got, want)
 		}
-		if d.Discarded[0].Detail == "" {
-			t.Error("filter_error has no detail")
+		if !strings.Contains(d.Discarded[0].Detail, "no such key: ref") {
+			t.Errorf("filter_false detail %q does not name the missing field", d.Discarded[0].Detail)
 		}
 	})
 	t.Run("only the named event", func(t *testing.T) {
@@ -385,7 +385,7 @@ func TestDeliverPipeline(t *testing.T) {
 	})
 	t.Run("text body", func(t *testing.T) {
 		d := deliver(t, task, signed(hookSecret, "", "not json"))
-		wantOutcome(t, d, "labeled:filter_error", "pushed:filter_error")
+		wantOutcome(t, d, "labeled:filter_false", "pushed:filter_false") // text has no fields
 	})
 	t.Run("excluded", func(t *testing.T) {
 		only := newTask(t, tl, tool.TaskConfig{Capability: tool.Capability{Include: []string{"pushed"},

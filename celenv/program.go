@@ -211,7 +211,7 @@ func (p *Program) evalError(err error) *EvalError {
 	if errors.As(err, &cancelled) && cancelled.Cause == interpreter.CostLimitExceeded {
 		return &EvalError{Message: ErrCostLimit.Error(), err: ErrCostLimit}
 	}
-	e := &EvalError{Message: redact(err.Error(), p.src), err: err}
+	e := &EvalError{Message: redact(err.Error(), p.src), err: err, missing: missingField(err.Error())}
 	var celErr *types.Err
 	if errors.As(err, &celErr) && celErr.NodeID() != 0 {
 		loc := p.ast.NativeRep().SourceInfo().GetStartLocation(celErr.NodeID())
