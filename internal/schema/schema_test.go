@@ -230,10 +230,10 @@ func TestCompileProblems(t *testing.T) {
 			want: []problem{{field.TypeInvalid, "p"}},
 		},
 		{
-			name: "parameters: property schemas must be objects",
-			doc:  `{"properties":{"a":true,"b":{}}}`,
+			name: "parameters: property schemas may be booleans",
+			doc:  `{"properties":{"a":true,"b":false,"c":{}}}`,
 			opts: params,
-			want: []problem{{field.TypeInvalid, "p.properties.a"}},
+			want: nil,
 		},
 		{
 			name: "parameters: explicit required names undeclared property",
