@@ -454,10 +454,10 @@ func TestEventTimeouts(t *testing.T) {
 			labeled := `{"label":{"name":"bug"},"repository":{"full_name":"o/r"},"sender":{"login":"carol"}}`
 
 			clock.Advance(tt.want) // exactly the timeout: not yet expired
-			wantOutcome(t, deliver(t, task, signed(hookSecret, "", labeled)), "labeled:activated", "pushed:filter_error")
+			wantOutcome(t, deliver(t, task, signed(hookSecret, "", labeled)), "labeled:activated", "pushed:filter_false")
 			clock.Advance(tt.want) // the activation was activity; idle for exactly the timeout again
 			clock.Advance(time.Second)
-			expiredPush := "pushed:filter_error"
+			expiredPush := "pushed:filter_false"
 			if tt.pushed > 0 && tt.pushed < tt.want+time.Second {
 				expiredPush = "pushed:expired"
 			}
@@ -474,7 +474,7 @@ func TestEventTimeouts(t *testing.T) {
 			if err := task.Resume(context.Background()); err != nil {
 				t.Fatal(err)
 			}
-			wantOutcome(t, deliver(t, task, signed(hookSecret, "", labeled)), "labeled:activated", "pushed:filter_error")
+			wantOutcome(t, deliver(t, task, signed(hookSecret, "", labeled)), "labeled:activated", "pushed:filter_false")
 		})
 	}
 }
@@ -489,10 +489,10 @@ func TestTouchKeepsEventsAlive(t *testing.T) {
 		clock.Advance(50 * time.Minute)
 		task.Touch()
 	}
-	wantOutcome(t, deliver(t, task, signed(hookSecret, "", labeled)), "labeled:activated", "pushed:filter_error")
+	wantOutcome(t, deliver(t, task, signed(hookSecret, "", labeled)), "labeled:activated", "pushed:filter_false")
 	clock.Advance(61 * time.Minute)
 	task.Touch() // too late: the event expired before this activity
-	wantOutcome(t, deliver(t, task, signed(hookSecret, "", labeled)), "labeled:expired", "pushed:filter_error")
+	wantOutcome(t, deliver(t, task, signed(hookSecret, "", labeled)), "labeled:expired", "pushed:filter_false")
 }
 
 func TestInterruptResume(t *testing.T) {
