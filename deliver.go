@@ -19,7 +19,7 @@ import (
 // The reasons a delivery is discarded for an event (SPEC §9.1), in Discard.Reason.
 const (
 	ReasonBadSignature   = "bad_signature"    // the signature is missing, malformed, stale or wrong
-	ReasonFilterFalse    = "filter_false"     // no assignment of allow-listed values made the filter true
+	ReasonFilterFalse    = "filter_false"     // no assignment made the filter true, or it failed only on a missing payload field
 	ReasonEmptyAllowList = "empty_allow_list" // the filter references a parameter with no allow-listed value
 	ReasonFilterError    = "filter_error"     // the filter or an extraction failed to evaluate
 	ReasonExcluded       = "excluded"         // the capability's Include leaves the event out

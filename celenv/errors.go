@@ -11,7 +11,7 @@ var ErrCostLimit = errors.New("cost limit exceeded")
 
 // ErrMissingField matches (with errors.Is) an evaluation error caused only by a missing map key or attribute:
 // "no such key" and "no such attribute" from a selection such as event.payload.action, also under has(), ! or !=.
-// A payload that lacks a field is not a broken filter (SPEC §9.1 discards it as filter_false, not filter_error).
+// A payload that lacks a field is not a broken filter: the delivery discards as filter_false, not filter_error.
 var ErrMissingField = errors.New("no such field")
 
 // ErrNotJSON is the cause of an evaluation error when the result cannot be represented as JSON.
