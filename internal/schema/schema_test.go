@@ -369,6 +369,13 @@ func TestRequired(t *testing.T) {
 			wantDoc: []any{"a", "b"},
 		},
 		{
+			name:    "boolean property schemas: true required, false never",
+			doc:     `{"properties":{"t":true,"f":false}}`,
+			opts:    Options{Parameters: true},
+			want:    []string{"t"},
+			wantDoc: []any{"t"},
+		},
+		{
 			name:    "explicit required wins",
 			doc:     `{"properties":{"a":{},"b":{"default":1},"c":{}},"required":["b"]}`,
 			opts:    Options{Parameters: true},
