@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/commonagents-go/tool/allowlist"
+	"github.com/commonagents-go/tool/celenv"
 	"github.com/commonagents-go/tool/events/poll"
 	"github.com/commonagents-go/tool/internal/jsonlimit"
 	"github.com/commonagents-go/tool/interp"
@@ -22,7 +23,7 @@ import (
 // The reasons a delivery is discarded for an event (SPEC §9.1), in Discard.Reason.
 const (
 	ReasonBadSignature   = "bad_signature"    // the signature is missing, malformed, stale or wrong
-	ReasonFilterFalse    = "filter_false"     // no assignment of allow-listed values made the filter true
+	ReasonFilterFalse    = "filter_false"     // no assignment made the filter true, or it failed only on a missing payload field
 	ReasonEmptyAllowList = "empty_allow_list" // the filter references a parameter with no allow-listed value
 	ReasonFilterError    = "filter_error"     // the filter or an extraction failed to evaluate
 	ReasonExcluded       = "excluded"         // the capability's Include leaves the event out
@@ -397,6 +398,9 @@ func (t *Task) unmatched(out allowlist.Outcome) (reason, detail string) {
 		return ReasonFilterFalse, fmt.Sprintf("no match in the first %d assignments (Limits.FilterAssignments)", out.Evaluations)
 	case allowlist.FilterError:
 		return ReasonFilterError, t.secrets.String(out.Err.Error())
+	}
+	if errors.Is(out.Err, celenv.ErrMissingField) { // a payload without the field, not a broken filter
+		return ReasonFilterFalse, "the payload lacks a field the filter reads: " + t.secrets.String(out.Err.Error())
 	}
 	return ReasonFilterFalse, ""
 }

@@ -42,7 +42,7 @@ func (c *manualClock) Advance(d time.Duration) {
 
 func (c *manualClock) NewTimer(d time.Duration) tool.Timer { return tool.SystemClock{}.NewTimer(d) }
 
-const hookSecret = "s3cret-hook-key"
+const hookSecret = "czNjcmV0LWhvb2sta2V5" // base64, as Standard Webhooks secrets are; GitHub uses it as text
 
 // signed is a GitHub-style delivery of body, signed with secret.
 func signed(secret, id, body string) *tool.Inbound {
@@ -352,12 +352,12 @@ func TestDeliverPipeline(t *testing.T) {
 
 	t.Run("message with extraction and header", func(t *testing.T) {
 		d := deliver(t, task, signed(hookSecret, "", labeled))
-		wantOutcome(t, d, "labeled:activated", "pushed:filter_error")
+		wantOutcome(t, d, "labeled:activated", "pushed:filter_false") // a labeled payload has no ref
 		if got, want := d.Activations[0].Message, "bug on o/r by carol (issues)"; got != want {
 			t.Errorf("message = %q, want %q", got, want)
 		}
-		if d.Discarded[0].Detail == "" {
-			t.Error("filter_error has no detail")
+		if !strings.Contains(d.Discarded[0].Detail, "no such key: ref") {
+			t.Errorf("filter_false detail %q does not name the missing field", d.Discarded[0].Detail)
 		}
 	})
 	t.Run("only the named event", func(t *testing.T) {
@@ -385,7 +385,7 @@ func TestDeliverPipeline(t *testing.T) {
 	})
 	t.Run("text body", func(t *testing.T) {
 		d := deliver(t, task, signed(hookSecret, "", "not json"))
-		wantOutcome(t, d, "labeled:filter_error", "pushed:filter_error")
+		wantOutcome(t, d, "labeled:filter_false", "pushed:filter_false") // text has no fields
 	})
 	t.Run("excluded", func(t *testing.T) {
 		only := newTask(t, tl, tool.TaskConfig{Capability: tool.Capability{Include: []string{"pushed"},
@@ -454,10 +454,10 @@ func TestEventTimeouts(t *testing.T) {
 			labeled := `{"label":{"name":"bug"},"repository":{"full_name":"o/r"},"sender":{"login":"carol"}}`
 
 			clock.Advance(tt.want) // exactly the timeout: not yet expired
-			wantOutcome(t, deliver(t, task, signed(hookSecret, "", labeled)), "labeled:activated", "pushed:filter_error")
+			wantOutcome(t, deliver(t, task, signed(hookSecret, "", labeled)), "labeled:activated", "pushed:filter_false")
 			clock.Advance(tt.want) // the activation was activity; idle for exactly the timeout again
 			clock.Advance(time.Second)
-			expiredPush := "pushed:filter_error"
+			expiredPush := "pushed:filter_false"
 			if tt.pushed > 0 && tt.pushed < tt.want+time.Second {
 				expiredPush = "pushed:expired"
 			}
@@ -474,7 +474,7 @@ func TestEventTimeouts(t *testing.T) {
 			if err := task.Resume(context.Background()); err != nil {
 				t.Fatal(err)
 			}
-			wantOutcome(t, deliver(t, task, signed(hookSecret, "", labeled)), "labeled:activated", "pushed:filter_error")
+			wantOutcome(t, deliver(t, task, signed(hookSecret, "", labeled)), "labeled:activated", "pushed:filter_false")
 		})
 	}
 }
@@ -489,10 +489,10 @@ func TestTouchKeepsEventsAlive(t *testing.T) {
 		clock.Advance(50 * time.Minute)
 		task.Touch()
 	}
-	wantOutcome(t, deliver(t, task, signed(hookSecret, "", labeled)), "labeled:activated", "pushed:filter_error")
+	wantOutcome(t, deliver(t, task, signed(hookSecret, "", labeled)), "labeled:activated", "pushed:filter_false")
 	clock.Advance(61 * time.Minute)
 	task.Touch() // too late: the event expired before this activity
-	wantOutcome(t, deliver(t, task, signed(hookSecret, "", labeled)), "labeled:expired", "pushed:filter_error")
+	wantOutcome(t, deliver(t, task, signed(hookSecret, "", labeled)), "labeled:expired", "pushed:filter_false")
 }
 
 func TestInterruptResume(t *testing.T) {

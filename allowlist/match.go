@@ -2,8 +2,11 @@ package allowlist
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
+
+	"github.com/commonagents-go/tool/celenv"
 )
 
 // Reason is the outcome of matching a delivery against a list. Apart from Matched and Capped the values are
@@ -13,7 +16,7 @@ type Reason string
 // The outcomes of Match.
 const (
 	Matched        Reason = "matched"          // some assignment made the filter true
-	FilterFalse    Reason = "filter_false"     // every assignment tried made it false (or errored, with one false)
+	FilterFalse    Reason = "filter_false"     // every assignment tried made it false, or errored with one false or on a missing field only
 	EmptyAllowList Reason = "empty_allow_list" // a referenced name has no values; nothing was evaluated
 	FilterError    Reason = "filter_error"     // every assignment tried errored
 	Capped         Reason = "capped"           // the assignment cap was reached with no match and some false
@@ -54,7 +57,9 @@ type assignment struct {
 //
 // An existential is an OR over assignments, but unlike CEL's `||` an error does not beat a false: one stale value
 // of the wrong type must not turn every delivery into a filter_error. So any true gives Matched; else any false
-// gives FilterFalse (Capped if assignments were left untried); else FilterError.
+// gives FilterFalse (Capped if assignments were left untried); else FilterError. Evaluations that failed only
+// because the payload lacks a field (celenv.ErrMissingField) count as false: a push has no action, and a filter
+// testing event.payload.action has not broken on it. Err is then that error, naming the field.
 //
 // d must come from Filter.Prepare. The list is read under a shared lock, then evaluation runs without it; ctx
 // bounds the evaluations.
@@ -153,7 +158,7 @@ func (d *Delivery) search(ctx context.Context, s *scratch, tries []assignment, m
 		params[t.name] = t.vals[0]
 	}
 	var out Outcome
-	falses, exhausted := 0, false
+	falses, broken, exhausted := 0, 0, false
 	for out.Evaluations < max {
 		if err := ctx.Err(); err != nil {
 			return Outcome{Reason: FilterError, Evaluations: out.Evaluations, Err: fmt.Errorf("match filter: %w", err)}
@@ -161,6 +166,11 @@ func (d *Delivery) search(ctx context.Context, s *scratch, tries []assignment, m
 		ok, err := d.filter.prog.EvalBool(ctx, s.vars)
 		out.Evaluations++
 		switch {
+		case err != nil && !errors.Is(err, celenv.ErrMissingField):
+			if broken == 0 { // the first real error explains a FilterError better than a missing field
+				out.Err = err
+			}
+			broken++
 		case err != nil && out.Err == nil:
 			out.Err = err
 		case err == nil && ok:
@@ -174,11 +184,13 @@ func (d *Delivery) search(ctx context.Context, s *scratch, tries []assignment, m
 		}
 	}
 	switch {
-	case falses == 0:
+	case falses == 0 && (broken > 0 || ctx.Err() != nil):
 		out.Reason = FilterError
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			out.Err = fmt.Errorf("match filter: %w", ctxErr)
 		}
+	case falses == 0:
+		out.Reason = FilterFalse // every evaluation failed on a missing field
 	case !exhausted:
 		out.Reason = Capped
 	default:

@@ -220,9 +220,27 @@ func TestMatch(t *testing.T) {
 		},
 		{
 			name:     "every assignment errors",
+			filter:   `int(event.payload.login) == parameters.x`,
+			list:     []entry{{"x", []any{"a", "b"}}},
+			payload:  `{"login":"octocat"}`,
+			want:     FilterError,
+			wantEval: 2,
+			wantErr:  true,
+		},
+		{
+			name:     "every assignment misses a payload field",
 			filter:   `event.payload.missing.login == parameters.x`,
 			list:     []entry{{"x", []any{"a", "b"}}},
 			payload:  `{}`,
+			want:     FilterFalse, // the payload lacks the field: quiet, with the field in Err
+			wantEval: 2,
+			wantErr:  true,
+		},
+		{
+			name:     "a real error beats a missing field",
+			filter:   `parameters.x == 'b' ? int(event.payload.login) == 1 : event.payload.missing == 1`,
+			list:     []entry{{"x", []any{"a", "b"}}},
+			payload:  `{"login":"octocat"}`,
 			want:     FilterError,
 			wantEval: 2,
 			wantErr:  true,

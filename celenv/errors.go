@@ -9,6 +9,11 @@ import (
 // ErrCostLimit is the cause of an evaluation error when the expression exceeded its cost limit.
 var ErrCostLimit = errors.New("cost limit exceeded")
 
+// ErrMissingField matches (with errors.Is) an evaluation error caused only by a missing map key or attribute:
+// "no such key" and "no such attribute" from a selection such as event.payload.action, also under has(), ! or !=.
+// A payload that lacks a field is not a broken filter: the delivery discards as filter_false, not filter_error.
+var ErrMissingField = errors.New("no such field")
+
 // ErrNotJSON is the cause of an evaluation error when the result cannot be represented as JSON.
 var ErrNotJSON = errors.New("result is not representable as JSON")
 
@@ -29,6 +34,7 @@ type EvalError struct {
 	// Message describes the failure, e.g. "no such key: pull_request".
 	Message string
 	err     error
+	missing bool // the cause is a missing key or attribute (ErrMissingField)
 }
 
 // Error returns "evaluate cel expression at line:column: message".
@@ -41,6 +47,16 @@ func (e *EvalError) Error() string {
 
 // Unwrap returns the cause. Unlike Error, the cause's message may contain values.
 func (e *EvalError) Unwrap() error { return e.err }
+
+// Is reports ErrMissingField for an evaluation that failed on a missing key or attribute.
+func (e *EvalError) Is(target error) bool { return target == ErrMissingField && e.missing }
+
+// missingField reports cel-go's error for a missing map key or attribute. cel-go exposes no type or sentinel for
+// it (its resolution error is unexported and compares by message), so its two fixed message prefixes are the only
+// handle; TestEvalErrorMissingField pins them against the cel-go in go.mod.
+func missingField(msg string) bool {
+	return strings.HasPrefix(msg, "no such key: ") || strings.HasPrefix(msg, "no such attribute(s): ")
+}
 
 // valueMarkers end the fixed part of cel-go messages that print a value without quoting it.
 var valueMarkers = []string{

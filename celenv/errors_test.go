@@ -1,6 +1,10 @@
 package celenv
 
-import "testing"
+import (
+	"context"
+	"errors"
+	"testing"
+)
 
 func TestRedact(t *testing.T) {
 	t.Parallel()
@@ -23,6 +27,44 @@ func TestRedact(t *testing.T) {
 			t.Parallel()
 			if got := redact(tt.msg, src); got != tt.want {
 				t.Errorf("redact(%q) = %q, want %q", tt.msg, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestEvalErrorMissingField pins which evaluation errors count as a missing field: only a missing key or
+// attribute, wherever it sits in the expression; type errors, bad indexes and the cost limit do not.
+func TestEvalErrorMissingField(t *testing.T) {
+	t.Parallel()
+	payload := map[string]any{"ref": "refs/heads/main", "n": 3.0, "list": []any{1.0}, "repository": map[string]any{"name": "x"}}
+	tests := []struct {
+		expr    string
+		missing bool
+	}{
+		{`event.payload.action == 'created'`, true},
+		{`has(event.payload.issue.pull_request)`, true}, // a missing middle key under has()
+		{`!(event.payload.action == 'created')`, true},
+		{`event.payload.action != 'created'`, true},
+		{`event.payload.repository.owner.login == 'o'`, true},
+		{`event.payload['action'] == 'x'`, true},
+		{`event.payload.ref + 1 == 2`, false}, // no such overload
+		{`int(event.payload.ref) == 1`, false},
+		{`event.payload.list[5] == 1`, false},
+		{`int(event.payload.n) / 0 == 1`, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.expr, func(t *testing.T) {
+			t.Parallel()
+			prog, err := Compile(ScopeFilter, tt.expr, Limits{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = prog.EvalBool(context.Background(), map[string]any{"event": map[string]any{"payload": payload}})
+			if err == nil {
+				t.Fatal("evaluation succeeded, want an error")
+			}
+			if got := errors.Is(err, ErrMissingField); got != tt.missing {
+				t.Errorf("errors.Is(%v, ErrMissingField) = %v, want %v", err, got, tt.missing)
 			}
 		})
 	}

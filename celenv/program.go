@@ -228,7 +228,7 @@ func (p *Program) evalError(err error) *EvalError {
 	if errors.As(err, &cancelled) && cancelled.Cause == sizeLimitExceeded {
 		return &EvalError{Message: ErrSizeLimit.Error(), err: ErrSizeLimit}
 	}
-	e := &EvalError{Message: redact(err.Error(), p.src), err: err}
+	e := &EvalError{Message: redact(err.Error(), p.src), err: err, missing: missingField(err.Error())}
 	var celErr *types.Err
 	if errors.As(err, &celErr) && celErr.NodeID() != 0 {
 		loc := p.ast.NativeRep().SourceInfo().GetStartLocation(celErr.NodeID())

@@ -26,7 +26,8 @@ func (s Signer) GitHub(body []byte, deliveryID string) *tool.Inbound {
 }
 
 // Standard returns an Inbound for body signed the Standard Webhooks way (webhook-id, webhook-timestamp,
-// webhook-signature) at time at; Secret may carry the whsec_ prefix.
+// webhook-signature) at time at. Secret is base64, with or without the whsec_ prefix, as the scheme defines it;
+// a Secret that is not yields an Inbound without signature headers.
 func (s Signer) Standard(body []byte, id string, at time.Time) *tool.Inbound {
 	h := webhook.SignStandard([]byte(s.Secret), id, at, body)
 	if h == nil {

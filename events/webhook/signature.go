@@ -44,7 +44,9 @@ var (
 	errStdMissing      = fmt.Errorf("%w: missing webhook-signature header", ErrBadSignature)
 	errStdMalformed    = fmt.Errorf("%w: no well-formed v1 signature in webhook-signature header", ErrBadSignature)
 	errStdMismatch     = fmt.Errorf("%w: no webhook-signature entry matches", ErrBadSignature)
-	errStdSecret       = fmt.Errorf("%w: secret is not valid base64 after its prefix", ErrBadSignature)
+	// No "whsec_" in the text: an error must not contain any part of a secret's shape that could match it.
+	errStdSecret = fmt.Errorf("%w: the Standard Webhooks secret is not base64; to use raw secret bytes, "+
+		"register webhook.StandardWebhooks{RawSecret: true}", ErrBadSignature)
 )
 
 // Signed is an inbound payload as a verifier sees it.
@@ -170,11 +172,18 @@ func SignGitHub(secret, body []byte) string {
 
 // StandardWebhooks is the Standard Webhooks scheme (standardwebhooks.com): headers webhook-id, webhook-timestamp
 // (unix seconds) and webhook-signature, a space-separated list of "v1,<base64 HMAC-SHA256>" entries of which any one
-// may match (other versions are skipped; several header lines count as one list). The signed content is id + "." + timestamp + "." + body. A secret with
-// the "whsec_" prefix is base64-decoded after the prefix; any other secret is used as raw bytes.
+// may match (other versions are skipped; several header lines count as one list). The signed content is
+// id + "." + timestamp + "." + body.
+//
+// As in the reference libraries, the secret is base64 (standard alphabet, padded): a "whsec_" prefix is stripped
+// and the rest decoded, and a secret without the prefix is decoded too. A secret that is not base64 fails every
+// verification. Hosts whose senders sign with the secret's bytes as they are set RawSecret and register the value
+// with the root package's WithWebhookVerifiers, which puts it before the built-in scheme.
 type StandardWebhooks struct {
 	// Tolerance is how far the timestamp may be from Signed.Now, either way; zero or less means DefaultTolerance.
 	Tolerance time.Duration
+	// RawSecret uses the secret's bytes as the HMAC key unchanged, "whsec_" included, instead of decoding them.
+	RawSecret bool
 }
 
 // Applies reports whether h has a non-empty webhook-signature header.
@@ -183,7 +192,7 @@ func (StandardWebhooks) Applies(h http.Header) bool { return header(h, headerStd
 // Verify checks the timestamp against s.Now and the tolerance, then the webhook-signature entries against the HMAC
 // of the signed content.
 func (sw StandardWebhooks) Verify(secret []byte, s *Signed) error {
-	key, err := standardKey(secret)
+	key, err := standardKey(secret, sw.RawSecret)
 	if err != nil {
 		return err
 	}
@@ -241,10 +250,17 @@ func (sw StandardWebhooks) checkTime(unix int64, now time.Time) error {
 	return nil
 }
 
-// SignStandard returns the three Standard Webhooks headers (canonical keys) for body sent at time at. It returns nil
-// for a secret Verify rejects: empty, or "whsec_" without valid non-empty base64 after it.
+// SignStandard returns the three Standard Webhooks headers (canonical keys) for body sent at time at, with the
+// secret decoded as StandardWebhooks{}.Verify decodes it. It returns nil for a secret Verify rejects: empty, or
+// not non-empty base64 after an optional "whsec_" prefix.
 func SignStandard(secret []byte, id string, at time.Time, body []byte) http.Header {
-	key, err := standardKey(secret)
+	return StandardWebhooks{}.Sign(secret, id, at, body)
+}
+
+// Sign returns the three Standard Webhooks headers (canonical keys) for body sent at time at, with the secret
+// read as sw reads it (see RawSecret); nil for a secret Verify rejects.
+func (sw StandardWebhooks) Sign(secret []byte, id string, at time.Time, body []byte) http.Header {
+	key, err := standardKey(secret, sw.RawSecret)
 	if err != nil {
 		return nil
 	}
@@ -256,15 +272,16 @@ func SignStandard(secret []byte, id string, at time.Time, body []byte) http.Head
 	}
 }
 
-// standardKey derives the HMAC key from a Standard Webhooks secret.
-func standardKey(secret []byte) ([]byte, error) {
-	b64, ok := bytes.CutPrefix(secret, []byte("whsec_"))
-	if !ok {
-		if len(secret) == 0 {
-			return nil, errNoSecret
-		}
+// standardKey derives the HMAC key from a Standard Webhooks secret: its bytes when raw, else the base64 after an
+// optional "whsec_" prefix.
+func standardKey(secret []byte, raw bool) ([]byte, error) {
+	if len(secret) == 0 {
+		return nil, errNoSecret
+	}
+	if raw {
 		return secret, nil
 	}
+	b64, _ := bytes.CutPrefix(secret, []byte("whsec_"))
 	key := make([]byte, base64.StdEncoding.DecodedLen(len(b64)))
 	n, err := base64.StdEncoding.Decode(key, b64)
 	switch {

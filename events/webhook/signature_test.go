@@ -97,7 +97,10 @@ func TestVerify(t *testing.T) {
 		{name: "standard entries in two header lines", secret: swSecret, header: hdr("webhook-id", swID, "webhook-timestamp", swTS, "webhook-signature", otherSW, "webhook-signature", swSig), body: swBody, now: swNow},
 		{name: "standard non-matching entry", secret: swSecret, header: stdHdr(otherSW), body: swBody, now: swNow, errHas: "no webhook-signature entry matches"},
 		{name: "standard wrong secret", secret: "whsec_" + "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSx", header: stdHdr(swSig), body: swBody, now: swNow, errHas: "no webhook-signature entry matches"},
-		{name: "standard secret used raw without prefix", secret: swSecret[6:], header: stdHdr(swSig), body: swBody, now: swNow, errHas: "no webhook-signature entry matches"},
+		{name: "standard secret without prefix is base64 too", secret: swSecret[6:], header: stdHdr(swSig), body: swBody, now: swNow},
+		{name: "standard raw secret by host choice", secret: swSecret[6:], header: stdHdr(swSig), body: swBody, now: swNow,
+			hosts: []webhook.Verifier{webhook.StandardWebhooks{RawSecret: true}}, errHas: "no webhook-signature entry matches"},
+		{name: "standard secret not base64", secret: "hex:0123", header: stdHdr(swSig), body: swBody, now: swNow, errHas: "not base64"},
 		{name: "standard tampered body", secret: swSecret, header: stdHdr(swSig), body: `{"test": 2432232315}`, now: swNow, errHas: "no webhook-signature entry matches"},
 		{name: "standard tampered id", secret: swSecret, header: hdr("webhook-id", swID+"x", "webhook-timestamp", swTS, "webhook-signature", swSig), body: swBody, now: swNow, errHas: "matches"},
 		{name: "standard bad base64", secret: swSecret, header: stdHdr("v1," + strings.Repeat("!", 44)), body: swBody, now: swNow, errHas: "no well-formed v1 signature"},
@@ -109,9 +112,9 @@ func TestVerify(t *testing.T) {
 		{name: "standard stale", secret: swSecret, header: stdHdr(swSig), body: swBody, now: swNow.Add(12 * time.Minute), errHas: "timestamp 12m0s old"},
 		{name: "standard future", secret: swSecret, header: stdHdr(swSig), body: swBody, now: swNow.Add(-6 * time.Minute), errHas: "6m0s in the future"},
 		{name: "standard just inside tolerance", secret: swSecret, header: stdHdr(swSig), body: swBody, now: swNow.Add(5 * time.Minute)},
-		{name: "standard whsec secret not base64", secret: "whsec_not*base64", header: stdHdr(swSig), body: swBody, now: swNow, errHas: "not valid base64"},
+		{name: "standard whsec secret not base64", secret: "whsec_not*base64", header: stdHdr(swSig), body: swBody, now: swNow, errHas: "not base64"},
 		{name: "standard whsec secret empty", secret: "whsec_", header: stdHdr(swSig), body: swBody, now: swNow, errHas: "no secret"},
-		{name: "standard chosen over github", secret: ghSecret, header: hdr("X-Hub-Signature-256", ghSig, "webhook-id", swID, "webhook-timestamp", swTS, "webhook-signature", swSig), body: ghBody, now: swNow, errHas: "webhook-signature"},
+		{name: "standard chosen over github", secret: ghSecret, header: hdr("X-Hub-Signature-256", ghSig, "webhook-id", swID, "webhook-timestamp", swTS, "webhook-signature", swSig), body: ghBody, now: swNow, errHas: "Standard Webhooks secret"},
 
 		{name: "host chosen before built-ins", secret: ghSecret, header: hdr("X-Hub-Signature-256", ghSig, "X-Sig", "x"), body: ghBody,
 			hosts: []webhook.Verifier{hostScheme{header: "X-Sig", err: errors.New("host says no")}}, errHas: "host says no"},
@@ -280,9 +283,9 @@ func TestSignRoundTrip(t *testing.T) {
 		secret string
 		body   []byte
 	}{
-		{name: "json", secret: "s3cret", body: []byte(`{"action":"opened"}`)},
-		{name: "empty body", secret: "s3cret", body: nil},
-		{name: "binary body", secret: "s3cret", body: binary},
+		{name: "json", secret: "czNjcmV0", body: []byte(`{"action":"opened"}`)},
+		{name: "empty body", secret: "czNjcmV0", body: nil},
+		{name: "binary body", secret: "czNjcmV0", body: binary},
 		{name: "long secret hashed by hmac", secret: strings.Repeat("k", 200), body: []byte("x")},
 		{name: "whsec secret", secret: swSecret, body: []byte(swBody)},
 	}
@@ -367,12 +370,9 @@ func realSignature(secret, ghHeader, id, ts, swHeader string, body []byte) bool 
 		m.Write(body)
 		return strings.EqualFold(ghHeader, "sha256="+hex.EncodeToString(m.Sum(nil)))
 	}
-	key := []byte(secret)
-	if tail, ok := strings.CutPrefix(secret, "whsec_"); ok {
-		var err error
-		if key, err = base64.StdEncoding.DecodeString(tail); err != nil {
-			return false
-		}
+	key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, "whsec_"))
+	if err != nil {
+		return false
 	}
 	m := hmac.New(sha256.New, key)
 	m.Write([]byte(id + "." + ts + "."))

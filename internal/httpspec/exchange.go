@@ -7,7 +7,6 @@ import (
 
 	"github.com/commonagents-go/tool/interp"
 	"github.com/commonagents-go/tool/runtime"
-	"github.com/ohler55/ojg/jp"
 )
 
 // Exchange builds c with values, sends it with client and turns the response into a call's Result: the decoded
@@ -18,7 +17,7 @@ import (
 // an error wrapping context.Canceled; anything else wraps runtime.ErrUnrecoverable. limit bounds the response
 // body as in Do.
 func (c *Compiled) Exchange(ctx context.Context, client *http.Client, values interp.Resolver, limit int64,
-	path jp.Expr) (*runtime.Result, error) {
+	path *Path) (*runtime.Result, error) {
 	req, err := c.Build(ctx, values)
 	if err != nil {
 		return fail(err)
@@ -31,7 +30,7 @@ func (c *Compiled) Exchange(ctx context.Context, client *http.Client, values int
 		res.ServerData = map[string]any{"status": resp.Status, "headers": map[string][]string(resp.Header)}
 	}
 	if err == nil {
-		res.Output, err = Output(resp.Body, path)
+		res.Output = Output(resp.Body, path)
 	}
 	if err != nil {
 		rerr := Recoverable(err)

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/commonagents-go/tool/runtime"
-	"github.com/ohler55/ojg/jp"
 )
 
 func TestExchange(t *testing.T) {
@@ -26,7 +25,7 @@ func TestExchange(t *testing.T) {
 	}
 	args := roots{"parameters": map[string]any{"a": "xyz"}}
 
-	res, err := post("/ok").Exchange(context.Background(), srv.Client(), args, 0, jp.MustParseString("$.data.id"))
+	res, err := post("/ok").Exchange(context.Background(), srv.Client(), args, 0, mustPath(t, "$.data.id"))
 	if err != nil || res.Error != nil {
 		t.Fatalf("ok: %v %v", err, res.Error)
 	}

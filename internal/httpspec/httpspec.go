@@ -17,7 +17,6 @@ import (
 	"github.com/commonagents-go/tool/field"
 	"github.com/commonagents-go/tool/interp"
 	"github.com/commonagents-go/tool/runtime"
-	"github.com/ohler55/ojg/jp"
 )
 
 // Request is an HTTP request as a manifest writes it.
@@ -205,13 +204,4 @@ func Duration(p *field.Path, s string) (time.Duration, *field.Error) {
 		return 0, field.Invalid(p, "duration must be greater than zero")
 	}
 	return d, nil
-}
-
-// JSONPath parses a JSONPath expression with ojg.
-func JSONPath(p *field.Path, s string) (jp.Expr, *field.Error) {
-	x, err := jp.ParseString(s)
-	if err != nil {
-		return nil, field.Invalid(p, "invalid JSONPath: %v", err)
-	}
-	return x, nil
 }

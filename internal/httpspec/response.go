@@ -39,7 +39,7 @@ type Response struct {
 	Header http.Header
 	// Body is the decoded body: the JSON value when the body is one JSON document, else the body as text (invalid
 	// UTF-8 replaced); nil when the body is empty. JSON integers that fit int64 are int64, larger integers
-	// json.Number (every digit kept), other numbers float64: the types ojg's filters compare.
+	// json.Number (every digit kept), other numbers float64: the types JSONPath filters and CEL compare.
 	Body any
 	// Raw is the body as received.
 	Raw []byte
@@ -279,7 +279,7 @@ func decodeBody(raw []byte) any {
 }
 
 // numbers turns json.Number leaves into int64 or float64 in place, keeping json.Number only for integers beyond
-// int64, so that ojg filters such as [?(@.price > 10)] compare them (ojg does not read json.Number).
+// int64, so that response_path filters such as [?@.price > 10] and CEL compare them as numbers.
 func numbers(v any) any {
 	switch v := v.(type) {
 	case json.Number:

@@ -15,7 +15,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/commonagents-go/tool/runtime"
-	"github.com/ohler55/ojg/jp"
 )
 
 func get(t *testing.T, ctx context.Context, client *http.Client, u string, limit int64) (*Response, error) {
@@ -284,72 +283,6 @@ func TestRedirects(t *testing.T) {
 	}
 	if srv.Client().CheckRedirect != nil {
 		t.Error("SameHostRedirects changed the client it was given")
-	}
-}
-
-func TestOutput(t *testing.T) {
-	t.Parallel()
-	body := decodeBody([]byte(`{"items":[{"name":"a","price":5},{"name":"b","price":15.5}],"nested":[[1]],"one":{"x":1}}`))
-	tests := []struct {
-		path      string
-		want      any
-		malformed bool
-	}{
-		{"", body, false},
-		{"$.one", map[string]any{"x": int64(1)}, false},
-		{"$.items[*].name", []any{"a", "b"}, false},
-		{"$.items[?(@.price > 10)].name", "b", false},
-		{"$.items[?(@.price == 5)].name", "a", false},
-		{"$.missing", nil, false},
-		{"$.nested[?(@ == [1])]", nil, true}, // ojg panics comparing arrays
-	}
-	for _, tc := range tests {
-		t.Run(tc.path, func(t *testing.T) {
-			t.Parallel()
-			var x jp.Expr
-			if tc.path != "" {
-				x = jp.MustParseString(tc.path)
-			}
-			got, err := Output(body, x)
-			if tc.malformed {
-				if rerr := Recoverable(err); rerr == nil || rerr.Kind != runtime.KindMalformedResponse {
-					t.Fatalf("err = %v, want malformed_response", err)
-				}
-				return
-			}
-			if err != nil || !reflect.DeepEqual(got, tc.want) {
-				t.Errorf("Output = %#v, %v; want %#v", got, err, tc.want)
-			}
-		})
-	}
-}
-
-// TestOutputDirectMatchesOJG checks the fast path for plain paths against ojg's Get.
-func TestOutputDirectMatchesOJG(t *testing.T) {
-	t.Parallel()
-	body := decodeBody([]byte(`{"items":[{"name":"a","price":5},{"name":"b"}],"nested":[[1]],"one":{"x":1},"nil":null}`))
-	for _, p := range []string{"$", "$.one", "$.one.x", "$.one.x.y", "$['one']['x']", "$.items[1].name", "$.items[-1].name",
-		"$.items[-3]", "$.items[5].name", "$.nested[0][0]", "$.nil", "$.nil.x", "$.missing.deeper[0]", "@.one", "one.x"} {
-		x := jp.MustParseString(p)
-		got, ok := direct(body, x)
-		if !ok {
-			t.Errorf("%s: not evaluated directly", p)
-			continue
-		}
-		var want any
-		if all := x.Get(body); len(all) == 1 {
-			want = all[0]
-		} else if len(all) > 1 {
-			t.Fatalf("%s: ojg found %d matches", p, len(all))
-		}
-		if !reflect.DeepEqual(got, want) {
-			t.Errorf("%s: direct = %#v, ojg = %#v", p, got, want)
-		}
-	}
-	for _, p := range []string{"$.items[*].name", "$..name", "$.items[0,1]", "$.items[0:1]", "$.items[?(@.price > 1)]"} {
-		if _, ok := direct(body, jp.MustParseString(p)); ok {
-			t.Errorf("%s: evaluated directly", p)
-		}
 	}
 }
 

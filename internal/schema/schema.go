@@ -115,7 +115,8 @@ func properties(doc map[string]any, parameters bool) []Property {
 		case hasExplicit:
 			p.Required = containsString(explicit, name)
 		case parameters:
-			p.Required = !p.HasDefault
+			// `x: false` forbids x: requiring it too would make every call fail.
+			p.Required = !p.HasDefault && props[name] != false
 		}
 		out = append(out, p)
 	}

@@ -230,10 +230,10 @@ func TestCompileProblems(t *testing.T) {
 			want: []problem{{field.TypeInvalid, "p"}},
 		},
 		{
-			name: "parameters: property schemas must be objects",
-			doc:  `{"properties":{"a":true,"b":{}}}`,
+			name: "parameters: property schemas may be booleans",
+			doc:  `{"properties":{"a":true,"b":false,"c":{}}}`,
 			opts: params,
-			want: []problem{{field.TypeInvalid, "p.properties.a"}},
+			want: nil,
 		},
 		{
 			name: "parameters: explicit required names undeclared property",
@@ -367,6 +367,13 @@ func TestRequired(t *testing.T) {
 			opts:    Options{Parameters: true},
 			want:    []string{"a", "b"},
 			wantDoc: []any{"a", "b"},
+		},
+		{
+			name:    "boolean property schemas: true required, false never",
+			doc:     `{"properties":{"t":true,"f":false}}`,
+			opts:    Options{Parameters: true},
+			want:    []string{"t"},
+			wantDoc: []any{"t"},
 		},
 		{
 			name:    "explicit required wins",

@@ -416,12 +416,8 @@ func (c *compiler) checkParameters(doc any) {
 	if t, ok := written["type"]; ok && t != "object" && (!isString(t) || isTypeName(t)) {
 		c.errs.Add(field.Invalid(c.base.Child("type"), "must be \"object\""))
 	}
+	// A property's schema may be a boolean (true: anything, false: never present), as JSON Schema allows.
 	props, _ := written["properties"].(map[string]any)
-	for _, name := range sortedKeys(props) {
-		if isBool(props[name]) {
-			c.errs.Add(field.Invalid(c.base.Child("properties").Key(name), "must be an object schema"))
-		}
-	}
 	required, _ := written["required"].([]any)
 	for i, e := range required {
 		if name, ok := e.(string); ok {

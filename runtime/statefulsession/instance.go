@@ -242,10 +242,7 @@ func (i *instance) createRequest(ctx context.Context, s *session, values interp.
 	}
 	vals := make(map[string]any, len(s.act.Extract))
 	for key, path := range s.act.Extract {
-		v, err := httpspec.Output(resp.Body, path)
-		if err != nil {
-			return fail(err)
-		}
+		v := httpspec.Output(resp.Body, path)
 		if v == nil {
 			return fail(fmt.Errorf("extract %s: %s matches nothing in the create response", key, path.String()))
 		}

@@ -31,7 +31,6 @@ import (
 	"github.com/commonagents-go/tool/interp"
 	"github.com/commonagents-go/tool/runtime"
 	"github.com/commonagents-go/tool/runtime/statelesshttp"
-	"github.com/ohler55/ojg/jp"
 )
 
 // Kind is the execute-block key of this backend.
@@ -60,9 +59,9 @@ type Execute struct {
 // Action is a prepared stateful_session action.
 type Action struct {
 	Create       *httpspec.Compiled
-	Extract      map[string]jp.Expr
+	Extract      map[string]*httpspec.Path
 	Execute      *httpspec.Compiled
-	ResponsePath jp.Expr
+	ResponsePath *httpspec.Path
 	Destroy      *httpspec.Compiled // nil when the session needs no explicit destroy
 	Timeout      time.Duration
 	// Session identifies the remote session the action uses, within a task: the field path of the block that
@@ -112,7 +111,7 @@ func (Backend) Prepare(_ context.Context, b *runtime.Block) (runtime.Action, err
 		}
 		return part{}
 	}
-	a := &Action{Extract: map[string]jp.Expr{}, Session: b.SharedPath.String()}
+	a := &Action{Extract: map[string]*httpspec.Path{}, Session: b.SharedPath.String()}
 	if own.Create != nil || own.Extract != nil || own.Destroy != nil || b.SharedPath == nil {
 		a.Session = b.Path.String()
 	}

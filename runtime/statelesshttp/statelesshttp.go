@@ -11,7 +11,6 @@ import (
 
 	"github.com/commonagents-go/tool/internal/httpspec"
 	"github.com/commonagents-go/tool/runtime"
-	"github.com/ohler55/ojg/jp"
 )
 
 // Kind is the execute-block key of this backend.
@@ -38,7 +37,7 @@ type Shared struct {
 // Action is a prepared stateless_http action.
 type Action struct {
 	Request      *httpspec.Compiled
-	ResponsePath jp.Expr // nil when the whole body is the output
+	ResponsePath *httpspec.Path // nil when the whole body is the output
 	Timeout      time.Duration
 }
 
