@@ -143,6 +143,10 @@ type Init struct {
 	Observe func(ctx context.Context, name string, data map[string]any)
 	// Logger is the host's logger. Never nil.
 	Logger *slog.Logger
+	// CgroupParent is the cgroup v2 directory under which each process a backend starts (an exec program, a
+	// stdio MCP server) runs in a child cgroup of its own, so that everything it starts ends with it; "" = none
+	// writable, a process group of its own only. The host chooses it (tool.WithCgroupParent).
+	CgroupParent string
 }
 
 // Limits are the bounds a backend applies (SPEC §14).
