@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/commonagents-go/tool/internal/contain"
 	"github.com/commonagents-go/tool/interp"
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
@@ -34,8 +35,11 @@ type session struct {
 	client *client.Client
 	// cancel ends the session's stream context (an SSE stream, stdio request handling).
 	cancel context.CancelFunc
-	proc   *exec.Cmd   // nil unless stdio
-	stderr *tailBuffer // nil unless stdio
+	proc   *exec.Cmd // nil unless stdio
+	// box contains a stdio server and what it starts (proc.go); fallback says why a cgroup was wanted but not used.
+	box      *contain.Box
+	fallback error
+	stderr   *tailBuffer // nil unless stdio
 	// stderrW is the write end of the stderr pipe, closed in this process once the server started; drained is
 	// closed when the server's stderr ends (the process and its group have exited).
 	stderrW *os.File
@@ -54,6 +58,10 @@ type dial struct {
 	notify func(mcp.JSONRPCNotification)
 	// logger receives mcp-go's own log lines; nil discards them.
 	logger *slog.Logger
+	// cgroup is the parent cgroup of a stdio server's own (runtime.Init.CgroupParent); "" = a process group.
+	cgroup string
+	// started, when set, is told of a stdio server that started and passed the handshake.
+	started func(ctx context.Context, pid int, containment string, fallback error)
 }
 
 // connect starts or connects to the server and runs the MCP initialize handshake, all bounded by ctx: the stream
@@ -72,6 +80,7 @@ func connect(ctx context.Context, d dial) (*session, error) {
 	}
 	bound := context.AfterFunc(ctx, cancel) // the stream ends with the handshake's bound until it succeeded
 	err = s.client.Start(life)
+	s.started()
 	if s.stderrW != nil {
 		_ = s.stderrW.Close() // the child has its copy
 	}
@@ -88,6 +97,9 @@ func connect(ctx context.Context, d dial) (*session, error) {
 	if !bound() { // ctx ended as the handshake succeeded: the stream is being cancelled
 		s.abandon()
 		return nil, s.failure("initialize handshake", ctx.Err())
+	}
+	if d.started != nil && s.proc != nil && s.proc.Process != nil {
+		d.started(ctx, s.proc.Process.Pid, s.containment(), s.fallback)
 	}
 	return s, nil
 }
@@ -199,8 +211,8 @@ func openStdio(d dial) (*session, error) {
 		cmd := exec.Command(command, args...)
 		cmd.Env = env
 		cmd.Stderr = w
-		ownGroup(cmd)
 		s.proc = cmd
+		s.contain(cmd, d.cgroup)
 		return cmd, nil
 	}
 	tr := transport.NewStdioWithOptions(command, env, args, transport.WithCommandFunc(cmdFunc),
@@ -232,17 +244,19 @@ func (s *session) failure(what string, err error) error {
 
 // abandon releases a session that failed to start, without waiting for a polite exit.
 func (s *session) abandon() {
-	if s.proc != nil {
-		killGroup(s.proc)
-	}
+	s.kill()
 	if s.cancel != nil {
 		s.cancel()
 	}
-	go func() { _ = s.client.Close() }()
+	go func() {
+		_ = s.client.Close()
+		s.release()
+	}()
 }
 
 // close ends the session within ctx: the client is closed (for stdio: stdin closed, then signals), and a stdio
-// server's process group is killed once half of the remaining time is spent or the client has closed.
+// server's containment (its cgroup, else its process group) is killed once half of the remaining time is spent
+// or the client has closed, and removed once the server was reaped.
 func (s *session) close(ctx context.Context) error {
 	if s.cancel != nil {
 		defer s.cancel()
@@ -266,16 +280,18 @@ func (s *session) close(ctx context.Context) error {
 	var err error
 	select {
 	case err = <-done:
-		killGroup(s.proc) // what the server started in its group ends with it
+		s.release() // what the server started ends with it
 		return closeErr(err)
 	case <-timer.C:
 	case <-ctx.Done():
 	}
-	killGroup(s.proc)
+	s.kill()
 	select {
 	case err = <-done:
+		s.release()
 		return closeErr(err)
 	case <-ctx.Done():
+		s.release() // the server was killed: its cgroup empties without waiting for the client
 		return fmt.Errorf("waiting for the server process to exit: %w", ctx.Err())
 	}
 }

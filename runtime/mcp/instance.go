@@ -40,7 +40,7 @@ func (Backend) Initialize(ctx context.Context, in *runtime.Init) (runtime.Instan
 	}
 	life, cancel := context.WithCancel(context.Background())
 	i := &instance{
-		http: in.HTTPClient, limits: in.Limits, observe: in.Observe, logger: in.Logger,
+		http: in.HTTPClient, limits: in.Limits, observe: in.Observe, logger: in.Logger, cgroup: in.CgroupParent,
 		life: life, cancel: cancel, servers: map[string]*server{}, progress: map[string]progressTarget{},
 	}
 	hctx, hcancel := context.WithTimeout(ctx, i.connectTimeout(act))
@@ -68,6 +68,7 @@ type instance struct {
 	limits  runtime.Limits
 	observe func(context.Context, string, map[string]any)
 	logger  *slog.Logger
+	cgroup  string          // runtime.Init.CgroupParent
 	life    context.Context // ends at Teardown
 	cancel  context.CancelFunc
 
@@ -164,7 +165,14 @@ func (i *instance) connect(act *Action, s *server, values interp.Resolver) {
 }
 
 func (i *instance) dial(act *Action, values interp.Resolver) dial {
-	return dial{srv: act.Server, values: values, http: i.http, life: i.life, notify: i.notify, logger: i.logger}
+	return dial{srv: act.Server, values: values, http: i.http, life: i.life, notify: i.notify, logger: i.logger,
+		cgroup: i.cgroup, started: func(ctx context.Context, pid int, containment string, fallback error) {
+			if fallback != nil {
+				i.logger.Warn("mcp: the server runs in a process group, not a cgroup", "server", act.Key, "error", fallback)
+			}
+			i.observe(context.WithoutCancel(ctx), "mcp.server.started",
+				map[string]any{"server": act.Key, "pid": pid, "containment": containment})
+		}}
 }
 
 // release closes a session that is no longer used, within the teardown bound.
