@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/commonagents-go/tool/internal/redact"
 	"github.com/commonagents-go/tool/runtime"
 )
 
@@ -18,6 +19,7 @@ type call struct {
 	ctx    context.Context
 	run    context.Context // the backend's context, once made: its cause tells an interrupt from a timeout
 	result *Result
+	values *callValues // the call's template values, once made; they hold its derived secrets
 }
 
 func (t *Task) newCall(ctx context.Context, a *action, function string) *call {
@@ -41,16 +43,19 @@ func (c *call) finish(rr *runtime.Result, te *ToolError) *Result {
 			r.Telemetry.Attempts = rr.Attempts
 		}
 		if r.ServerData != nil {
-			r.ServerData, _ = t.secrets.Value(r.ServerData).(map[string]any)
+			r.ServerData, _ = t.secrets.Value(c.scrub(r.ServerData)).(map[string]any)
 		}
 	}
 	if te != nil {
+		if d := c.derived(); d != nil {
+			te = scrubToolError(&d.set, te)
+		}
 		te = t.scrubToolError(te)
 		r.IsError, r.Error = true, te
 		output = map[string]any{"error": te}
 		t.failures.Add(1)
 	} else {
-		output = t.secrets.Value(output)
+		output = t.secrets.Value(c.scrub(output))
 		t.failures.Store(0)
 	}
 	c.setOutput(output)
@@ -91,22 +96,28 @@ func (c *call) setOutput(output any) {
 func (c *call) fail(err error) error {
 	t := c.task
 	t.failures.Add(1)
+	if d := c.derived(); d != nil {
+		err = d.set.Error(err, ErrUnrecoverable, context.Canceled, context.DeadlineExceeded)
+	}
 	err = t.secrets.Error(fmt.Errorf("tool: call %s (%s): %w", c.id, c.a.def.Name, err), ErrUnrecoverable)
 	t.observe(c.ctx, "tool.failed", c.id, map[string]any{"action": c.a.def.Name, "error": err.Error(), "unrecoverable": true})
 	return err
 }
 
-func (t *Task) scrubToolError(e *ToolError) *ToolError {
-	if e == nil || t.secrets.Empty() {
+func (t *Task) scrubToolError(e *ToolError) *ToolError { return scrubToolError(t.secrets, e) }
+
+// scrubToolError returns e with the secrets of set masked; e is never modified.
+func scrubToolError(set *redact.Set, e *ToolError) *ToolError {
+	if e == nil || set.Empty() {
 		return e
 	}
 	out := *e
-	out.Message = t.secrets.String(e.Message)
-	out.Cause = t.scrubToolError(e.Cause)
+	out.Message = set.String(e.Message)
+	out.Cause = scrubToolError(set, e.Cause)
 	if e.Hint != nil {
 		h := *e.Hint
-		h.Message = t.secrets.String(h.Message)
-		h.ExampleInput, _ = t.secrets.Value(h.ExampleInput).(map[string]any)
+		h.Message = set.String(h.Message)
+		h.ExampleInput, _ = set.Value(h.ExampleInput).(map[string]any)
 		out.Hint = &h
 	}
 	return &out

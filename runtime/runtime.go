@@ -182,6 +182,22 @@ type Call struct {
 	Values interp.Resolver
 }
 
+// RequestRecorder is implemented by the Values of a call (Call.Values) whose secrets are scrubbed in encoded forms
+// too: a backend that renders an HTTP request from them reports it with Rendered once it is built, so that each
+// header value, the URL and the body that holds a secret become secrets of that call, with their base64,
+// URL-escaped and JSON-escaped forms (a server may echo them so). body is the encoded body, nil when none.
+// Rendered must not keep req or body. Report through RecordRequest.
+type RequestRecorder interface {
+	Rendered(req *http.Request, body []byte)
+}
+
+// RecordRequest reports req to values when it is a RequestRecorder; other resolvers are left alone.
+func RecordRequest(values interp.Resolver, req *http.Request, body []byte) {
+	if r, ok := values.(RequestRecorder); ok {
+		r.Rendered(req, body)
+	}
+}
+
 // Result is what a backend returns for one call.
 type Result struct {
 	// Output is the JSON value for the LLM: nil, bool, string, float64, json.Number, integers, []any,

@@ -4,8 +4,10 @@
 package redact
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"net/url"
 	"sort"
 	"strings"
 	"sync"
@@ -22,6 +24,7 @@ type Set struct {
 	secrets []string
 	tokens  []string                         // the latest MaxTokens auth tokens, oldest first
 	r       atomic.Pointer[strings.Replacer] // nil while the set is empty
+	has     atomic.Pointer[map[string]bool]  // every secret and token, for Has
 }
 
 // MaxTokens is how many auth tokens a Set keeps masking (AddToken): a provider that rotates its token on every
@@ -38,6 +41,7 @@ func (s *Set) Clone() *Set {
 	c.secrets = append([]string(nil), s.secrets...)
 	c.tokens = append([]string(nil), s.tokens...)
 	c.r.Store(s.r.Load())
+	c.has.Store(s.has.Load())
 	return c
 }
 
@@ -78,10 +82,19 @@ func (s *Set) rebuild() {
 	// Longest first, so a secret that contains another is masked whole.
 	sort.Slice(all, func(i, j int) bool { return len(all[i]) > len(all[j]) })
 	pairs := make([]string, 0, 2*len(all))
+	has := make(map[string]bool, len(all))
 	for _, v := range all {
 		pairs = append(pairs, v, Mask)
+		has[v] = true
 	}
 	s.r.Store(strings.NewReplacer(pairs...))
+	s.has.Store(&has)
+}
+
+// Has reports whether v is one of the secrets or tokens of s (the exact value, not a part of one).
+func (s *Set) Has(v string) bool {
+	m := s.has.Load()
+	return m != nil && (*m)[v]
 }
 
 func contains(list []string, v string) bool {
@@ -91,6 +104,48 @@ func contains(list []string, v string) bool {
 		}
 	}
 	return false
+}
+
+// AddEncoded records each value and its encoded forms (see Encodings).
+func (s *Set) AddEncoded(values ...string) {
+	all := make([]string, 0, len(values)*8)
+	for _, v := range values {
+		all = append(all, v)
+		all = append(all, Encodings(v)...)
+	}
+	s.Add(all...)
+}
+
+// Encodings returns the forms in which v can come back from a server that echoes it encoded, those that differ
+// from v: base64 (standard and URL alphabets, padded and raw), URL-escaped (query and path) and JSON-escaped (the
+// text between the quotes of a JSON string, with and without HTML escaping). A server that decodes JSON, URL
+// escapes or base64 gives v itself back, which the set masks anyway.
+func Encodings(v string) []string {
+	b := []byte(v)
+	forms := [...]string{
+		base64.StdEncoding.EncodeToString(b), base64.URLEncoding.EncodeToString(b),
+		base64.RawStdEncoding.EncodeToString(b), base64.RawURLEncoding.EncodeToString(b),
+		url.QueryEscape(v), url.PathEscape(v), jsonEscape(v, false), jsonEscape(v, true),
+	}
+	out := make([]string, 0, len(forms))
+	for _, f := range forms {
+		if f != v && f != "" && !contains(out, f) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// jsonEscape is v as JSON string content, without the quotes.
+func jsonEscape(v string, html bool) string {
+	var buf strings.Builder
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(html)
+	if err := enc.Encode(v); err != nil {
+		return v
+	}
+	out := strings.TrimSuffix(buf.String(), "\n")
+	return strings.TrimSuffix(strings.TrimPrefix(out, `"`), `"`)
 }
 
 // Empty reports whether s holds no secret.
