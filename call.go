@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/commonagents-go/tool/internal/redact"
 	"github.com/commonagents-go/tool/runtime"
 )
 
@@ -48,7 +47,9 @@ func (c *call) finish(rr *runtime.Result, te *ToolError) *Result {
 	}
 	if te != nil {
 		if d := c.derived(); d != nil {
-			te = scrubToolError(&d.set, te)
+			d.mu.Lock()
+			te = scrubToolError(&d.masks, te)
+			d.mu.Unlock()
 		}
 		te = t.scrubToolError(te)
 		r.IsError, r.Error = true, te
@@ -97,26 +98,39 @@ func (c *call) fail(err error) error {
 	t := c.task
 	t.failures.Add(1)
 	if d := c.derived(); d != nil {
-		err = d.set.Error(err, ErrUnrecoverable, context.Canceled, context.DeadlineExceeded)
+		d.mu.Lock()
+		err = d.masks.Error(err, ErrUnrecoverable, context.Canceled, context.DeadlineExceeded)
+		d.mu.Unlock()
 	}
 	err = t.secrets.Error(fmt.Errorf("tool: call %s (%s): %w", c.id, c.a.def.Name, err), ErrUnrecoverable)
 	t.observe(c.ctx, "tool.failed", c.id, map[string]any{"action": c.a.def.Name, "error": err.Error(), "unrecoverable": true})
 	return err
 }
 
-func (t *Task) scrubToolError(e *ToolError) *ToolError { return scrubToolError(t.secrets, e) }
+func (t *Task) scrubToolError(e *ToolError) *ToolError {
+	if t.secrets.Empty() {
+		return e
+	}
+	return scrubToolError(t.secrets, e)
+}
+
+// secretScrubber masks secrets: a task's *redact.Set or a call's *redact.List.
+type secretScrubber interface {
+	Replace(text string) string
+	Value(v any) any
+}
 
 // scrubToolError returns e with the secrets of set masked; e is never modified.
-func scrubToolError(set *redact.Set, e *ToolError) *ToolError {
-	if e == nil || set.Empty() {
+func scrubToolError(set secretScrubber, e *ToolError) *ToolError {
+	if e == nil {
 		return e
 	}
 	out := *e
-	out.Message = set.String(e.Message)
+	out.Message = set.Replace(e.Message)
 	out.Cause = scrubToolError(set, e.Cause)
 	if e.Hint != nil {
 		h := *e.Hint
-		h.Message = set.String(h.Message)
+		h.Message = set.Replace(h.Message)
 		h.ExampleInput, _ = set.Value(h.ExampleInput).(map[string]any)
 		out.Hint = &h
 	}

@@ -2,7 +2,6 @@ package tool
 
 import (
 	"net/http"
-	"strings"
 	"sync"
 
 	"github.com/commonagents-go/tool/internal/redact"
@@ -15,22 +14,17 @@ import (
 // concurrent use.
 type callSecrets struct {
 	mu      sync.Mutex
-	needles []string // the resolved task secrets and their encodings: what makes a rendered text secret
-	set     redact.Set
+	needles redact.List // the resolved task secrets and their encodings: what makes a rendered text secret
+	masks   redact.List // the needles' encodings, and the rendered texts holding a needle with theirs
 }
 
-// resolved records a task secret that the call's templates resolved.
-func (c *callSecrets) resolved(secret string) {
+// resolved records a task secret that the call's templates resolved; enc are its encodings.
+func (c *callSecrets) resolved(secret string, enc []string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, n := range c.needles {
-		if n == secret {
-			return
-		}
-	}
-	enc := redact.Encodings(secret)
-	c.needles = append(append(c.needles, secret), enc...)
-	c.set.Add(enc...)
+	c.needles.Add(secret)
+	c.needles.Add(enc...)
+	c.masks.Add(enc...)
 }
 
 // rendered makes each text of req and body that holds a resolved secret, in any of its forms, a secret of the
@@ -38,9 +32,6 @@ func (c *callSecrets) resolved(secret string) {
 func (c *callSecrets) rendered(req *http.Request, body []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if len(c.needles) == 0 {
-		return
-	}
 	c.derive(req.URL.String())
 	for _, vs := range req.Header {
 		for _, v := range vs {
@@ -54,12 +45,17 @@ func (c *callSecrets) rendered(req *http.Request, body []byte) {
 
 // derive adds text and its encodings when it holds a needle; c.mu is held.
 func (c *callSecrets) derive(text string) {
-	for _, n := range c.needles {
-		if strings.Contains(text, n) {
-			c.set.AddEncoded(text)
-			return
-		}
+	if c.needles.Contains(text) {
+		c.masks.Add(text)
+		c.masks.Add(redact.Encodings(text)...)
 	}
+}
+
+// value masks the call's derived secrets in v; v is never modified.
+func (c *callSecrets) value(v any) any {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.masks.Value(v)
 }
 
 // Rendered implements runtime.RequestRecorder: the requests of a call feed its derived secrets.
@@ -72,7 +68,11 @@ func (v *callValues) Rendered(req *http.Request, body []byte) {
 // noteSecret records val when it is one of the task's secrets, for a call that derives secrets.
 func (v *callValues) noteSecret(val any) {
 	s, ok := val.(string)
-	if !ok || s == "" || !v.task.secrets.Has(s) {
+	if !ok || s == "" {
+		return
+	}
+	enc := v.task.secrets.EncodingsOf(s) // nil unless s is a secret
+	if enc == nil && !v.task.secrets.Has(s) {
 		return
 	}
 	d := v.derived.Load()
@@ -80,13 +80,13 @@ func (v *callValues) noteSecret(val any) {
 		v.derived.CompareAndSwap(nil, &callSecrets{})
 		d = v.derived.Load()
 	}
-	d.resolved(s)
+	d.resolved(s, enc)
 }
 
 // scrub masks the call's derived secrets in v; v is never modified.
 func (c *call) scrub(v any) any {
 	if d := c.derived(); d != nil {
-		return d.set.Value(v)
+		return d.value(v)
 	}
 	return v
 }
