@@ -2,6 +2,7 @@ package subprocess
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -61,6 +62,13 @@ func start(s spec, readStdout func(io.Reader)) (*proc, error) {
 		return nil, errNoGroups
 	}
 	p, err := startIn(box, s, readStdout)
+	if err != nil && box.Mode() == contain.ModeCgroup {
+		// clone3 into a cgroup can be refused where a plain fork is not (a seccomp filter): try a process group.
+		_ = box.Release()
+		fallback = fmt.Errorf("starting in a cgroup: %w", err)
+		box, _, _ = contain.New("")
+		p, err = startIn(box, s, readStdout)
+	}
 	if err != nil {
 		_ = box.Release()
 		return nil, err
