@@ -15,6 +15,7 @@ import (
 
 	"github.com/commonagents-go/tool"
 	"github.com/commonagents-go/tool/internal/contain"
+	"github.com/commonagents-go/tool/internal/leakcheck"
 )
 
 // escapeAction is an exec action running the escape test program (as a server when runtime is server).
@@ -100,6 +101,7 @@ func TestOneshotEscapedChild(t *testing.T) {
 
 // A server's setsid child ends with the task, where cgroups are writable.
 func TestServerEscapedChildEndsWithTask(t *testing.T) {
+	leakcheck.Check(t)
 	facts := &recorder{}
 	tl := load(t, escapeAction("server", 10000), tool.WithObserver(facts),
 		tool.WithLimits(tool.Limits{TeardownTimeout: 2e9}))
