@@ -19,6 +19,7 @@ type call struct {
 	run    context.Context // the backend's context, once made: its cause tells an interrupt from a timeout
 	sent   bool            // the backend has the call: it may have reached the server
 	result *Result
+	values *callValues // the call's template values, once made; they hold its derived secrets
 }
 
 func (t *Task) newCall(ctx context.Context, a *action, function string) *call {
@@ -42,16 +43,21 @@ func (c *call) finish(rr *runtime.Result, te *ToolError) *Result {
 			r.Telemetry.Attempts = rr.Attempts
 		}
 		if r.ServerData != nil {
-			r.ServerData, _ = t.secrets.Value(r.ServerData).(map[string]any)
+			r.ServerData, _ = t.secrets.Value(c.scrub(r.ServerData)).(map[string]any)
 		}
 	}
 	if te != nil {
+		if d := c.derived(); d != nil {
+			d.mu.Lock()
+			te = scrubToolError(&d.masks, te)
+			d.mu.Unlock()
+		}
 		te = t.scrubToolError(te)
 		r.IsError, r.Error = true, te
 		output = map[string]any{"error": te}
 		t.failures.Add(1)
 	} else {
-		output = t.secrets.Value(output)
+		output = t.secrets.Value(c.scrub(output))
 		t.failures.Store(0)
 	}
 	c.setOutput(output)
@@ -92,22 +98,41 @@ func (c *call) setOutput(output any) {
 func (c *call) fail(err error) error {
 	t := c.task
 	t.failures.Add(1)
+	if d := c.derived(); d != nil {
+		d.mu.Lock()
+		err = d.masks.Error(err, ErrUnrecoverable, context.Canceled, context.DeadlineExceeded)
+		d.mu.Unlock()
+	}
 	err = t.secrets.Error(fmt.Errorf("tool: call %s (%s): %w", c.id, c.a.def.Name, err), ErrUnrecoverable)
 	t.observe(c.ctx, "tool.failed", c.id, map[string]any{"action": c.a.def.Name, "error": err.Error(), "unrecoverable": true})
 	return err
 }
 
 func (t *Task) scrubToolError(e *ToolError) *ToolError {
-	if e == nil || t.secrets.Empty() {
+	if t.secrets.Empty() {
+		return e
+	}
+	return scrubToolError(t.secrets, e)
+}
+
+// secretScrubber masks secrets: a task's *redact.Set or a call's *redact.List.
+type secretScrubber interface {
+	Replace(text string) string
+	Value(v any) any
+}
+
+// scrubToolError returns e with the secrets of set masked; e is never modified.
+func scrubToolError(set secretScrubber, e *ToolError) *ToolError {
+	if e == nil {
 		return e
 	}
 	out := *e
-	out.Message = t.secrets.String(e.Message)
-	out.Cause = t.scrubToolError(e.Cause)
+	out.Message = set.Replace(e.Message)
+	out.Cause = scrubToolError(set, e.Cause)
 	if e.Hint != nil {
 		h := *e.Hint
-		h.Message = t.secrets.String(h.Message)
-		h.ExampleInput, _ = t.secrets.Value(h.ExampleInput).(map[string]any)
+		h.Message = set.Replace(h.Message)
+		h.ExampleInput, _ = set.Value(h.ExampleInput).(map[string]any)
 		out.Hint = &h
 	}
 	return &out

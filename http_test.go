@@ -360,9 +360,8 @@ func TestSecretsNeverLeak(t *testing.T) {
 		}
 		fmt.Fprintf(w, `{"content": %q, "nested": {%q: [%q]}}`, echo, echo, echo)
 	})
-	var logs bytes.Buffer
-	var logMu sync.Mutex
-	logger := slog.New(slog.NewJSONHandler(lockedWriter{&logs, &logMu}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	logs := &logBuffer{}
+	logger := logs.logger()
 	rec := &factRecorder{}
 	tl := filesTool(t, srv, tool.WithAuth(tokens{"github": "ghs_TOKEN_456"}), tool.WithObserver(rec), tool.WithLogger(logger))
 	task := newTask(t, tl, tool.TaskConfig{})
@@ -385,14 +384,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 	produced = append(produced, res, fmt.Sprint(err))
 	_ = task.Close(context.Background())
 	produced = append(produced, rec.all())
-
-	dump, err := json.Marshal(produced)
-	if err != nil {
-		t.Fatal(err)
-	}
-	logMu.Lock()
-	dump = append(dump, logs.Bytes()...)
-	logMu.Unlock()
+	dump := logs.dump(t, produced)
 	for _, s := range secrets {
 		if bytes.Contains(dump, []byte(s)) {
 			i := bytes.Index(dump, []byte(s))
@@ -404,15 +396,32 @@ func TestSecretsNeverLeak(t *testing.T) {
 	}
 }
 
-type lockedWriter struct {
-	w  io.Writer
-	mu *sync.Mutex
+// logBuffer collects a logger's JSON lines, for tests that grep everything the library produced.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
 }
 
-func (l lockedWriter) Write(p []byte) (int, error) {
+func (l *logBuffer) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.w.Write(p)
+	return l.buf.Write(p)
+}
+
+func (l *logBuffer) logger() *slog.Logger {
+	return slog.New(slog.NewJSONHandler(l, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+// dump is produced as JSON followed by the log lines so far.
+func (l *logBuffer) dump(t *testing.T, produced any) []byte {
+	t.Helper()
+	out, err := json.Marshal(produced)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append(out, l.buf.Bytes()...)
 }
 
 // TestAllowListGrowsBeforeBackend checks SPEC §6: while the server handles the request, the call's values are

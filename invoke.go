@@ -117,8 +117,8 @@ func (t *Task) invoke(ctx context.Context, a *action, function string, args map[
 	}
 	defer t.gate.release(a.shared)
 
-	call := &runtime.Call{ID: c.id, Action: a.def.Name, Args: resolved, Idempotent: a.retrySafe,
-		Values: &callValues{ctx: callCtx, task: t, action: a.def.Name, args: resolved}}
+	c.values = &callValues{ctx: callCtx, task: t, action: a.def.Name, args: resolved, encoded: true}
+	call := &runtime.Call{ID: c.id, Action: a.def.Name, Args: resolved, Idempotent: a.retrySafe, Values: c.values}
 	inst, err := t.instance(callCtx, a, call)
 	if err != nil {
 		if errors.Is(err, ErrClosed) {

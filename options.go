@@ -13,6 +13,7 @@ import (
 	"github.com/commonagents-go/tool/celenv"
 	"github.com/commonagents-go/tool/events"
 	"github.com/commonagents-go/tool/events/webhook"
+	"github.com/commonagents-go/tool/internal/contain"
 	"github.com/commonagents-go/tool/runtime"
 )
 
@@ -37,6 +38,7 @@ type options struct {
 	baseDir     string
 	discover    bool     // WithDiscovery
 	refOrigins  []string // WithDocumentOrigins
+	cgroup      *string  // WithCgroupParent; nil = detect
 	// Webhook signatures (SPEC §9.2).
 	webhookSecret []byte
 	verifiers     []webhook.Verifier
@@ -359,6 +361,33 @@ func WithLimits(l Limits) Option {
 		o.limits = l
 		return nil
 	}
+}
+
+// WithCgroupParent chooses where the processes a task starts (exec programs, stdio MCP servers) are contained.
+// Each runs in a child cgroup of dir of its own, started there (clone3 into the cgroup) and ended with cgroup.kill,
+// so that nothing it starts outlives its call or its task, setsid and double forks included. dir must be a cgroup
+// v2 directory this process can create child cgroups in (Linux 5.14 or later); Load fails otherwise. An empty dir
+// turns cgroups off: each process then runs in a process group of its own, which a descendant can leave by
+// calling setsid. Without this option the host process's own cgroup v2 is used when it is writable, else process
+// groups.
+func WithCgroupParent(dir string) Option {
+	return func(o *options) error {
+		if dir != "" {
+			if err := contain.Check(dir); err != nil {
+				return fmt.Errorf("tool: WithCgroupParent: %w", err)
+			}
+		}
+		o.cgroup = &dir
+		return nil
+	}
+}
+
+// cgroupParent is the parent cgroup of the processes tasks start: the host's choice, else the detected one.
+func (o *options) cgroupParent() string {
+	if o.cgroup != nil {
+		return *o.cgroup
+	}
+	return contain.Detect()
 }
 
 func newOptions(opts []Option) (*options, error) {

@@ -467,6 +467,7 @@ func (t *Task) initFor(ctx context.Context, a *action, call *runtime.Call) *runt
 	if t.cfg.Mount != nil && t.cfg.Mount.Files != nil {
 		in.Mount = t.cfg.Mount.Files
 	}
+	in.CgroupParent = o.cgroupParent()
 	return in
 }
 

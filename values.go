@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync/atomic"
 
 	"github.com/commonagents-go/tool/interp"
 	"github.com/commonagents-go/tool/runtime"
@@ -36,9 +37,21 @@ type callValues struct {
 	action string // the action of a call, or "" for an event's requests
 	event  string // the event of a subscription's or poll's requests
 	args   map[string]any
+	// encoded turns on the call's derived secrets (call_secrets.go): set for Invoke's calls.
+	encoded bool
+	derived atomic.Pointer[callSecrets]
 }
 
+// Resolve implements interp.Resolver.
 func (v *callValues) Resolve(ref interp.Ref) (any, error) {
+	val, err := v.resolve(ref)
+	if v.encoded && err == nil {
+		v.noteSecret(val)
+	}
+	return val, err
+}
+
+func (v *callValues) resolve(ref interp.Ref) (any, error) {
 	t := v.task
 	switch ref.Root {
 	case interp.RootParameters:

@@ -148,6 +148,10 @@ type Init struct {
 	Observe func(ctx context.Context, name string, data map[string]any)
 	// Logger is the host's logger. Never nil.
 	Logger *slog.Logger
+	// CgroupParent is the cgroup v2 directory under which each process a backend starts (an exec program, a
+	// stdio MCP server) runs in a child cgroup of its own, so that everything it starts ends with it; "" = none
+	// writable, a process group of its own only. The host chooses it (tool.WithCgroupParent).
+	CgroupParent string
 }
 
 // Limits are the bounds a backend applies (SPEC §14).
@@ -185,6 +189,22 @@ type Call struct {
 	// through the host's provider, bounded by the call's context). Its errors are *Error when the call can be
 	// corrected (a missing auth token), else they wrap ErrUnrecoverable; they never carry a value.
 	Values interp.Resolver
+}
+
+// RequestRecorder is implemented by the Values of a call (Call.Values) whose secrets are scrubbed in encoded forms
+// too: a backend that renders an HTTP request from them reports it with Rendered once it is built, so that each
+// header value, the URL and the body that holds a secret become secrets of that call, with their base64,
+// URL-escaped and JSON-escaped forms (a server may echo them so). body is the encoded body, nil when none.
+// Rendered must not keep req or body. Report through RecordRequest.
+type RequestRecorder interface {
+	Rendered(req *http.Request, body []byte)
+}
+
+// RecordRequest reports req to values when it is a RequestRecorder; other resolvers are left alone.
+func RecordRequest(values interp.Resolver, req *http.Request, body []byte) {
+	if r, ok := values.(RequestRecorder); ok {
+		r.Rendered(req, body)
+	}
 }
 
 // Result is what a backend returns for one call.

@@ -69,6 +69,7 @@ func (c *Compiled) Build(ctx context.Context, values interp.Resolver) (*http.Req
 	if encoded != nil && !typed {
 		req.Header["Content-Type"] = jsonContentType
 	}
+	runtime.RecordRequest(values, req, encoded) // rendered text holding a secret is scrubbed in its encoded forms
 	return req, nil
 }
 

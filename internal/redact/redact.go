@@ -4,12 +4,15 @@
 package redact
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"net/url"
 	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"unicode/utf8"
 )
 
 // Mask replaces a secret.
@@ -22,6 +25,8 @@ type Set struct {
 	secrets []string
 	tokens  []string                         // the latest MaxTokens auth tokens, oldest first
 	r       atomic.Pointer[strings.Replacer] // nil while the set is empty
+	has     atomic.Pointer[map[string]bool]  // every secret and token, for Has
+	enc     sync.Map                         // secret or token → its Encodings, filled on first need
 }
 
 // MaxTokens is how many auth tokens a Set keeps masking (AddToken): a provider that rotates its token on every
@@ -38,6 +43,7 @@ func (s *Set) Clone() *Set {
 	c.secrets = append([]string(nil), s.secrets...)
 	c.tokens = append([]string(nil), s.tokens...)
 	c.r.Store(s.r.Load())
+	c.has.Store(s.has.Load())
 	return c
 }
 
@@ -78,10 +84,38 @@ func (s *Set) rebuild() {
 	// Longest first, so a secret that contains another is masked whole.
 	sort.Slice(all, func(i, j int) bool { return len(all[i]) > len(all[j]) })
 	pairs := make([]string, 0, 2*len(all))
+	has := make(map[string]bool, len(all))
 	for _, v := range all {
 		pairs = append(pairs, v, Mask)
+		has[v] = true
 	}
 	s.r.Store(strings.NewReplacer(pairs...))
+	s.has.Store(&has)
+	s.enc.Range(func(k, _ any) bool { // forget the encodings of tokens beyond MaxTokens
+		if !has[k.(string)] {
+			s.enc.Delete(k)
+		}
+		return true
+	})
+}
+
+// EncodingsOf returns Encodings(v) for a secret or token of s, computed once per value; nil when v is not one.
+// They are kept as long as v is in s.
+func (s *Set) EncodingsOf(v string) []string {
+	if !s.Has(v) {
+		return nil
+	}
+	if e, ok := s.enc.Load(v); ok {
+		return e.([]string)
+	}
+	e, _ := s.enc.LoadOrStore(v, Encodings(v))
+	return e.([]string)
+}
+
+// Has reports whether v is one of the secrets or tokens of s (the exact value, not a part of one).
+func (s *Set) Has(v string) bool {
+	m := s.has.Load()
+	return m != nil && (*m)[v]
 }
 
 func contains(list []string, v string) bool {
@@ -93,8 +127,49 @@ func contains(list []string, v string) bool {
 	return false
 }
 
+// Encodings returns the forms in which v can come back from a server that echoes it encoded, those that differ
+// from v: base64 (standard and URL alphabets, padded and raw), URL-escaped (query and path) and JSON-escaped (the
+// text between the quotes of a JSON string, with and without HTML escaping). A server that decodes JSON, URL
+// escapes or base64 gives v itself back, which the set masks anyway.
+func Encodings(v string) []string {
+	b := []byte(v)
+	forms := [...]string{
+		base64.StdEncoding.EncodeToString(b), base64.URLEncoding.EncodeToString(b),
+		base64.RawStdEncoding.EncodeToString(b), base64.RawURLEncoding.EncodeToString(b),
+		url.QueryEscape(v), url.PathEscape(v), jsonEscape(v, false), jsonEscape(v, true),
+	}
+	out := make([]string, 0, len(forms))
+	for _, f := range forms {
+		if f != v && f != "" && !contains(out, f) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// jsonEscape is v as JSON string content, without the quotes.
+func jsonEscape(v string, html bool) string {
+	if !strings.ContainsFunc(v, func(r rune) bool {
+		return r < ' ' || r == '"' || r == '\\' || r == 0x2028 || r == 0x2029 || r == utf8.RuneError ||
+			html && (r == '<' || r == '>' || r == '&')
+	}) {
+		return v
+	}
+	var buf strings.Builder
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(html)
+	if err := enc.Encode(v); err != nil {
+		return v
+	}
+	out := strings.TrimSuffix(buf.String(), "\n")
+	return strings.TrimSuffix(strings.TrimPrefix(out, `"`), `"`)
+}
+
 // Empty reports whether s holds no secret.
 func (s *Set) Empty() bool { return s.r.Load() == nil }
+
+// Replace is String, so that a Set and a List scrub alike.
+func (s *Set) Replace(text string) string { return s.String(text) }
 
 // String returns text with every secret masked.
 func (s *Set) String(text string) string {
@@ -116,7 +191,10 @@ func (s *Set) Value(v any) any {
 	return out
 }
 
-func scrub(r *strings.Replacer, v any) (any, bool) {
+// replacer masks secrets in a string: a *strings.Replacer, or a List.
+type replacer interface{ Replace(string) string }
+
+func scrub(r replacer, v any) (any, bool) {
 	switch x := v.(type) {
 	case string:
 		y := r.Replace(x)
@@ -173,7 +251,7 @@ func scrub(r *strings.Replacer, v any) (any, bool) {
 
 // scrubMap scrubs the keys of m and its values with value; m itself is never changed: a copy is made on the first
 // change.
-func scrubMap[V any](r *strings.Replacer, m map[string]V, value func(V) (V, bool)) (any, bool) {
+func scrubMap[V any](r replacer, m map[string]V, value func(V) (V, bool)) (any, bool) {
 	var out map[string]V
 	for k, e := range m {
 		nk := r.Replace(k)
@@ -203,12 +281,16 @@ func (s *Set) Error(err error, sentinels ...error) error {
 	if err == nil || s.Empty() {
 		return err
 	}
+	return scrubError(err, s.String, sentinels)
+}
+
+func scrubError(err error, clean func(string) string, sentinels []error) error {
 	msg := err.Error()
-	clean := s.String(msg)
-	if clean == msg {
+	out := clean(msg)
+	if out == msg {
 		return err
 	}
-	e := &scrubbed{msg: clean}
+	e := &scrubbed{msg: out}
 	for _, target := range sentinels {
 		if errors.Is(err, target) {
 			e.is = append(e.is, target)
@@ -224,3 +306,67 @@ type scrubbed struct {
 
 func (e *scrubbed) Error() string   { return e.msg }
 func (e *scrubbed) Unwrap() []error { return e.is }
+
+// List is a short list of secrets that belong to one call, cheap to scrub with when none of them occurs: a
+// replacer is built only when one does. The zero value is empty. It is not safe for concurrent use.
+type List struct {
+	values []string
+	r      *strings.Replacer // built on first need; nil after Add
+}
+
+// Add records values; empty strings are ignored.
+func (l *List) Add(values ...string) {
+	for _, v := range values {
+		if v != "" && !contains(l.values, v) {
+			l.values = append(l.values, v)
+			l.r = nil
+		}
+	}
+}
+
+// Len is how many values l holds.
+func (l *List) Len() int { return len(l.values) }
+
+// Contains reports whether text holds one of the values of l.
+func (l *List) Contains(text string) bool {
+	for _, v := range l.values {
+		if strings.Contains(text, v) {
+			return true
+		}
+	}
+	return false
+}
+
+// Replace returns text with every value of l masked.
+func (l *List) Replace(text string) string {
+	if !l.Contains(text) {
+		return text
+	}
+	if l.r == nil {
+		all := append([]string(nil), l.values...)
+		sort.Slice(all, func(i, j int) bool { return len(all[i]) > len(all[j]) })
+		pairs := make([]string, 0, 2*len(all))
+		for _, v := range all {
+			pairs = append(pairs, v, Mask)
+		}
+		l.r = strings.NewReplacer(pairs...)
+	}
+	return l.r.Replace(text)
+}
+
+// Value returns v with every value of l masked, as Set.Value does.
+func (l *List) Value(v any) any {
+	if len(l.values) == 0 {
+		return v
+	}
+	out, _ := scrub(l, v)
+	return out
+}
+
+// Error returns err with its message scrubbed, as Set.Error does.
+func (l *List) Error(err error, sentinels ...error) error {
+	if err == nil || len(l.values) == 0 {
+		return err
+	}
+	return scrubError(err, l.Replace, sentinels)
+}

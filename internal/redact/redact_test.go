@@ -47,3 +47,26 @@ func TestValueScrubsMapsWithoutChangingThem(t *testing.T) {
 		t.Error("a map with nothing to scrub was copied")
 	}
 }
+
+func TestEncodedForms(t *testing.T) {
+	var s Set
+	s.Add(`a/b c&"d"<e>`)
+	var l List
+	l.Add(`a/b c&"d"<e>`)
+	l.Add(s.EncodingsOf(`a/b c&"d"<e>`)...)
+	for _, echoed := range []string{
+		`a/b c&"d"<e>`, "YS9iIGMmImQiPGU+", "YS9iIGMmImQiPGU-", // base64 std, URL (padding-free length)
+		`a%2Fb+c%26%22d%22%3Ce%3E`, `a%2Fb%20c&%22d%22%3Ce%3E`, // query and path escaping
+		`a/b c&\"d\"<e>`, `a/b c\u0026\"d\"\u003ce\u003e`, // JSON, without and with HTML escaping
+	} {
+		if got := l.Replace("<" + echoed + ">"); got != "<"+Mask+">" {
+			t.Errorf("%s: scrubbed to %s", echoed, got)
+		}
+	}
+	if !s.Has(`a/b c&"d"<e>`) || s.Has("a/b") || s.EncodingsOf("a/b") != nil {
+		t.Error("Has or EncodingsOf answer for parts of a secret, or not for the secret")
+	}
+	if got := l.Value(map[string]any{"k": []any{"plain"}}); got.(map[string]any)["k"].([]any)[0] != "plain" {
+		t.Errorf("a value without secrets changed: %v", got)
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/commonagents-go/tool/internal/contain"
 	"github.com/commonagents-go/tool/interp"
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
@@ -35,8 +36,11 @@ type session struct {
 	client *client.Client
 	// cancel ends the session's stream context (an SSE stream, stdio request handling).
 	cancel context.CancelFunc
-	proc   *exec.Cmd   // nil unless stdio
-	stderr *tailBuffer // nil unless stdio
+	proc   *exec.Cmd // nil unless stdio
+	// box contains a stdio server and what it starts (proc.go); fallback says why a cgroup was wanted but not used.
+	box      *contain.Box
+	fallback error
+	stderr   *tailBuffer // nil unless stdio
 	// stderrW is the write end of the stderr pipe, closed in this process once the server started; drained is
 	// closed when the server's stderr ends (the process and its group have exited).
 	stderrW *os.File
@@ -106,6 +110,10 @@ type dial struct {
 	// its default): at least the longest bound of a request on the session, so that the request's own deadline
 	// ends the wait and the client's timer never does.
 	replyWait time.Duration
+	// cgroup is the parent cgroup of a stdio server's own (runtime.Init.CgroupParent); "" = a process group.
+	cgroup string
+	// started, when set, is told of a stdio server that started and passed the handshake.
+	started func(ctx context.Context, pid int, containment string, fallback error)
 }
 
 // connect starts or connects to the server and runs the MCP initialize handshake, all bounded by ctx: the stream
@@ -126,6 +134,7 @@ func connect(ctx context.Context, d dial) (*session, error) {
 	s.client.OnConnectionLost(s.streamLost) // SSE only: mcp-go calls it when the stream ends on its own
 	bound := context.AfterFunc(ctx, cancel) // the stream ends with the handshake's bound until it succeeded
 	err = s.client.Start(life)
+	s.started()
 	if s.stderrW != nil {
 		_ = s.stderrW.Close() // the child has its copy
 	}
@@ -142,6 +151,9 @@ func connect(ctx context.Context, d dial) (*session, error) {
 	if !bound() { // ctx ended as the handshake succeeded: the stream is being cancelled
 		s.abandon()
 		return nil, s.failure("initialize handshake", ctx.Err())
+	}
+	if d.started != nil && s.proc != nil && s.proc.Process != nil {
+		d.started(ctx, s.proc.Process.Pid, s.containment(), s.fallback)
 	}
 	return s, nil
 }
@@ -254,8 +266,8 @@ func openStdio(d dial) (*session, error) {
 		cmd := exec.Command(command, args...)
 		cmd.Env = env
 		cmd.Stderr = w
-		ownGroup(cmd)
 		s.proc = cmd
+		s.contain(cmd, d.cgroup)
 		return cmd, nil
 	}
 	tr := transport.NewStdioWithOptions(command, env, args, transport.WithCommandFunc(cmdFunc),
@@ -301,17 +313,19 @@ func (s *session) exited() bool {
 
 // abandon releases a session that failed to start, without waiting for a polite exit.
 func (s *session) abandon() {
-	if s.proc != nil {
-		killGroup(s.proc)
-	}
+	s.kill()
 	if s.cancel != nil {
 		s.cancel()
 	}
-	go func() { _ = s.client.Close() }()
+	go func() {
+		_ = s.client.Close()
+		s.release()
+	}()
 }
 
 // close ends the session within ctx: the client is closed (for stdio: stdin closed, then signals), and a stdio
-// server's process group is killed once half of the remaining time is spent or the client has closed.
+// server's containment (its cgroup, else its process group) is killed once half of the remaining time is spent
+// or the client has closed, and removed once the server was reaped.
 func (s *session) close(ctx context.Context) error {
 	if s.cancel != nil {
 		defer s.cancel()
@@ -335,16 +349,18 @@ func (s *session) close(ctx context.Context) error {
 	var err error
 	select {
 	case err = <-done:
-		killGroup(s.proc) // what the server started in its group ends with it
+		s.release() // what the server started ends with it
 		return closeErr(err)
 	case <-timer.C:
 	case <-ctx.Done():
 	}
-	killGroup(s.proc)
+	s.kill()
 	select {
 	case err = <-done:
+		s.release()
 		return closeErr(err)
 	case <-ctx.Done():
+		s.release() // the server was killed: its cgroup empties without waiting for the client
 		return fmt.Errorf("waiting for the server process to exit: %w", ctx.Err())
 	}
 }

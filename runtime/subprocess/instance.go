@@ -33,7 +33,8 @@ var errClosed = errors.New("exec: the task's processes are torn down")
 // auth token) leaves the server unstarted: the next call starts it, or reports that failure again. Oneshot
 // actions start nothing here.
 func (Backend) Initialize(ctx context.Context, in *runtime.Init) (runtime.Instance, error) {
-	i := &instance{limits: in.Limits, logger: in.Logger, observe: in.Observe, slots: map[*Action]*slot{}}
+	i := &instance{limits: in.Limits, logger: in.Logger, observe: in.Observe, cgroup: in.CgroupParent,
+		slots: map[*Action]*slot{}}
 	if i.logger == nil {
 		i.logger = slog.New(slog.DiscardHandler)
 	}
@@ -60,6 +61,7 @@ type instance struct {
 	limits  runtime.Limits
 	logger  *slog.Logger
 	observe func(context.Context, string, map[string]any)
+	cgroup  string // runtime.Init.CgroupParent
 	ids     atomic.Uint64
 
 	mu     sync.Mutex
@@ -150,9 +152,19 @@ func callTimeout(own time.Duration, l runtime.Limits) time.Duration {
 	return DefaultTimeout
 }
 
+// started reports a process that started for act: a fact naming its containment, and a warning when a cgroup
+// was asked for but could not be made (the process then runs in a process group, which setsid escapes).
+func (i *instance) started(ctx context.Context, fact string, act *Action, p *proc, data map[string]any) {
+	if p.fallback != nil {
+		i.logger.Warn("exec: the process runs in a process group, not a cgroup", "action", act.Name, "error", p.fallback)
+	}
+	data["action"], data["pid"], data["containment"] = act.Name, p.pid, p.box.Mode()
+	i.observe(context.WithoutCancel(ctx), fact, data)
+}
+
 // render resolves the action's command line for one process with values, and reads the forwarded environment.
-func (a *Action) render(values interp.Resolver) (spec, error) {
-	s := spec{dir: a.Dir, args: make([]string, len(a.Args))}
+func (i *instance) render(a *Action, values interp.Resolver) (spec, error) {
+	s := spec{dir: a.Dir, args: make([]string, len(a.Args)), cgroup: i.cgroup}
 	s.env, s.redact = environ(a.Env)
 	var err error
 	if s.path, err = a.Command.RenderString(values); err != nil {

@@ -20,7 +20,7 @@ func (i *instance) oneshot(ctx context.Context, act *Action, call *runtime.Call)
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("exec: %w", err)
 	}
-	s, err := act.render(call.Values)
+	s, err := i.render(act, call.Values)
 	if err != nil {
 		return nil, err
 	}
@@ -40,6 +40,7 @@ func (i *instance) oneshot(ctx context.Context, act *Action, call *runtime.Call)
 	if err != nil {
 		return nil, runtime.Unrecoverable(fmt.Errorf("exec: starting %s: %w", s.path, err))
 	}
+	i.started(ctx, "exec.process.started", act, p, map[string]any{})
 	go func() {
 		// A program may exit without reading stdin: the write then fails, which is its business.
 		_, _ = p.stdin.Write(req)
@@ -61,7 +62,8 @@ func (i *instance) oneshot(ctx context.Context, act *Action, call *runtime.Call)
 	// The reader has ended (done): the buffer decides, not which of done and overflow the select saw first.
 	tooLarge := int64(out.buf.Len()) > limit
 
-	res := &runtime.Result{BytesOut: int64(len(req)), BytesIn: int64(out.buf.Len()), ServerData: map[string]any{}}
+	res := &runtime.Result{BytesOut: int64(len(req)), BytesIn: int64(out.buf.Len()),
+		ServerData: map[string]any{"containment": p.box.Mode()}}
 	stderr := p.stderr.Since(0)
 	if stderr != "" {
 		res.ServerData["stderr"] = stderr

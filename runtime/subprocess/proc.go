@@ -2,12 +2,15 @@ package subprocess
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/commonagents-go/tool/internal/contain"
 	"github.com/commonagents-go/tool/internal/redact"
 )
 
@@ -15,8 +18,8 @@ import (
 // are kept, older output is drained and dropped.
 const StderrBytes = 16 << 10
 
-// drainGrace bounds how long the pipes of a process that has exited (its group killed) may stay open: a process
-// that left the group (setsid) and kept them is cut off after it.
+// drainGrace bounds how long a reader may take to end once its program has exited and its pipe was told to
+// stop waiting: only a pipe that cannot be interrupted (no poller) needs it, and is then closed under the reader.
 const drainGrace = 2 * time.Second
 
 // errNoGroups is why the backend cannot run processes on a system without process groups.
@@ -29,29 +32,52 @@ type spec struct {
 	dir    string
 	env    []string
 	redact *redact.Set // the forwarded variables' values, masked in messages; never nil
+	cgroup string      // the parent cgroup of the process's own; "" = a process group only
 }
 
-// proc is one running program in a process group of its own, with its three pipes. Its stdout is read by the
-// function given to start; its stderr is drained into a bounded tail. done is closed once the program has exited
-// and been reaped, the rest of its group killed and both readers ended: nothing of it remains then.
+// proc is one running program in a containment of its own (a cgroup, else a process group), with its three
+// pipes. Its stdout is read by the function given to start; its stderr is drained into a bounded tail. done is
+// closed once the program has exited and been reaped, the rest of its containment killed and both readers ended:
+// nothing of it remains then (outside a cgroup, a process that called setsid may).
 type proc struct {
 	cmd    *exec.Cmd
 	pid    int
+	box    *contain.Box
 	stdin  *os.File // write end; closed by the owner
 	stderr *tail
 	errR   *os.File         // read end of stderr, drained into stderr
 	state  *os.ProcessState // set before done is closed; nil when Wait failed
 	exited chan struct{}    // closed when the program itself has exited and been reaped
 	done   chan struct{}
+	// fallback, when set, says why the process runs in a process group although a cgroup was asked for.
+	fallback error
 }
 
-// start runs s in a new process group. readStdout runs in its own goroutine and must return at EOF or on a read
-// error (the reaper closes the pipe after drainGrace if a stray process keeps it open).
+// start runs s in a containment of its own. readStdout runs in its own goroutine and must return at EOF or on a
+// read error: once the program has exited, its stdout ends as soon as what is in the pipe has been read, whoever
+// else still holds the pipe.
 func start(s spec, readStdout func(io.Reader)) (*proc, error) {
-	attr := groupAttr()
-	if attr == nil {
+	box, fallback, err := contain.New(s.cgroup)
+	if err != nil {
 		return nil, errNoGroups
 	}
+	p, err := startIn(box, s, readStdout)
+	if err != nil && box.Mode() == contain.ModeCgroup {
+		// clone3 into a cgroup can be refused where a plain fork is not (a seccomp filter): try a process group.
+		_ = box.Release()
+		fallback = fmt.Errorf("starting in a cgroup: %w", err)
+		box, _, _ = contain.New("")
+		p, err = startIn(box, s, readStdout)
+	}
+	if err != nil {
+		_ = box.Release()
+		return nil, err
+	}
+	p.fallback = fallback
+	return p, nil
+}
+
+func startIn(box *contain.Box, s spec, readStdout func(io.Reader)) (*proc, error) {
 	inR, inW, err := os.Pipe()
 	if err != nil {
 		return nil, err
@@ -67,7 +93,7 @@ func start(s spec, readStdout func(io.Reader)) (*proc, error) {
 		return nil, err
 	}
 	cmd := exec.Command(s.path, s.args...)
-	cmd.Dir, cmd.Env, cmd.SysProcAttr = s.dir, s.env, attr
+	cmd.Dir, cmd.Env, cmd.SysProcAttr = s.dir, s.env, box.Attr()
 	// *os.File stdio goes to the child as is: no copying goroutines, and Wait returns when the child exits even
 	// if a grandchild still holds a pipe.
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
@@ -77,41 +103,68 @@ func start(s spec, readStdout func(io.Reader)) (*proc, error) {
 		closeAll(inW, outR, errR)
 		return nil, err
 	}
-	p := &proc{cmd: cmd, pid: cmd.Process.Pid, stdin: inW, stderr: newTail(StderrBytes), errR: errR,
+	box.Started(cmd.Process.Pid)
+	p := &proc{cmd: cmd, pid: cmd.Process.Pid, box: box, stdin: inW, stderr: newTail(StderrBytes), errR: errR,
 		exited: make(chan struct{}), done: make(chan struct{})}
+	out, errs := &drainer{f: outR}, &drainer{f: errR}
 	outDone, errDone := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(outDone)
-		readStdout(outR)
+		readStdout(out)
 	}()
 	go func() {
 		defer close(errDone)
-		_, _ = io.Copy(p.stderr, errR)
+		_, _ = io.Copy(p.stderr, errs)
 	}()
-	go p.reap(outR, errR, outDone, errDone)
+	go p.reap(out, errs, outDone, errDone)
 	return p, nil
 }
 
-// reap waits for the program, kills what remains of its group, and waits for the readers, closing pipes that a
-// process outside the group keeps open past drainGrace.
-func (p *proc) reap(outR, errR *os.File, outDone, errDone chan struct{}) {
+// reap waits for the program, kills what remains of its containment, lets the readers take what is left in the
+// pipes without waiting for more (a process that escaped a process group may hold them open for ever), and
+// removes the containment.
+func (p *proc) reap(out, errs *drainer, outDone, errDone chan struct{}) {
 	if err := p.cmd.Wait(); err == nil || p.cmd.ProcessState != nil {
 		p.state = p.cmd.ProcessState
 	}
 	close(p.exited)
-	_ = killGroup(p.pid) // grandchildren never outlive the program
+	_ = p.box.Kill() // descendants never outlive the program
+	out.stop()
+	errs.stop()
 	timer := time.NewTimer(drainGrace)
 	for _, c := range []chan struct{}{outDone, errDone} {
 		select {
 		case <-c:
 		case <-timer.C:
-			closeAll(outR, errR) // unblocks the readers
+			closeAll(out.f, errs.f) // unblocks the readers
 			<-c
 		}
 	}
 	timer.Stop()
-	closeAll(outR, errR)
+	closeAll(out.f, errs.f)
+	_ = p.box.Release()
 	close(p.done)
+}
+
+// drainer reads a pipe until EOF or, once stop was called, until the pipe is empty. Only one goroutine reads.
+type drainer struct {
+	f       *os.File
+	stopped atomic.Bool
+}
+
+// Read implements io.Reader.
+func (d *drainer) Read(b []byte) (int, error) {
+	n, err := d.f.Read(b)
+	if err != nil && d.stopped.Load() && errors.Is(err, os.ErrDeadlineExceeded) {
+		return readNow(d.f, b)
+	}
+	return n, err
+}
+
+// stop makes a waiting Read return, and every later one read only what is already in the pipe.
+func (d *drainer) stop() {
+	d.stopped.Store(true)
+	_ = d.f.SetReadDeadline(time.Unix(1, 0))
 }
 
 // syncStderr waits, at most stderrSync, until the stderr the program wrote so far has been drained into p.stderr:
@@ -143,15 +196,9 @@ func (p *proc) syncStderr() {
 // stderrSync bounds syncStderr.
 const stderrSync = 100 * time.Millisecond
 
-// kill ends the program and its whole group at once. Once done is closed the group is already gone, and its id
-// is not signalled again: it could in principle name someone else's group by now.
-func (p *proc) kill() {
-	select {
-	case <-p.done:
-	default:
-		_ = killGroup(p.pid)
-	}
-}
+// kill ends the program and everything in its containment at once. Once done is closed the containment is gone
+// and kill does nothing.
+func (p *proc) kill() { _ = p.box.Kill() }
 
 func closeAll(files ...*os.File) {
 	for _, f := range files {

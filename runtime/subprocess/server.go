@@ -87,7 +87,7 @@ func (i *instance) server(ctx context.Context, act *Action, values interp.Resolv
 	if sl.srv != nil && !sl.srv.isDead() {
 		return sl.srv, nil
 	}
-	s, err := act.render(values)
+	s, err := i.render(act, values)
 	if err != nil {
 		return nil, err
 	}
@@ -102,8 +102,7 @@ func (i *instance) server(ctx context.Context, act *Action, values interp.Resolv
 	restart := sl.srv != nil
 	sl.srv = srv
 	go i.watch(sl, srv)
-	i.observe(context.WithoutCancel(ctx), "exec.server.started",
-		map[string]any{"action": act.Name, "pid": p.pid, "restart": restart})
+	i.started(ctx, "exec.server.started", act, p, map[string]any{"restart": restart})
 	return srv, nil
 }
 

@@ -24,12 +24,15 @@
 //
 // # Processes
 //
-// Every process runs in a process group of its own, with an environment of PATH, HOME and the variables its block
-// lists (values read from the host at start), nothing else. A timeout, a cancellation or the end of a oneshot
-// process kills the whole group, so nothing it started survives the call; Teardown closes a server's stdin, waits a
-// bounded grace period and kills its group. Stdout lines have no length limit below the response limit (the
+// Every process runs contained, with an environment of PATH, HOME and the variables its block lists (values read
+// from the host at start), nothing else. Contained means in a child cgroup v2 of its own under
+// runtime.Init.CgroupParent where that is set (ended with cgroup.kill: nothing it starts escapes, setsid
+// included), else in a process group of its own (which a descendant calling setsid leaves). A timeout, a
+// cancellation or the end of a oneshot process kills the containment; a oneshot's call returns once its program
+// has exited and stdout is drained, whoever else holds the pipe. Teardown closes a server's stdin, waits a bounded
+// grace period and kills its containment. Stdout lines have no length limit below the response limit (the
 // newline not counted); stderr is always drained, only its tail kept, and the values of forwarded variables are
-// masked in the stderr line that messages quote. Process groups need a unix system.
+// masked in the stderr line that messages quote. Process groups need a unix system, cgroups Linux.
 package subprocess
 
 import (

@@ -10,7 +10,8 @@
 // The environment variable MCPSERVER_STARTS names a file the server appends one line to when it starts, so tests
 // can count starts; MCPSERVER_FAIL_START makes it print that text to stderr and exit 1 before serving.
 // MCPSERVER_STUBBORN names a file: the server starts a child process (in its process group) that writes its pid
-// there, ignores SIGTERM, and keeps running after its input ends, as a badly behaved server would.
+// there, ignores SIGTERM, and keeps running after its input ends, as a badly behaved server would; with
+// MCPSERVER_SETSID set too, that child leaves the process group (setsid).
 package main
 
 import (
@@ -50,6 +51,9 @@ func main() {
 		signal.Ignore(syscall.SIGTERM)
 		child := exec.Command(os.Args[0])
 		child.Env = append(os.Environ(), "MCPSERVER_CHILD=1")
+		if os.Getenv("MCPSERVER_SETSID") != "" { // the child leaves the server's process group
+			child.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		}
 		if err := child.Start(); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)

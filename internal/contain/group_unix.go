@@ -1,15 +1,13 @@
 //go:build unix
 
-package subprocess
+package contain
 
 import (
 	"errors"
 	"syscall"
 )
 
-// groupAttr puts the child in a process group of its own, whose id is its pid, so that killGroup reaches the
-// processes it starts too.
-func groupAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }
+const groupsSupported = true
 
 // killGroup sends SIGKILL to every process of the group pgid. A group that no longer exists is not an error.
 func killGroup(pgid int) error {
@@ -21,3 +19,5 @@ func killGroup(pgid int) error {
 	}
 	return nil
 }
+
+func closeFD(fd int) { _ = syscall.Close(fd) }

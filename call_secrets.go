@@ -1,0 +1,100 @@
+package tool
+
+import (
+	"net/http"
+	"sync"
+
+	"github.com/commonagents-go/tool/internal/redact"
+)
+
+// callSecrets are the secrets one call derives from the task's (SPEC §12.2 made strict): the encoded forms of
+// each task secret its templates resolved, and each rendered request text (a header value, the URL, the body)
+// that holds one, with its encoded forms. A server can echo any of them; they are masked in that call's result,
+// errors and facts. They belong to the call, so the task's set does not grow with every request. Safe for
+// concurrent use.
+type callSecrets struct {
+	mu      sync.Mutex
+	needles redact.List // the resolved task secrets and their encodings: what makes a rendered text secret
+	masks   redact.List // the needles' encodings, and the rendered texts holding a needle with theirs
+}
+
+// resolved records a task secret that the call's templates resolved; enc are its encodings.
+func (c *callSecrets) resolved(secret string, enc []string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.needles.Add(secret)
+	c.needles.Add(enc...)
+	c.masks.Add(enc...)
+}
+
+// rendered makes each text of req and body that holds a resolved secret, in any of its forms, a secret of the
+// call, with its encodings.
+func (c *callSecrets) rendered(req *http.Request, body []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.derive(req.URL.String())
+	for _, vs := range req.Header {
+		for _, v := range vs {
+			c.derive(v)
+		}
+	}
+	if len(body) > 0 {
+		c.derive(string(body))
+	}
+}
+
+// derive adds text and its encodings when it holds a needle; c.mu is held.
+func (c *callSecrets) derive(text string) {
+	if c.needles.Contains(text) {
+		c.masks.Add(text)
+		c.masks.Add(redact.Encodings(text)...)
+	}
+}
+
+// value masks the call's derived secrets in v; v is never modified.
+func (c *callSecrets) value(v any) any {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.masks.Value(v)
+}
+
+// Rendered implements runtime.RequestRecorder: the requests of a call feed its derived secrets.
+func (v *callValues) Rendered(req *http.Request, body []byte) {
+	if d := v.derived.Load(); d != nil {
+		d.rendered(req, body)
+	}
+}
+
+// noteSecret records val when it is one of the task's secrets, for a call that derives secrets.
+func (v *callValues) noteSecret(val any) {
+	s, ok := val.(string)
+	if !ok || s == "" {
+		return
+	}
+	enc := v.task.secrets.EncodingsOf(s) // nil unless s is a secret
+	if enc == nil && !v.task.secrets.Has(s) {
+		return
+	}
+	d := v.derived.Load()
+	if d == nil {
+		v.derived.CompareAndSwap(nil, &callSecrets{})
+		d = v.derived.Load()
+	}
+	d.resolved(s, enc)
+}
+
+// scrub masks the call's derived secrets in v; v is never modified.
+func (c *call) scrub(v any) any {
+	if d := c.derived(); d != nil {
+		return d.value(v)
+	}
+	return v
+}
+
+// derived is the call's derived secrets, nil when it has none.
+func (c *call) derived() *callSecrets {
+	if c.values == nil {
+		return nil
+	}
+	return c.values.derived.Load()
+}
