@@ -126,7 +126,13 @@ func TestInvoke(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := newEnv(t, &kubernetesjob.Backend{Namespaces: []string{"agent-jobs"}, PendingTimeout: 100 * time.Millisecond},
+			// A short pending bound only where the pod never leaves Pending: elsewhere the fake cluster's goroutine
+			// moves the pod on, which can take longer than 100 ms on a loaded machine.
+			pending := time.Minute
+			if tt.outcome.Pending != "" {
+				pending = 100 * time.Millisecond
+			}
+			e := newEnv(t, &kubernetesjob.Backend{Namespaces: []string{"agent-jobs"}, PendingTimeout: pending},
 				always(tt.outcome))
 			res, err := e.task.Invoke(context.Background(), "render_report", args)
 			if err != nil {
