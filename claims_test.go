@@ -44,13 +44,19 @@ func replicaPair(t *testing.T, store tool.Store, clock *manualClock, sinks [2]to
 
 // post sends in to r's webhook endpoint as a sender would and returns the status.
 func post(r *tool.Router, in *tool.Inbound) int {
+	code, _ := postHeader(r, in)
+	return code
+}
+
+// postHeader is post that also returns the response's Retry-After.
+func postHeader(r *tool.Router, in *tool.Inbound) (int, string) {
 	req := httptest.NewRequest("POST", "/v1/webhooks/events/tests/repo-events", bytes.NewReader(in.Body))
 	for k, v := range in.Headers {
 		req.Header[k] = v
 	}
 	w := httptest.NewRecorder()
 	r.ServeHTTP(w, req)
-	return w.Code
+	return w.Code, w.Header().Get("Retry-After")
 }
 
 // blockingSink holds the first activation until release is closed; it counts what it accepted.
@@ -80,8 +86,8 @@ func TestRetryAtAnotherReplicaIsAnswered503UntilTheSinkAccepts(t *testing.T) {
 	first := make(chan int)
 	go func() { first <- post(routers[0], signed(hookSecret, "d-1", pushBody)) }()
 	<-a.entered
-	if code := post(routers[1], signed(hookSecret, "d-1", pushBody)); code != http.StatusServiceUnavailable {
-		t.Errorf("retry at r2 while r1's Sink works: %d, want 503 (a 2xx would end the sender's retries)", code)
+	if code, after := postHeader(routers[1], signed(hookSecret, "d-1", pushBody)); code != http.StatusServiceUnavailable || after == "" {
+		t.Errorf("retry at r2 while r1's Sink works: %d (Retry-After %q), want 503 with Retry-After (a 2xx would end the sender's retries)", code, after)
 	}
 	close(a.release)
 	if code := <-first; code != http.StatusAccepted {

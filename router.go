@@ -442,6 +442,9 @@ func (r *Router) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 	deliveries, err := r.Dispatch(req.Context(), namespace, name, &Inbound{Headers: req.Header, Body: body})
 	status := statusOf(deliveries, err)
+	if status == http.StatusServiceUnavailable { // a Sink refused, or another attempt holds the delivery id
+		w.Header().Set("Retry-After", retryRefused)
+	}
 	if status != http.StatusAccepted {
 		http.Error(w, http.StatusText(status), status)
 		return
@@ -454,6 +457,10 @@ func (r *Router) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(map[string]int{"activations": activations})
 }
+
+// retryRefused is the Retry-After of a 503 for a refused or in-flight delivery, in seconds: long enough for the
+// attempt that holds the delivery id to reach its Sink's accept in the common case.
+const retryRefused = "5"
 
 // readBody reads a request body of at most limit bytes. A body with a Content-Length is read into a buffer of
 // exactly that size (io.ReadAll would grow its buffer and copy, about twice the body in allocations).
