@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -213,7 +214,11 @@ func TestServerCrash(t *testing.T) {
 	t.Run("http server gone", func(t *testing.T) {
 		t.Parallel()
 		u, cmd := remoteServer(t, "-http")
-		task := newTask(t, load(t, manifest("  transport: streamable_http\n  url: "+u+"\n", "echo")))
+		// No pooled connection: a request on a kept-alive connection to the killed server may count as sent (its
+		// outcome unknown, a recoverable result) when the client has not yet seen that connection close; a new
+		// connection is refused, which is what this case pins.
+		client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+		task := newTask(t, load(t, manifest("  transport: streamable_http\n  url: "+u+"\n", "echo"), tool.WithHTTPClient(client)))
 		if res, err := task.Invoke(context.Background(), "echo", map[string]any{"text": "a"}); err != nil || res.IsError {
 			t.Fatalf("first call: %v %+v", err, res)
 		}

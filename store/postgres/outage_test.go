@@ -27,7 +27,11 @@ func privateServer(t *testing.T) (string, func(cmd string)) {
 		t.Fatal(err)
 	}
 	env := filepath.Join(t.TempDir(), "env")
-	if out, err := exec.Command(script, "start", env).CombinedOutput(); err != nil {
+	start := exec.Command(script, "start", env)
+	// Synchronous commits: an immediate stop must not lose what the store was told is written (with them off the
+	// server loses its last commits, even the store's tables, and the test measures the server, not the store).
+	start.Env = append(os.Environ(), "TOOL_POSTGRES_SYNCHRONOUS_COMMIT=on")
+	if out, err := start.CombinedOutput(); err != nil {
 		t.Fatalf("start a private PostgreSQL server: %v\n%s", err, out)
 	}
 	b, err := os.ReadFile(env)
