@@ -86,6 +86,11 @@ func (t *Task) invoke(ctx context.Context, a *action, function string, args map[
 		return c.finish(nil, te), nil
 	}
 	t.addSecretArgs(resolved)
+	if t.cfg.Capability.approves(a.def.Name) {
+		if res, err, done := t.approval(c, resolved); done {
+			return res, err
+		}
+	}
 	// The allow list grows before the backend runs, so an event the call causes routes even if it arrives
 	// before the response (SPEC §6).
 	t.grow(ctx, c.id, resolved)

@@ -29,6 +29,9 @@ type TaskConfig struct {
 	Mount *Mount
 	// Sink receives the task's activations; nil means they are only returned by Deliver.
 	Sink Sink
+	// Approver decides the calls of the actions Capability.Approve names; NewTask fails without one when the
+	// capability names any.
+	Approver Approver
 }
 
 // AgentInfo is what {agent.*} resolves to.
@@ -130,7 +133,8 @@ func (t *Tool) startTask(ctx context.Context, cfg TaskConfig, resume bool) (*Tas
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if problems := t.checkBindings(cfg.Capability.Bindings); len(problems) > 0 {
+	problems := append(t.checkBindings(cfg.Capability.Bindings), t.checkApproval(cfg)...)
+	if len(problems) > 0 {
 		return nil, &ValidationError{Problems: problems}
 	}
 	task := &Task{
