@@ -17,7 +17,8 @@ var (
 	ErrUnrecoverable = runtime.ErrUnrecoverable
 	// ErrClosed is returned by calls on a closed task.
 	ErrClosed = errors.New("tool: task is closed")
-	// ErrUnknownAction is returned when a call names an action or function the tool does not have.
+	// ErrUnknownAction is returned when Invoke or Start names an action the capability does not include: a
+	// host's mistake. (A function name the LLM made up is a KindUnknownFunction result of InvokeFunction.)
 	ErrUnknownAction = errors.New("tool: unknown action")
 	// ErrNotFound is returned by Store.Get for an absent key.
 	ErrNotFound = errors.New("tool: not found")

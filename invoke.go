@@ -36,11 +36,14 @@ func (t *Task) Invoke(ctx context.Context, action string, args map[string]any) (
 }
 
 // InvokeFunction is Invoke by LLM-facing function name (Tool.Functions), with the arguments as the LLM's JSON
-// text. Arguments that are not a JSON object are a recoverable invalid_arguments result.
+// text. It handles the LLM's mistakes as results it can correct: arguments that are not a JSON object are a
+// recoverable invalid_arguments result, and a function the capability does not offer (a hallucinated name) is a
+// recoverable KindUnknownFunction result whose output lists the functions the LLM can call. Its errors are
+// otherwise those of Invoke.
 func (t *Task) InvokeFunction(ctx context.Context, function string, argsJSON []byte) (*Result, error) {
 	a := t.functions[function]
 	if a == nil {
-		return nil, fmt.Errorf("%w: no function %q", ErrUnknownAction, function)
+		return t.unknownFunction(ctx, function)
 	}
 	var args map[string]any
 	if len(bytes.TrimSpace(argsJSON)) > 0 {

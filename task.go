@@ -82,6 +82,7 @@ type Task struct {
 	cfg       TaskConfig
 	bindings  map[string]any
 	functions map[string]*action // by LLM-facing name
+	funcNames []string           // the LLM-facing names, in manifest order
 	allow     *allowlist.List
 	secrets   *redact.Set
 	values    taskValues
@@ -153,6 +154,7 @@ func (t *Tool) startTask(ctx context.Context, cfg TaskConfig, resume bool) (*Tas
 	task.functions = map[string]*action{}
 	for _, f := range t.Functions(cfg.Capability) {
 		task.functions[f.Name] = t.actionByName[f.Action]
+		task.funcNames = append(task.funcNames, f.Name)
 	}
 	for name, v := range task.bindings {
 		task.allow.Seal(name, v)
