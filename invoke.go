@@ -74,6 +74,7 @@ func (t *Task) invoke(ctx context.Context, a *action, function string, args map[
 	}
 	defer t.calls.Done()
 	c := t.newCall(ctx, a, function)
+	ctx = c.ctx // a CallObserver's context, holding its span
 
 	if max := t.tool.opts.limits.MaxCalls; max > 0 && t.callCount.Add(1) > int64(max) {
 		return nil, c.fail(runtime.Unrecoverable(fmt.Errorf("the task reached its limit of %d calls", max)))
@@ -130,6 +131,7 @@ func (t *Task) invoke(ctx context.Context, a *action, function string, args map[
 	inst, err := t.instance(callCtx, a, call)
 	if err != nil {
 		if errors.Is(err, ErrClosed) {
+			t.observe(ctx, "tool.cancelled", c.id, map[string]any{"action": a.def.Name, "reason": "task closed"})
 			return nil, ErrClosed
 		}
 		if callCtx.Err() != nil && !errors.Is(err, ErrUnrecoverable) {
