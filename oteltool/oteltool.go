@@ -89,8 +89,9 @@ type Observer struct {
 	activations metric.Int64Counter
 }
 
-// NewObserver returns an Observer (as a tool.Observer, to pass to tool.WithObserver). To report to another
-// observer too, call both from a tool.ObserverFunc and forward StartCall.
+// NewObserver returns an Observer (as a tool.Observer, to pass to tool.WithObserver). To report facts to another
+// observer too, wrap both in a type of your own whose Observe calls each and whose StartCall calls this one's
+// (a tool.ObserverFunc has no StartCall, so calls would have no spans).
 func NewObserver(opts ...Option) tool.Observer {
 	c := config{}
 	for _, o := range opts {
