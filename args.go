@@ -38,7 +38,8 @@ func (t *Task) resolveArgs(a *action, args map[string]any) (map[string]any, []st
 	for _, p := range a.params {
 		if v, ok := t.bindings[p.Name]; ok {
 			resolved[p.Name] = v
-		} else if v, ok := args[p.Name]; ok {
+		} else if v, ok := args[p.Name]; ok && (v != nil || p.Required || allowsNull(p.Schema)) {
+			// A null for an optional parameter is its absence (Function.StrictSchema makes optional ones nullable).
 			resolved[p.Name] = v
 			fromLLM = true
 		} else if p.HasDefault {

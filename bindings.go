@@ -53,6 +53,11 @@ func (t *Tool) checkBindings(bindings map[string]any) []Problem {
 			}
 		}
 	}
+	return problemsOf(errs)
+}
+
+// problemsOf turns NewTask's field errors into Problems sorted by path; nil when there are none.
+func problemsOf(errs field.List) []Problem {
 	if len(errs) == 0 {
 		return nil
 	}

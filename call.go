@@ -24,6 +24,7 @@ type call struct {
 
 func (t *Task) newCall(ctx context.Context, a *action, function string) *call {
 	id := t.nextCallID(ctx)
+	ctx = t.startCall(ctx, a, id, function)
 	return &call{task: t, a: a, id: id, ctx: ctx, result: &Result{
 		CallID: id, Action: a.def.Name, Function: function,
 		Telemetry: Telemetry{Start: t.tool.opts.clock.Now(), Backend: a.kind, Attempts: 1},

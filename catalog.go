@@ -14,7 +14,8 @@ type CatalogEntry struct {
 	Description  string          `json:"description"`
 	InputSchema  json.RawMessage `json:"input_schema"`
 	Capabilities []string        `json:"capabilities"`
-	// Policy is "allowed", or "denied" with PolicyReason when the capability does not include the action.
+	// Policy is "allowed"; "ask" when each call needs approval (Capability.Approve); or "denied" with
+	// PolicyReason when the capability does not include the action.
 	Policy       string `json:"policy"`
 	PolicyReason string `json:"policy_reason,omitempty"`
 	// RuntimeOwner is "local", "http", "mcp_server", "kubernetes" or "subprocess".
@@ -55,6 +56,8 @@ func (t *Tool) Catalog(c Capability) []CatalogEntry {
 		}
 		if !c.includes(a.def.Name) {
 			e.Policy, e.PolicyReason = "denied", "the capability's include list does not name this action"
+		} else if c.approves(a.def.Name) {
+			e.Policy, e.PolicyReason = "ask", "each call waits for the task's Approver"
 		}
 		if an := a.def.Annotations; an != nil && an.InterruptBehavior != "" {
 			e.InterruptBehavior = an.InterruptBehavior

@@ -17,7 +17,8 @@ var (
 	ErrUnrecoverable = runtime.ErrUnrecoverable
 	// ErrClosed is returned by calls on a closed task.
 	ErrClosed = errors.New("tool: task is closed")
-	// ErrUnknownAction is returned when a call names an action or function the tool does not have.
+	// ErrUnknownAction is returned when Invoke or Start names an action the capability does not include: a
+	// host's mistake. (A function name the LLM made up is a KindUnknownFunction result of InvokeFunction.)
 	ErrUnknownAction = errors.New("tool: unknown action")
 	// ErrNotFound is returned by Store.Get for an absent key.
 	ErrNotFound = errors.New("tool: not found")
@@ -74,10 +75,19 @@ type ValidationError struct {
 func (e *ValidationError) Error() string {
 	var b strings.Builder
 	what := "manifest"
-	if len(e.Problems) > 0 && !slices.ContainsFunc(e.Problems, func(p Problem) bool {
-		return p.Path != "bindings" && !strings.HasPrefix(p.Path, "bindings.")
-	}) {
+	outside := func(prefixes ...string) func(Problem) bool {
+		return func(p Problem) bool {
+			return !slices.ContainsFunc(prefixes, func(pre string) bool {
+				return p.Path == pre || strings.HasPrefix(p.Path, pre+".") || strings.HasPrefix(p.Path, pre+"[")
+			})
+		}
+	}
+	switch {
+	case len(e.Problems) == 0:
+	case !slices.ContainsFunc(e.Problems, outside("bindings")):
 		what = "bindings" // NewTask's problems: the manifest is fine, the capability is not
+	case !slices.ContainsFunc(e.Problems, outside("bindings", "approve", "approver")):
+		what = "task configuration"
 	}
 	fmt.Fprintf(&b, "tool: invalid %s: %d problem", what, len(e.Problems))
 	if len(e.Problems) != 1 {

@@ -20,6 +20,9 @@ type Capability struct {
 	Bindings map[string]any
 	// EventTimeout overrides the events' timeout (SPEC §9.5); 0 keeps the tool's.
 	EventTimeout time.Duration
+	// Approve names the actions whose calls wait for TaskConfig.Approver before they run; "*" means all. Their
+	// catalog policy is "ask".
+	Approve []string
 }
 
 // Function is an action as the LLM sees it (SPEC §3.5). Parameters is a JSON Schema of type object, accepted as

@@ -36,11 +36,14 @@ func (t *Task) Invoke(ctx context.Context, action string, args map[string]any) (
 }
 
 // InvokeFunction is Invoke by LLM-facing function name (Tool.Functions), with the arguments as the LLM's JSON
-// text. Arguments that are not a JSON object are a recoverable invalid_arguments result.
+// text. It handles the LLM's mistakes as results it can correct: arguments that are not a JSON object are a
+// recoverable invalid_arguments result, and a function the capability does not offer (a hallucinated name) is a
+// recoverable KindUnknownFunction result whose output lists the functions the LLM can call. Its errors are
+// otherwise those of Invoke.
 func (t *Task) InvokeFunction(ctx context.Context, function string, argsJSON []byte) (*Result, error) {
 	a := t.functions[function]
 	if a == nil {
-		return nil, fmt.Errorf("%w: no function %q", ErrUnknownAction, function)
+		return t.unknownFunction(ctx, function)
 	}
 	var args map[string]any
 	if len(bytes.TrimSpace(argsJSON)) > 0 {
@@ -71,6 +74,7 @@ func (t *Task) invoke(ctx context.Context, a *action, function string, args map[
 	}
 	defer t.calls.Done()
 	c := t.newCall(ctx, a, function)
+	ctx = c.ctx // a CallObserver's context, holding its span
 
 	if max := t.tool.opts.limits.MaxCalls; max > 0 && t.callCount.Add(1) > int64(max) {
 		return nil, c.fail(runtime.Unrecoverable(fmt.Errorf("the task reached its limit of %d calls", max)))
@@ -86,6 +90,11 @@ func (t *Task) invoke(ctx context.Context, a *action, function string, args map[
 		return c.finish(nil, te), nil
 	}
 	t.addSecretArgs(resolved)
+	if t.cfg.Capability.approves(a.def.Name) {
+		if res, err, done := t.approval(c, resolved); done {
+			return res, err
+		}
+	}
 	// The allow list grows before the backend runs, so an event the call causes routes even if it arrives
 	// before the response (SPEC §6).
 	t.grow(ctx, c.id, resolved)
@@ -122,6 +131,7 @@ func (t *Task) invoke(ctx context.Context, a *action, function string, args map[
 	inst, err := t.instance(callCtx, a, call)
 	if err != nil {
 		if errors.Is(err, ErrClosed) {
+			t.observe(ctx, "tool.cancelled", c.id, map[string]any{"action": a.def.Name, "reason": "task closed"})
 			return nil, ErrClosed
 		}
 		if callCtx.Err() != nil && !errors.Is(err, ErrUnrecoverable) {

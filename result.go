@@ -71,7 +71,9 @@ type RetryHint struct {
 	Schemas       map[string]json.RawMessage `json:"schemas,omitempty"`
 	// ExampleInput is a valid argument object built from the schema's defaults and examples, when there is one.
 	ExampleInput map[string]any `json:"example_input,omitempty"`
-	Message      string         `json:"message,omitempty"`
+	// Functions lists the functions the LLM can call, when it named one that does not exist.
+	Functions []string `json:"functions,omitempty"`
+	Message   string   `json:"message,omitempty"`
 }
 
 // Telemetry describes how a call ran.

@@ -29,6 +29,9 @@ type TaskConfig struct {
 	Mount *Mount
 	// Sink receives the task's activations; nil means they are only returned by Deliver.
 	Sink Sink
+	// Approver decides the calls of the actions Capability.Approve names; NewTask fails without one when the
+	// capability names any.
+	Approver Approver
 }
 
 // AgentInfo is what {agent.*} resolves to.
@@ -83,6 +86,7 @@ type Task struct {
 	cfg       TaskConfig
 	bindings  map[string]any
 	functions map[string]*action // by LLM-facing name
+	funcNames []string           // the LLM-facing names, in manifest order
 	allow     *allowlist.List
 	secrets   *redact.Set
 	values    taskValues
@@ -135,7 +139,8 @@ func (t *Tool) startTask(ctx context.Context, cfg TaskConfig, resume bool, snap 
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if problems := t.checkBindings(cfg.Capability.Bindings); len(problems) > 0 {
+	problems := append(t.checkBindings(cfg.Capability.Bindings), t.checkApproval(cfg)...)
+	if len(problems) > 0 {
 		return nil, &ValidationError{Problems: problems}
 	}
 	task := &Task{
@@ -155,6 +160,7 @@ func (t *Tool) startTask(ctx context.Context, cfg TaskConfig, resume bool, snap 
 	task.functions = map[string]*action{}
 	for _, f := range t.Functions(cfg.Capability) {
 		task.functions[f.Name] = t.actionByName[f.Action]
+		task.funcNames = append(task.funcNames, f.Name)
 	}
 	for name, v := range task.bindings {
 		task.allow.Seal(name, v)

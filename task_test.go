@@ -130,8 +130,21 @@ func TestInvokeCEL(t *testing.T) {
 	if err != nil || fres.Output != int64(6) || fres.Function != "calc_add" {
 		t.Errorf("InvokeFunction = %+v, %v; want 6", fres, err)
 	}
-	if _, err := task.InvokeFunction(context.Background(), "calc_nope", nil); !errors.Is(err, tool.ErrUnknownAction) {
-		t.Errorf("unknown function: err = %v, want ErrUnknownAction", err)
+	// A hallucinated function name is the LLM's mistake: a result listing what it can call.
+	fres, err = task.InvokeFunction(tool.WithCallID(context.Background(), "c9"), "calc_nope", []byte(`{"a": 1}`))
+	if err != nil || !fres.IsError || fres.Error.Kind != tool.KindUnknownFunction || fres.Function != "calc_nope" ||
+		fres.Action != "" || fres.CallID != "c9" {
+		t.Fatalf("unknown function = %+v, %v; want a recoverable unknown_function result", fres, err)
+	}
+	var out struct {
+		Error struct {
+			Kind string
+			Hint struct{ Functions []string }
+		}
+	}
+	if err := json.Unmarshal(fres.OutputJSON, &out); err != nil || out.Error.Kind != "unknown_function" ||
+		!reflect.DeepEqual(out.Error.Hint.Functions, []string{"calc_add", "calc_whoami", "calc_fail"}) {
+		t.Errorf("unknown function output = %s, want the callable functions listed", fres.OutputJSON)
 	}
 	if _, err := task.Invoke(context.Background(), "nope", nil); !errors.Is(err, tool.ErrUnknownAction) {
 		t.Errorf("unknown action: err = %v, want ErrUnknownAction", err)
@@ -369,5 +382,20 @@ func TestCELSeesTheTaskClockAndContext(t *testing.T) {
 	want := map[string]any{"date": "2026-05-20T02:45:00Z", "namespace": "ops"}
 	if !reflect.DeepEqual(res.Output, want) {
 		t.Errorf("format_date = %v (%v), want %v", res.Output, res.Error, want)
+	}
+}
+
+func TestInvokeFunctionOutsideCapability(t *testing.T) {
+	t.Parallel()
+	tl := mustLoadSrc(t, calcManifest)
+	task := newTask(t, tl, tool.TaskConfig{Capability: tool.Capability{Include: []string{"add"},
+		Bindings: map[string]any{"owner": "octo"}}})
+	res, err := task.InvokeFunction(context.Background(), "calc_fail", nil)
+	if err != nil || !res.IsError || res.Error.Kind != tool.KindUnknownFunction ||
+		!reflect.DeepEqual(res.Error.Hint.Functions, []string{"calc_add"}) {
+		t.Fatalf("excluded function = %+v, %v; want unknown_function listing calc_add", res, err)
+	}
+	if _, err := task.Invoke(context.Background(), "fail", nil); !errors.Is(err, tool.ErrUnknownAction) {
+		t.Fatalf("Invoke of an excluded action: err = %v, want ErrUnknownAction", err)
 	}
 }

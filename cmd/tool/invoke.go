@@ -16,10 +16,11 @@ import (
 
 var invokeCommand = command{
 	name:     "invoke",
-	synopsis: "FILE ACTION [--args JSON] [--settings FILE] [--binding name=value ...] [--auth-env provider=VAR ...] [--timeout D]",
+	synopsis: "FILE ACTION|FUNCTION [--args JSON] [--settings FILE] [--binding name=value ...] [--auth-env provider=VAR ...] [--timeout D]",
 	summary:  "run one action of a manifest and print its result as JSON",
 	detail: `Invoke loads the manifest, starts a task with the given bindings, runs one call
-of ACTION with the JSON object --args as the LLM's arguments, prints the Result
+of ACTION (an action name, or the function name 'tool functions' prints) with
+the JSON object --args as the LLM's arguments, prints the Result
 as JSON and closes the task (tearing down what the call started).
 
 The exit code is 0 when the call succeeded, 1 when it failed (a recoverable
@@ -70,7 +71,7 @@ func runInvoke(ctx context.Context, fs *flag.FlagSet, args []string, stdout, std
 	if task == nil {
 		return code
 	}
-	res, err := task.Invoke(ctx, action, callArgs)
+	res, err := task.Invoke(ctx, actionNamed(task.Tool(), action), callArgs)
 	if cerr := task.Close(ctx); cerr != nil {
 		fmt.Fprintf(stderr, "tool invoke: %v\n", cerr)
 	}
@@ -119,6 +120,23 @@ func (e envTokens) Token(_ context.Context, provider string, _ tool.AuthRequest)
 
 // startTask loads file and starts a task with the given bindings for a one-shot command (cmd names it in
 // messages). It returns the task, or the exit code when it could not.
+// actionNamed returns the action that name names: an action name as it is, else the action behind the function
+// name `tool functions` prints (with the default capability key, the tool's name).
+func actionNamed(t *tool.Tool, name string) string {
+	functions := t.Functions(tool.Capability{})
+	for _, f := range functions {
+		if f.Action == name {
+			return name
+		}
+	}
+	for _, f := range functions {
+		if f.Name == name {
+			return f.Action
+		}
+	}
+	return name
+}
+
 func startTask(ctx context.Context, fs *flag.FlagSet, stderr io.Writer, cmd, file string, opts []tool.Option,
 	bindings map[string]any) (*tool.Task, int) {
 	t, err := tool.LoadFile(ctx, file, opts...)
