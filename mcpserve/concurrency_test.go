@@ -92,6 +92,10 @@ func overPipes(ctx context.Context, s *mcpserve.Server, opts ...server.StdioOpti
 	}()
 	c := mcpclient.NewClient(transport.NewIO(clientIn, clientOut, nil))
 	return c, func() error {
+		// io.Pipe has no buffer: once the server stops reading (its ctx ended), a client write would block for
+		// ever while holding the transport's lock. Closing the write end first ends such writes (and gives the
+		// server a clean end of input).
+		_ = clientOut.Close()
 		_ = c.Close()
 		_ = clientIn.Close() // a response still being written ends
 		return <-served
@@ -126,6 +130,7 @@ func TestStdioWorkersOption(t *testing.T) {
 		t.Fatalf("%d calls never reached the backend together: %v", parallel-1, err)
 	}
 	cancel()
+	_ = stop() // ctx ended: ServeStdio returns its error; a call still being written ends too
 	for range parallel {
 		if err := <-errs; err == nil {
 			t.Error("a call completed although the barrier never filled")
@@ -134,7 +139,6 @@ func TestStdioWorkersOption(t *testing.T) {
 	if most := barrier.MostInFlight(); most != parallel-1 {
 		t.Errorf("%d requests were at the backend at once with %d workers", most, parallel-1)
 	}
-	_ = stop() // ctx ended: ServeStdio returns its error
 }
 
 // TestStreamableHTTPRunsParallelCallsTogether: the same over streamable HTTP.
