@@ -241,7 +241,7 @@ func TestApprovalWaitBounds(t *testing.T) {
 		task, err := tl.NewTask(context.Background(), tool.TaskConfig{Capability: tool.Capability{Approve: []string{"deploy"}},
 			Approver: tool.ApproverFunc(func(ctx context.Context, r tool.ApprovalRequest) (tool.Approval, error) {
 				if r.Arguments["service"] == "slow" {
-					time.Sleep(time.Hour)
+					time.Sleep(time.Hour) // synctest's fake clock: the bubble's time jumps, no wall time passes
 					return tool.Approval{Approved: true}, nil
 				}
 				<-ctx.Done()

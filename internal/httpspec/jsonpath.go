@@ -1,6 +1,7 @@
 package httpspec
 
 import (
+	"maps"
 	"slices"
 	"strings"
 
@@ -72,14 +73,14 @@ func apply(out []any, sels []spec.Selector, node, root any) []any {
 			continue
 		case spec.WildcardSelector:
 			if isObj {
-				for _, k := range sortedKeys(obj) {
+				for _, k := range slices.Sorted(maps.Keys(obj)) {
 					out = append(out, obj[k])
 				}
 				continue
 			}
 		case *spec.FilterSelector:
 			if isObj {
-				for _, k := range sortedKeys(obj) {
+				for _, k := range slices.Sorted(maps.Keys(obj)) {
 					if sel.Eval(obj[k], root) {
 						out = append(out, obj[k])
 					}
@@ -103,20 +104,11 @@ func descend(out []any, sels []spec.Selector, node, root any) []any {
 			out = descend(out, sels, e, root)
 		}
 	case map[string]any:
-		for _, k := range sortedKeys(v) {
+		for _, k := range slices.Sorted(maps.Keys(v)) {
 			out = descend(out, sels, v[k], root)
 		}
 	}
 	return out
-}
-
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // directSteps returns the selectors of a query made only of child segments with one name or index each ($.a.b[0]),

@@ -2,8 +2,9 @@ package openapi
 
 import (
 	"fmt"
+	"maps"
 	"net/url"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -124,7 +125,7 @@ func (a *Action) checkObject(p *param, v map[string]any, baseQuery url.Values) *
 	for _, k := range sortedKeys(v) {
 		if !p.open && !p.keys[k] {
 			return runtime.Errorf(runtime.KindInvalidArguments,
-				"parameter %s: key %q is not a property its schema declares (%s)", p.arg, k, strings.Join(sortedSet(p.keys), ", "))
+				"parameter %s: key %q is not a property its schema declares (%s)", p.arg, k, strings.Join(slices.Sorted(maps.Keys(p.keys)), ", "))
 		}
 		if p.in == "query" && p.style == "form" && p.explode {
 			if _, taken := baseQuery[k]; taken || a.queryNames[k] && k != p.name {
@@ -134,15 +135,6 @@ func (a *Action) checkObject(p *param, v map[string]any, baseQuery url.Values) *
 		}
 	}
 	return nil
-}
-
-func sortedSet(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // appendQuery adds the query pairs of one parameter: form (exploded or not), spaceDelimited, pipeDelimited and
