@@ -9,7 +9,13 @@ import (
 // CatalogEntry describes one action for a host's tool inventory (SPEC §11), in the shape of the
 // tool.catalog.resolved fact.
 type CatalogEntry struct {
-	ToolName     string          `json:"tool_name"` // the LLM-facing function name
+	// Function is the LLM-facing function name: Function.Name and Result.Function for the same action. Its JSON
+	// key is SPEC §11's tool_name.
+	Function string `json:"tool_name"`
+	// ToolName holds the same value as Function.
+	//
+	// Deprecated: use Function. ToolName is not encoded (tool_name is Function's key).
+	ToolName     string          `json:"-"`
 	Action       string          `json:"action"`
 	Description  string          `json:"description"`
 	InputSchema  json.RawMessage `json:"input_schema"`
@@ -37,7 +43,7 @@ func (t *Tool) Catalog(c Capability) []CatalogEntry {
 	for _, a := range t.actions {
 		tr := a.traits()
 		e := CatalogEntry{
-			ToolName:          t.functionName(c, a),
+			Function:          t.functionName(c, a),
 			Action:            a.def.Name,
 			Description:       a.def.Description,
 			InputSchema:       a.llmSchema(c.Bindings),
@@ -51,6 +57,7 @@ func (t *Tool) Catalog(c Capability) []CatalogEntry {
 			IsOpenWorld:       tr.OpenWorld,
 			InterruptBehavior: "block",
 		}
+		e.ToolName = e.Function
 		if e.Capabilities == nil {
 			e.Capabilities = []string{}
 		}

@@ -27,7 +27,7 @@ func replicaPair(t *testing.T, store tool.Store, clock *manualClock, sinks [2]to
 		cfg := tool.TaskConfig{ID: "t1", Sink: sinks[i], Capability: tool.Capability{Bindings: map[string]any{"repo": "o/r"}}}
 		start := tl.NewTask
 		if i == 1 {
-			start = tl.ResumeTask
+			start = tl.RestoreTask
 		}
 		task, err := start(ctx, cfg)
 		if err != nil {

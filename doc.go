@@ -17,7 +17,7 @@
 //
 // Hosts plug in through small interfaces: Store (task state; NewMemoryStore by default, store/postgres for
 // durable, shared state), Clock, AuthProvider, Observer (lifecycle facts), Sink, Mux. With a durable Store,
-// Tool.ResumeTask continues a task after a restart and Task.Detach hands one over; several replicas may share
+// Tool.RestoreTask continues a task after a restart and Task.Detach hands one over; several replicas may share
 // tasks. Package tooltest is the harness for hosts' tests: a fake clock, recorders, a stub server and a signer.
 //
 // Action backends live in subpackages of runtime and receive backends in subpackages of events; importing this

@@ -85,7 +85,7 @@ func ExampleRouter() {
 	}
 	router := tool.NewRouter()
 	mux := http.NewServeMux()
-	router.Mount(mux) // POST /v1/webhooks/events/{namespace}/{tool}
+	router.Register(mux) // POST /v1/webhooks/events/{namespace}/{tool}
 
 	for _, repo := range []string{"api", "web"} {
 		task, err := t.NewTask(ctx, tool.TaskConfig{

@@ -183,7 +183,7 @@ actions:
 		fmt.Println(f.Name, string(f.Parameters))
 	}
 	for _, e := range t.Catalog(tool.Capability{}) {
-		fmt.Println(e.ToolName, "owner:", e.RuntimeOwner, "read-only:", e.IsReadOnly)
+		fmt.Println(e.Function, "owner:", e.RuntimeOwner, "read-only:", e.IsReadOnly)
 	}
 	_, known := runtime.Default().Lookup("echo")
 	fmt.Println("echo in the default registry:", known)

@@ -568,8 +568,8 @@ func TestCatalogPolicyAndSchema(t *testing.T) {
 					if e.PolicyReason != "" {
 						t.Errorf("%s: allowed with a reason %q", e.Action, e.PolicyReason)
 					}
-					if e.ToolName != f.Name || e.Description != f.Description {
-						t.Errorf("%s: entry (%q, %q) != function (%q, %q)", e.Action, e.ToolName, e.Description,
+					if e.Function != f.Name || e.Description != f.Description {
+						t.Errorf("%s: entry (%q, %q) != function (%q, %q)", e.Action, e.Function, e.Description,
 							f.Name, f.Description)
 					}
 					if !bytes.Equal(e.InputSchema, f.Parameters) {

@@ -280,9 +280,9 @@ func (l *loader) identity(root map[string]any) {
 	switch {
 	case root["kind"] != nil && m.Kind == "":
 	case m.Kind == "":
-		l.errs.Add(field.Required(field.NewPath("kind"), "kind is required: %q", Kind))
+		l.errs.Add(field.Required(field.NewPath("kind"), "kind is required: %q", ManifestKind))
 	case m.Kind != Kind:
-		l.errs.Add(field.Unsupported(field.NewPath("kind"), "kind must be %q", Kind))
+		l.errs.Add(field.Unsupported(field.NewPath("kind"), "kind must be %q", ManifestKind))
 	}
 	if root["namespace"] == nil {
 		l.errs.Add(field.Required(field.NewPath("namespace"), "namespace is required"))

@@ -87,7 +87,7 @@ func TestRegressionPollLeaseSurvivesASlowSink(t *testing.T) {
 	defer first.Close(ctx)
 	obs1.Wait(t, "poll.fetched", 1) // r1 holds the lease and baselined
 	cfg.Sink = tool.SinkFunc(func(ctx context.Context, a tool.Activation) error { fired.Add(1); return nil })
-	second, err := load("r2", obs2).ResumeTask(ctx, cfg)
+	second, err := load("r2", obs2).RestoreTask(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +134,7 @@ func TestRegressionClaimHoldsWhileTheSinkWorks(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer a.Close(ctx)
-	b, err := load("r2").ResumeTask(ctx, cfg)
+	b, err := load("r2").RestoreTask(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +166,7 @@ func TestRegressionResumeCountsTheIdleTime(t *testing.T) {
 	}
 	first.Detach(ctx) // or the process dies
 	clock.Advance(2 * time.Hour)
-	second, err := load().ResumeTask(ctx, cfg)
+	second, err := load().RestoreTask(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

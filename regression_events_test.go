@@ -74,7 +74,7 @@ func TestRegressionRouterRootPrefixAndMisconfigured(t *testing.T) {
 	tl := mustLoadSrc(t, repoEvents("")) // no settings: the secret renders empty
 	r := tool.NewRouter(tool.WithPrefix("/"))
 	mux := http.NewServeMux()
-	r.Mount(mux)
+	r.Register(mux)
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	task := newTask(t, tl, tool.TaskConfig{Capability: tool.Capability{Bindings: map[string]any{"repo": "o/r"}}})

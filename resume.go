@@ -14,7 +14,7 @@ import (
 	"github.com/commonagents-go/tool/runtime"
 )
 
-// ResumeTask rebuilds the task cfg.ID from the Store after a host restart (SPEC §13), with the configuration the
+// RestoreTask rebuilds the task cfg.ID from the Store after a host restart (SPEC §13), with the configuration the
 // host gives now (bindings, Sink, ...), checked as NewTask checks it:
 //
 //   - the allow list is the stored one, except sealed entries, which are the bindings given now (a stored sealed
@@ -27,15 +27,23 @@ import (
 //     is subscribed again and the old one removed), a poll continues from its watermark and seen items.
 //
 // A task the Store does not hold is an error wrapping ErrNotFound. Several replicas sharing a Store may each
-// resume the same task: with a LeaseStore only one of them fetches and renews at a time.
-func (t *Tool) ResumeTask(ctx context.Context, cfg TaskConfig) (*Task, error) {
+// restore the same task: with a LeaseStore only one of them fetches and renews at a time.
+func (t *Tool) RestoreTask(ctx context.Context, cfg TaskConfig) (*Task, error) {
 	if cfg.ID == "" {
-		return nil, errors.New("tool: resume task: TaskConfig.ID must name the stored task")
+		return nil, errors.New("tool: restore task: TaskConfig.ID must name the stored task")
 	}
 	return t.startTask(ctx, cfg, true, nil)
 }
 
-// ErrTaskExists is returned by NewTask for an ID the Store already holds a task under: resume it (ResumeTask) or
+// ResumeTask is the former name of RestoreTask.
+//
+// Deprecated: use RestoreTask. ResumeTask read as the restore-side twin of Task.Resume, which instead lifts an
+// Interrupt.
+func (t *Tool) ResumeTask(ctx context.Context, cfg TaskConfig) (*Task, error) {
+	return t.RestoreTask(ctx, cfg)
+}
+
+// ErrTaskExists is returned by NewTask for an ID the Store already holds a task under: restore it (RestoreTask) or
 // end it (Close) rather than start another over its state.
 var ErrTaskExists = errors.New("tool: a task with this ID is already in the Store")
 

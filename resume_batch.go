@@ -12,7 +12,7 @@ import (
 )
 
 // ScanStore is implemented by Stores that read every key under a prefix together with its value in one pass (a
-// range scan), so that Tool.ResumeTasks reads the state of all of a tool's stored tasks at once instead of four
+// range scan), so that Tool.RestoreTasks reads the state of all of a tool's stored tasks at once instead of four
 // queries per task. The memory store and store/postgres implement it.
 type ScanStore interface {
 	Store
@@ -26,34 +26,34 @@ type Entry struct {
 	Value []byte
 }
 
-// ResumeTasks resumes every task of the tool that the Store holds, as ResumeTask resumes one (SPEC §13): for each
-// stored task ID, in order, configure returns the configuration to resume it with (its ID field is ignored), or
-// false to leave the task stored and not resume it; it is called from the calling goroutine, then the tasks are
+// RestoreTasks restores every task of the tool that the Store holds, as RestoreTask restores one (SPEC §13): for each
+// stored task ID, in order, configure returns the configuration to restore it with (its ID field is ignored), or
+// false to leave the task stored and not restore it; it is called from the calling goroutine, then the tasks are
 // rebuilt on GOMAXPROCS goroutines. With a ScanStore the state of all the tasks is read with one
-// Scan and a task whose stored allow list is unchanged is not written back, so resuming costs one range scan and
-// the CPU to rebuild the tasks; with another Store each task is resumed by ResumeTask. Task IDs that contain "/"
-// are not found: resume those with ResumeTask.
+// Scan and a task whose stored allow list is unchanged is not written back, so restoring costs one range scan and
+// the CPU to rebuild the tasks; with another Store each task is restored by RestoreTask. Task IDs that contain "/"
+// are not found: restore those with RestoreTask.
 //
-// It returns the tasks it resumed, in ID order, and an error joining, for each task that failed to resume, ResumeTask's error
-// (which names the task); the other tasks are resumed all the same. A failed Scan or List resumes nothing. ctx
-// bounds the reads and each task's start, as it bounds ResumeTask.
-func (t *Tool) ResumeTasks(ctx context.Context, configure func(id string) (TaskConfig, bool)) ([]*Task, error) {
+// It returns the tasks it restored, in ID order, and an error joining, for each task that failed to restore, RestoreTask's error
+// (which names the task); the other tasks are restored all the same. A failed Scan or List restores nothing. ctx
+// bounds the reads and each task's start, as it bounds RestoreTask.
+func (t *Tool) RestoreTasks(ctx context.Context, configure func(id string) (TaskConfig, bool)) ([]*Task, error) {
 	prefix := "tasks/" + t.Namespace() + "/" + t.Name() + "/"
 	var snaps []*stateSnapshot
 	if scan, ok := t.opts.store.(ScanStore); ok {
 		entries, err := scan.Scan(ctx, prefix)
 		if err != nil {
-			return nil, fmt.Errorf("tool: resume tasks: %w", err)
+			return nil, fmt.Errorf("tool: restore tasks: %w", err)
 		}
 		snaps = groupSnapshots(prefix, entries)
 	} else {
 		keys, err := t.opts.store.List(ctx, prefix)
 		if err != nil {
-			return nil, fmt.Errorf("tool: resume tasks: %w", err)
+			return nil, fmt.Errorf("tool: restore tasks: %w", err)
 		}
 		for _, key := range keys {
 			if id, ok := strings.CutSuffix(strings.TrimPrefix(key, prefix), "/allowlist"); ok && !strings.Contains(id, "/") {
-				snaps = append(snaps, &stateSnapshot{id: id}) // no state: ResumeTask reads it
+				snaps = append(snaps, &stateSnapshot{id: id}) // no state: RestoreTask reads it
 			}
 		}
 	}
@@ -89,7 +89,14 @@ func (t *Tool) ResumeTasks(ctx context.Context, configure func(id string) (TaskC
 	return tasks, errors.Join(errs...)
 }
 
-// stateSnapshot is a task's stored state read ahead by ResumeTasks: its parts (the keys without the task's
+// ResumeTasks is the former name of RestoreTasks.
+//
+// Deprecated: use RestoreTasks.
+func (t *Tool) ResumeTasks(ctx context.Context, configure func(id string) (TaskConfig, bool)) ([]*Task, error) {
+	return t.RestoreTasks(ctx, configure)
+}
+
+// stateSnapshot is a task's stored state read ahead by RestoreTasks: its parts (the keys without the task's
 // prefix) and their values, sorted. A task resumed from it reads its state there instead of from the Store.
 type stateSnapshot struct {
 	id    string

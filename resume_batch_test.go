@@ -99,7 +99,7 @@ func resumeConfig(id string) tool.TaskConfig {
 	return tool.TaskConfig{ID: id, Capability: tool.Capability{Bindings: map[string]any{"repo": "o/r"}}}
 }
 
-// TestResumeTasksReadsOnce: ResumeTasks resumes every stored task of the tool with its allow list, from one Scan
+// TestResumeTasksReadsOnce: RestoreTasks resumes every stored task of the tool with its allow list, from one Scan
 // of a ScanStore and without writing, and one by one from another Store; a task the host declines stays stored,
 // and one that fails to resume does not stop the others.
 func TestResumeTasksReadsOnce(t *testing.T) {
@@ -120,7 +120,7 @@ func TestResumeTasksReadsOnce(t *testing.T) {
 			counted.lists.Store(0)
 			counted.puts.Store(0)
 			var offered []string
-			tasks, err := tl.ResumeTasks(ctx, func(id string) (tool.TaskConfig, bool) {
+			tasks, err := tl.RestoreTasks(ctx, func(id string) (tool.TaskConfig, bool) {
 				offered = append(offered, id)
 				switch id {
 				case "task03":
@@ -159,8 +159,8 @@ func TestResumeTasksReadsOnce(t *testing.T) {
 			if !reflect.DeepEqual(got, want) {
 				t.Errorf("resumed allow lists = %v\nwant %v", got, want)
 			}
-			// The declined task is still stored: ResumeTask finds it.
-			task, err := tl.ResumeTask(ctx, resumeConfig("task03"))
+			// The declined task is still stored: RestoreTask finds it.
+			task, err := tl.RestoreTask(ctx, resumeConfig("task03"))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -15,13 +15,13 @@ import (
 func TestResumeTaskUnknown(t *testing.T) {
 	t.Parallel()
 	tl := tooltest.Load(t, feedManifest(), tool.WithSettings(map[string]any{"base_url": "http://127.0.0.1:1"}))
-	_, err := tl.ResumeTask(context.Background(), tool.TaskConfig{ID: "nope",
+	_, err := tl.RestoreTask(context.Background(), tool.TaskConfig{ID: "nope",
 		Capability: tool.Capability{Bindings: map[string]any{"feed": "f1"}}})
 	if !errors.Is(err, tool.ErrNotFound) {
-		t.Errorf("ResumeTask of an unknown task = %v, want ErrNotFound", err)
+		t.Errorf("RestoreTask of an unknown task = %v, want ErrNotFound", err)
 	}
-	if _, err := tl.ResumeTask(context.Background(), tool.TaskConfig{}); err == nil {
-		t.Error("ResumeTask without an ID succeeded")
+	if _, err := tl.RestoreTask(context.Background(), tool.TaskConfig{}); err == nil {
+		t.Error("RestoreTask without an ID succeeded")
 	}
 }
 
@@ -64,7 +64,7 @@ func TestDetachAndResume(t *testing.T) {
 
 	obs2, sink2 := tooltest.NewObserver(), tooltest.NewSink()
 	cfg.Sink = sink2
-	second, err := load("r2", obs2).ResumeTask(ctx, cfg)
+	second, err := load("r2", obs2).RestoreTask(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +97,7 @@ func TestResumeReplacesChangedBindings(t *testing.T) {
 	}
 	obs := tooltest.NewObserver()
 	tl2 := tooltest.Load(t, repoEvents(""), tool.WithStore(store), tool.WithObserver(obs), tool.WithSettings(map[string]any{"secret": hookSecret}))
-	second, err := tl2.ResumeTask(ctx, tool.TaskConfig{ID: "t1", Capability: tool.Capability{Bindings: map[string]any{"repo": "o/other"}}})
+	second, err := tl2.RestoreTask(ctx, tool.TaskConfig{ID: "t1", Capability: tool.Capability{Bindings: map[string]any{"repo": "o/other"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +157,7 @@ func TestResumeRetiresEventsItWillNotRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.Capability.Include = []string{"noop"}
-	second, err := load().ResumeTask(ctx, cfg)
+	second, err := load().RestoreTask(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -388,8 +388,13 @@ func (g *group) all() []*Task {
 	return out
 }
 
-// Mount registers the webhook endpoint on m: the subtree {prefix}/, so any Mux works.
-func (r *Router) Mount(m Mux) { m.Handle(r.prefix+"/", r) }
+// Register registers the webhook endpoint on m: the subtree {prefix}/, so any Mux works.
+func (r *Router) Register(m Mux) { m.Handle(r.prefix+"/", r) }
+
+// Mount is the former name of Register.
+//
+// Deprecated: use Register. Mount is also the name of a task's storage (TaskConfig.Mount).
+func (r *Router) Mount(m Mux) { r.Register(m) }
 
 // ServeHTTP serves POST {prefix}/{namespace}/{tool}. It answers 202 once every activation the payload caused
 // was accepted by its task's Sink (also when no task wanted it), 503 when a Sink refused one or an earlier attempt

@@ -107,7 +107,7 @@ func TestRouterHTTP(t *testing.T) {
 	tl := repoTool(t, tool.WithLimits(tool.Limits{InboundBytes: 1024}))
 	r := tool.NewRouter(tool.WithPrefix("/hooks/"))
 	mux := http.NewServeMux()
-	r.Mount(mux)
+	r.Register(mux)
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	sink := &countingSink{}

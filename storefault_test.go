@@ -212,7 +212,7 @@ func TestPendingSubscribeIsRemovedAfterACrash(t *testing.T) {
 	if err := store.Put(ctx, key, b); err != nil {
 		t.Fatal(err)
 	}
-	second, err := driveTool(t, "", srv.URL, clock, obs, tool.WithStore(store)).ResumeTask(ctx, cfg)
+	second, err := driveTool(t, "", srv.URL, clock, obs, tool.WithStore(store)).RestoreTask(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -92,7 +92,7 @@ type Task struct {
 	values    taskValues
 	events    eventState
 	workers   workers
-	snap      *stateSnapshot // the state ResumeTasks read ahead, while the task is being resumed; else nil
+	snap      *stateSnapshot // the state RestoreTasks read ahead, while the task is being resumed; else nil
 
 	gate   gate
 	ctx    context.Context // ends when the task closes; calls derive their cancellation from it
@@ -236,7 +236,7 @@ func (t *Task) Close(ctx context.Context) error {
 // Detach ends the task in this process without ending it (SPEC §13): calls are cancelled and waited for, and
 // later ones return ErrClosed, as after Close, but nothing the task holds elsewhere is removed — subscriptions stay
 // registered, sessions are not destroyed, and the state stays in the Store — so that another process (a new
-// version of the host, another replica) continues it with Tool.ResumeTask. What lives only in this process ends:
+// version of the host, another replica) continues it with Tool.RestoreTask. What lives only in this process ends:
 // polls and renewals stop here, exec and stdio MCP processes are torn down. Close or Detach, whichever comes
 // first, ends the task; the other then does nothing.
 func (t *Task) Detach(ctx context.Context) error {

@@ -58,7 +58,7 @@ func ForTask(task *tool.Task, c tool.Capability) *Server {
 	s := &Server{task: task, mcp: server.NewMCPServer(t.Name(), Version, server.WithToolCapabilities(false))}
 	hints := map[string]tool.CatalogEntry{}
 	for _, e := range t.Catalog(c) {
-		hints[e.ToolName] = e
+		hints[e.Function] = e
 	}
 	for _, f := range t.Functions(c) {
 		def := mcp.NewToolWithRawSchema(f.Name, f.Description, f.Parameters)

@@ -259,7 +259,7 @@ func (r *Registry) Kinds() []string { return r.set.Kinds() }
 func (r *Registry) Clone() *Registry { return &Registry{set: r.set.Clone()} }
 
 // Resumer is implemented by backends that keep task state a later process must act on (stateful_session's
-// sessions to destroy). When Tool.ResumeTask finds state of the backend in the Store, it calls Resume instead of
+// sessions to destroy). When Tool.RestoreTask finds state of the backend in the Store, it calls Resume instead of
 // waiting for a call to Initialize: the instance knows what was recorded and tears it down at Close, and it
 // serves calls like an initialized one. Resume must not start anything new (no session, no process). in.Action is
 // nil; in.Actions lists the tool's actions of this backend and in.Values resolves the task's bindings.

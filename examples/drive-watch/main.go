@@ -45,7 +45,7 @@ func main() {
 	ctx := context.Background()
 	router := tool.NewRouter()
 	mux := http.NewServeMux()
-	router.Mount(mux)
+	router.Register(mux)
 	host := httptest.NewServer(mux) // the host's public endpoint: runtime.api_root
 	defer host.Close()
 	drive := newDrive()

@@ -59,7 +59,7 @@ func main() {
 	fmt.Println("\ncatalog (a capability that includes only read_file):")
 	for _, e := range t.Catalog(tool.Capability{Key: "repo-files", Include: []string{"read_file"}}) {
 		fmt.Printf("  %-22s policy=%-7s owner=%-5s read_only=%t destructive=%t\n",
-			e.ToolName, e.Policy, e.RuntimeOwner, e.IsReadOnly, e.IsDestructive)
+			e.Function, e.Policy, e.RuntimeOwner, e.IsReadOnly, e.IsDestructive)
 	}
 
 	invoke(ctx, t, capability)
@@ -145,7 +145,7 @@ func webhooks(ctx context.Context, t *tool.Tool) {
 		log.Fatal(err)
 	}
 	mux := http.NewServeMux()
-	router.Mount(mux) // POST {prefix}/{namespace}/{tool}
+	router.Register(mux) // POST {prefix}/{namespace}/{tool}
 	host := httptest.NewServer(mux)
 	defer host.Close()
 	endpoint := tool.DefaultWebhookPrefix + "/" + t.Namespace() + "/" + t.Name()

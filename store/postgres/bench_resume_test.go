@@ -14,10 +14,10 @@ import (
 )
 
 // BenchmarkResumeTasks resumes every stored task of the hooks tool (allow list with a bound and a grown value,
-// event state) with one Tool.ResumeTasks, against the raw baseline of the same run: one range scan reading the same
+// event state) with one Tool.RestoreTasks, against the raw baseline of the same run: one range scan reading the same
 // rows (SELECT key, value … ORDER BY key on PostgreSQL; Scan on the memory store). Each iteration runs both;
 // raw-ms and resume-ms are their times, x-raw their ratio. Sizes 1,000 and 10,000 tasks, and 100,000 with
-// TOOL_BENCH_100K=1. ResumeTask-loop is the task-by-task ResumeTask it replaces (1,000 and 10,000 tasks).
+// TOOL_BENCH_100K=1. RestoreTask-loop is the task-by-task RestoreTask it replaces (1,000 and 10,000 tasks).
 func BenchmarkResumeTasks(b *testing.B) {
 	ctx := context.Background()
 	sizes := []int{1_000, 10_000}
@@ -73,9 +73,9 @@ func BenchmarkResumeTasks(b *testing.B) {
 						b.Fatalf("raw scan: %d rows, %v", rows, err)
 					}
 					mid := time.Now()
-					tasks, err := load(b, st.s).ResumeTasks(ctx, configure)
+					tasks, err := load(b, st.s).RestoreTasks(ctx, configure)
 					if err != nil || len(tasks) != n {
-						b.Fatalf("ResumeTasks: %d tasks, %v", len(tasks), err)
+						b.Fatalf("RestoreTasks: %d tasks, %v", len(tasks), err)
 					}
 					raw, resume = raw+mid.Sub(start), resume+time.Since(mid)
 				}
@@ -89,14 +89,14 @@ func BenchmarkResumeTasks(b *testing.B) {
 			if n > 10_000 {
 				continue
 			}
-			b.Run(fmt.Sprintf("%s/%d/ResumeTask-loop", st.name, n), func(b *testing.B) {
+			b.Run(fmt.Sprintf("%s/%d/RestoreTask-loop", st.name, n), func(b *testing.B) {
 				b.ReportAllocs()
 				for b.Loop() {
 					tl := load(b, st.s)
 					for i := range n {
 						cfg, _ := configure("")
 						cfg.ID = fmt.Sprintf("t%06d", i)
-						if _, err := tl.ResumeTask(ctx, cfg); err != nil {
+						if _, err := tl.RestoreTask(ctx, cfg); err != nil {
 							b.Fatal(err)
 						}
 					}

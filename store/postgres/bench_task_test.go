@@ -43,7 +43,7 @@ events:
 `
 
 // BenchmarkTask measures the task paths that write state — Invoke growing the allow list (rewritten: 64 values,
-// the oldest evicted each call), Deliver with a new delivery id (checked, claimed, recorded) — and ResumeTask of
+// the oldest evicted each call), Deliver with a new delivery id (checked, claimed, recorded) — and RestoreTask of
 // 1,000 stored tasks, on the memory store and on PostgreSQL in the same run.
 func BenchmarkTask(b *testing.B) {
 	ctx := context.Background()
@@ -103,7 +103,7 @@ func BenchmarkTask(b *testing.B) {
 			for b.Loop() {
 				tl := load(store)
 				for n := range 1000 {
-					task, err := tl.ResumeTask(ctx, cfg(fmt.Sprint("r", n)))
+					task, err := tl.RestoreTask(ctx, cfg(fmt.Sprint("r", n)))
 					if err != nil {
 						b.Fatal(err)
 					}

@@ -40,7 +40,7 @@ func TestClaimsAcrossReplicas(t *testing.T) {
 		cfg := tool.TaskConfig{ID: "t1", Sink: sinks[i], Capability: tool.Capability{Bindings: map[string]any{"repo": "o/r"}}}
 		start := tl.NewTask
 		if i == 1 {
-			start = tl.ResumeTask
+			start = tl.RestoreTask
 		}
 		if tasks[i], err = start(ctx, cfg); err != nil {
 			t.Fatal(err)

@@ -438,7 +438,7 @@ func TestResumeKeepsTheAllowList(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	task, err := tl.ResumeTask(t.Context(), tool.TaskConfig{ID: "t2", Capability: tool.Capability{
+	task, err := tl.RestoreTask(t.Context(), tool.TaskConfig{ID: "t2", Capability: tool.Capability{
 		Bindings: map[string]any{"feed": "f1"}}})
 	if err != nil {
 		t.Fatal(err)
@@ -502,7 +502,7 @@ func TestConcurrentAllowListGrowth(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer a.Detach(ctx)
-	b, err := replica("rb").ResumeTask(ctx, cfg)
+	b, err := replica("rb").RestoreTask(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -518,7 +518,7 @@ func TestConcurrentAllowListGrowth(t *testing.T) {
 		}
 	}
 	wg.Wait()
-	third, err := replica("rc").ResumeTask(ctx, cfg)
+	third, err := replica("rc").RestoreTask(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 )
 
 // Scan returns the live keys that start with prefix with their values, sorted bytewise, with one range scan over
-// the primary key: tool.Tool.ResumeTasks reads all of a tool's stored tasks with it.
+// the primary key: tool.Tool.RestoreTasks reads all of a tool's stored tasks with it.
 func (s *Store) Scan(ctx context.Context, prefix string) ([]tool.Entry, error) {
 	var rows *sql.Rows
 	var err error

@@ -64,7 +64,7 @@ func TestResumeTasksOnPostgres(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	tasks, err := load().ResumeTasks(ctx, func(string) (tool.TaskConfig, bool) { return cfg, true })
+	tasks, err := load().RestoreTasks(ctx, func(string) (tool.TaskConfig, bool) { return cfg, true })
 	if err != nil {
 		t.Fatal(err)
 	}

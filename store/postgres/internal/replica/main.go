@@ -82,7 +82,7 @@ func run(out *printer, dsn, schema, manifest, settingsJSON, bindingsJSON, taskID
 		})}
 	start := t.NewTask
 	if resume {
-		start = t.ResumeTask
+		start = t.RestoreTask
 	}
 	task, err := start(context.WithoutCancel(ctx), cfg)
 	if err != nil {
