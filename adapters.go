@@ -3,238 +3,36 @@ package tool
 import (
 	"context"
 	"net/http"
-	"slices"
-	"strings"
-	"sync"
 	"time"
+
+	"github.com/commonagents-go/tool/store"
 )
 
-// Store keeps task state (SPEC §10). Keys are namespaced by tool and task. Implementations must be safe for
-// concurrent use. Get returns ErrNotFound for an absent key.
-type Store interface {
-	// Get returns key's value, or an error wrapping ErrNotFound when it is absent.
-	Get(ctx context.Context, key string) ([]byte, error)
-	// Put sets key's value, creating the key.
-	Put(ctx context.Context, key string, value []byte) error
-	// Delete removes key; an absent key is no error.
-	Delete(ctx context.Context, key string) error
-	// List returns the keys that start with prefix, sorted.
-	List(ctx context.Context, prefix string) ([]string, error)
-}
+// Store keeps task state (SPEC §10); it is store.Store, whose package holds the contract and its optional upgrades.
+type Store = store.Store
 
-// SwapStore is implemented by Stores that several host replicas share (SPEC §13): the task merges its allow list
-// into the stored one with compare-and-swap, so that values added by concurrent calls on other replicas are not
-// lost.
-type SwapStore interface {
-	Store
-	// CompareAndSwap sets key to next when its value is old — nil old means the key must be absent — and reports
-	// whether it did.
-	CompareAndSwap(ctx context.Context, key string, old, next []byte) (bool, error)
-}
+// SwapStore is store.SwapStore: a Store that several host replicas share (compare-and-swap).
+type SwapStore = store.SwapStore
 
-// LeaseStore is implemented by Stores that hand out leases, so that exactly one replica at a time runs a task's
-// poll fetches and subscription renewals, and another takes over once the holder stops renewing (SPEC §13).
-type LeaseStore interface {
-	Store
-	// Lease acquires or renews the lease on key for owner until ttl from now and reports whether owner holds it.
-	// A lease whose holder let it run out is free for anyone.
-	Lease(ctx context.Context, key, owner string, ttl time.Duration) (bool, error)
-	// Release gives up owner's lease on key; it does nothing when owner does not hold it.
-	Release(ctx context.Context, key, owner string) error
-}
+// LeaseStore is store.LeaseStore: a Store that hands out leases.
+type LeaseStore = store.LeaseStore
 
-// ClaimStore is implemented by Stores that several replicas share and that claim a key in one round trip, with
-// the expiry on the Store's own clock, so that replicas whose clocks differ agree on when a claim lapsed. Delivery
-// ids are claimed with it (SPEC §9.2); without it they are claimed with Get and CompareAndSwap.
-type ClaimStore interface {
-	Store
-	// Claim sets key to value, expiring after ttl, when key is absent or expired, and reports whether it did;
-	// when it did not, current is key's live value. Of racing claims exactly one wins.
-	Claim(ctx context.Context, key string, value []byte, ttl time.Duration) (claimed bool, current []byte, err error)
-}
+// ClaimStore is store.ClaimStore: a Store that claims a key in one round trip, on its own clock.
+type ClaimStore = store.ClaimStore
 
-// ExpiringStore is implemented by Stores that can forget a key by themselves: delivery ids are written with
-// PutTTL (the dedupe window), so they need no sweeping by the host.
-type ExpiringStore interface {
-	Store
-	// PutTTL is Put for a value that Get, List and CompareAndSwap no longer see once ttl has passed.
-	PutTTL(ctx context.Context, key string, value []byte, ttl time.Duration) error
-}
+// ExpiringStore is store.ExpiringStore: a Store that forgets keys written with PutTTL by itself.
+type ExpiringStore = store.ExpiringStore
 
-// NewMemoryStore returns a Store that keeps everything in memory: the default, lost when the process ends. Keys
-// are indexed by each of their "/"-ended prefixes, so listing one task's state (the prefixes the library lists)
-// costs the size of that state, not of the store; other prefixes scan every key. It implements SwapStore,
-// LeaseStore and ExpiringStore too (leases and expiries on the wall clock), for hosts that run several Tools of one
-// manifest in one process, and for tests.
-func NewMemoryStore() Store {
-	return &memoryStore{data: map[string][]byte{}, dirs: map[string]map[string]struct{}{},
-		expires: map[string]time.Time{}, leases: map[string]lease{}}
-}
+// ScanStore is store.ScanStore: a Store that reads every key under a prefix with its value in one range scan, so
+// that Tool.RestoreTasks reads all of a tool's stored tasks at once.
+type ScanStore = store.ScanStore
 
-type memoryStore struct {
-	mu      sync.RWMutex
-	data    map[string][]byte
-	dirs    map[string]map[string]struct{} // "/"-ended prefix → keys under it
-	expires map[string]time.Time           // keys written with PutTTL
-	leases  map[string]lease
-}
+// Entry is store.Entry: a key and its value, as ScanStore.Scan returns them.
+type Entry = store.Entry
 
-type lease struct {
-	owner string
-	until time.Time
-}
-
-// live reports whether key holds a value that has not expired; s.mu is held.
-func (s *memoryStore) live(key string) ([]byte, bool) {
-	v, ok := s.data[key]
-	if !ok {
-		return nil, false
-	}
-	if exp, ok := s.expires[key]; ok && !time.Now().Before(exp) {
-		return nil, false
-	}
-	return v, true
-}
-
-func (s *memoryStore) Get(_ context.Context, key string) ([]byte, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	v, ok := s.live(key)
-	if !ok {
-		return nil, ErrNotFound
-	}
-	return append([]byte(nil), v...), nil
-}
-
-func (s *memoryStore) Put(_ context.Context, key string, value []byte) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.put(key, value)
-	return nil
-}
-
-// PutTTL is Put for a value that expires after ttl.
-func (s *memoryStore) PutTTL(_ context.Context, key string, value []byte, ttl time.Duration) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.put(key, value)
-	s.expires[key] = time.Now().Add(ttl)
-	s.sweep()
-	return nil
-}
-
-// sweep drops a few expired keys, so that a long-running store does not grow with them; s.mu is held.
-func (s *memoryStore) sweep() {
-	now, n := time.Now(), 0
-	for key, exp := range s.expires {
-		if n++; n > 8 {
-			return
-		}
-		if !now.Before(exp) {
-			s.delete(key)
-		}
-	}
-}
-
-// CompareAndSwap sets key to next when its value is old (nil: absent).
-func (s *memoryStore) CompareAndSwap(_ context.Context, key string, old, next []byte) (bool, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	cur, ok := s.live(key)
-	if ok != (old != nil) || ok && string(cur) != string(old) {
-		return false, nil
-	}
-	s.put(key, next)
-	return true, nil
-}
-
-// Lease acquires or renews key for owner until ttl from now.
-func (s *memoryStore) Lease(_ context.Context, key, owner string, ttl time.Duration) (bool, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	now := time.Now()
-	if l, ok := s.leases[key]; ok && l.owner != owner && now.Before(l.until) {
-		return false, nil
-	}
-	s.leases[key] = lease{owner: owner, until: now.Add(ttl)}
-	return true, nil
-}
-
-// Release gives up owner's lease on key.
-func (s *memoryStore) Release(_ context.Context, key, owner string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.leases[key].owner == owner {
-		delete(s.leases, key)
-	}
-	return nil
-}
-
-// put writes key; s.mu is held.
-func (s *memoryStore) put(key string, value []byte) {
-	delete(s.expires, key)
-	if _, ok := s.data[key]; !ok {
-		for dir := range dirsOf(key) {
-			if s.dirs[dir] == nil {
-				s.dirs[dir] = map[string]struct{}{}
-			}
-			s.dirs[dir][key] = struct{}{}
-		}
-	}
-	s.data[key] = append([]byte(nil), value...)
-}
-
-func (s *memoryStore) Delete(_ context.Context, key string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.delete(key)
-	return nil
-}
-
-// delete removes key; s.mu is held.
-func (s *memoryStore) delete(key string) {
-	delete(s.expires, key)
-	if _, ok := s.data[key]; ok {
-		delete(s.data, key)
-		for dir := range dirsOf(key) {
-			delete(s.dirs[dir], key)
-			if len(s.dirs[dir]) == 0 {
-				delete(s.dirs, dir)
-			}
-		}
-	}
-}
-
-func (s *memoryStore) List(_ context.Context, prefix string) ([]string, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	var keys []string
-	if strings.HasSuffix(prefix, "/") {
-		for k := range s.dirs[prefix] {
-			keys = append(keys, k)
-		}
-	} else {
-		for k := range s.data {
-			if strings.HasPrefix(k, prefix) {
-				keys = append(keys, k)
-			}
-		}
-	}
-	keys = slices.DeleteFunc(keys, func(k string) bool { _, ok := s.live(k); return !ok })
-	slices.Sort(keys)
-	return keys, nil
-}
-
-// dirsOf yields each "/"-ended prefix of key.
-func dirsOf(key string) func(yield func(string) bool) {
-	return func(yield func(string) bool) {
-		for i := 0; i < len(key); i++ {
-			if key[i] == '/' && !yield(key[:i+1]) {
-				return
-			}
-		}
-	}
-}
+// NewMemoryStore returns store.NewMemory(): a Store that keeps everything in memory, the default, lost when the
+// process ends. It implements SwapStore, LeaseStore, ExpiringStore and ScanStore too.
+func NewMemoryStore() Store { return store.NewMemory() }
 
 // AuthRequest describes what a token is for.
 type AuthRequest struct {
@@ -304,9 +102,3 @@ type Fact struct {
 type Mux interface {
 	Handle(pattern string, h http.Handler)
 }
-
-var (
-	_ SwapStore     = (*memoryStore)(nil)
-	_ LeaseStore    = (*memoryStore)(nil)
-	_ ExpiringStore = (*memoryStore)(nil)
-)

@@ -3,6 +3,8 @@ package tool
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -16,13 +18,13 @@ import (
 func (t *Tool) checkBindings(bindings map[string]any) []Problem {
 	var errs field.List
 	root := field.NewPath("bindings")
-	for _, name := range sortedKeys(bindings) {
+	for _, name := range slices.Sorted(maps.Keys(bindings)) {
 		if _, ok := t.declared[name]; !ok {
 			errs.Add(field.Invalid(root.Key(name), "binding %q names no parameter the tool declares (declared: %s)",
-				name, strings.Join(sortedKeys(t.declared), ", ")))
+				name, strings.Join(slices.Sorted(maps.Keys(t.declared)), ", ")))
 		}
 	}
-	for _, name := range sortedKeys(t.declared) {
+	for _, name := range slices.Sorted(maps.Keys(t.declared)) {
 		if _, bound := bindings[name]; !bound && t.declared[name].RequireBinding {
 			errs.Add(field.Required(root.Key(name), "parameter %q has require_binding: the capability must bind it", name))
 		}
@@ -121,7 +123,7 @@ func ResolveBindings(ctx context.Context, bindings map[string]string, env Bindin
 	out := make(map[string]any, len(bindings))
 	var failed []string
 	var first error
-	for _, name := range sortedKeys(bindings) {
+	for _, name := range slices.Sorted(maps.Keys(bindings)) {
 		v, err := ResolveBinding(ctx, bindings[name], env)
 		if err != nil {
 			failed = append(failed, name)

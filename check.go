@@ -3,6 +3,8 @@ package tool
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/commonagents-go/tool/celenv"
@@ -78,7 +80,7 @@ func (c *checker) leaves(p *field.Path, v any, roots []string) field.List {
 	case string:
 		_, errs = c.Template(p, v, roots...)
 	case map[string]any:
-		for _, k := range sortedKeys(v) {
+		for _, k := range slices.Sorted(maps.Keys(v)) {
 			errs = append(errs, c.leaves(p.Key(k), v[k], roots)...)
 		}
 	case []any:
@@ -138,7 +140,7 @@ func (c *checker) CEL(p *field.Path, expr string, scope celenv.Scope) (*celenv.P
 	for _, name := range prog.ParameterRefs() {
 		if !c.filterParams[name] {
 			errs.Add(field.Invalid(p, "parameters.%s is not a declared parameter%s", name,
-				suggest.Hint(name, keys(c.filterParams))))
+				suggest.Hint(name, slices.Collect(maps.Keys(c.filterParams)))))
 		}
 	}
 	return prog, errs
@@ -148,7 +150,7 @@ func (c *checker) CEL(p *field.Path, expr string, scope celenv.Scope) (*celenv.P
 func (c *checker) refs(p *field.Path, refs []interp.Ref, roots []string) field.List {
 	var errs field.List
 	for _, r := range refs {
-		if !contains(roots, r.Root) {
+		if !slices.Contains(roots, r.Root) {
 			where := rootWhere[r.Root]
 			if where == "" {
 				where = "in other fields"
@@ -189,7 +191,7 @@ func (c *checker) ref(p *field.Path, r interp.Ref) *field.Error {
 		}
 	default:
 		if fields, fixed := rootFields[r.Root]; fixed {
-			if first == "" || !contains(fields, first) {
+			if first == "" || !slices.Contains(fields, first) {
 				return field.Invalid(p, "{%s}: %s has the fields %s%s", r.Text, r.Root, strings.Join(fields, ", "),
 					suggest.Hint(first, fields))
 			}
@@ -234,7 +236,7 @@ func settingName(r interp.Ref, declared []string) string {
 		parts = append(parts, s.Name)
 	}
 	for n := len(parts); n > 1; n-- {
-		if joined := strings.Join(parts[:n], "."); contains(declared, joined) {
+		if joined := strings.Join(parts[:n], "."); slices.Contains(declared, joined) {
 			return joined
 		}
 	}
@@ -255,23 +257,6 @@ func templateError(p *field.Path, err error) *field.Error {
 		return field.Invalid(p, "%s%s, at character %d of the template", perr.Msg, hint, perr.Offset+1)
 	}
 	return field.Invalid(p, "%s", strings.TrimPrefix(fmt.Sprint(err), "interp: "))
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-func keys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	return out
 }
 
 func propNames(m map[string]schema.Property) []string {

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/commonagents-go/tool/runtime"
+	"github.com/commonagents-go/tool/store"
 )
 
 // Sentinel errors for decisions a host makes; test them with errors.Is.
@@ -20,8 +21,8 @@ var (
 	// ErrUnknownAction is returned when Invoke or Start names an action the capability does not include: a
 	// host's mistake. (A function name the LLM made up is a KindUnknownFunction result of InvokeFunction.)
 	ErrUnknownAction = errors.New("tool: unknown action")
-	// ErrNotFound is returned by Store.Get for an absent key.
-	ErrNotFound = errors.New("tool: not found")
+	// ErrNotFound is returned by Store.Get for an absent key (store.ErrNotFound).
+	ErrNotFound = store.ErrNotFound
 	// ErrUnknownEvent is returned when an Inbound names an event the tool does not have.
 	ErrUnknownEvent = errors.New("tool: unknown event")
 	// ErrPayloadTooLarge is returned for an inbound body over Limits.InboundBytes; the Router answers 413.

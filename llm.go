@@ -2,6 +2,7 @@ package tool
 
 import (
 	"encoding/json"
+	"maps"
 	"slices"
 )
 
@@ -54,7 +55,7 @@ func strict(s map[string]any) {
 			}
 		}
 		names := make([]any, 0, len(props))
-		for _, name := range sortedKeys(props) {
+		for _, name := range slices.Sorted(maps.Keys(props)) {
 			names = append(names, name)
 			p, ok := props[name].(map[string]any)
 			if !ok {

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -312,7 +314,7 @@ func (l *loader) schema(doc any, p *field.Path) (*schema.Schema, []schema.Proper
 	var props []schema.Property
 	if m, ok := doc.(map[string]any); ok {
 		if declared, ok := m["properties"].(map[string]any); ok {
-			for _, name := range sortedKeys(declared) {
+			for _, name := range slices.Sorted(maps.Keys(declared)) {
 				prop, _ := declared[name].(map[string]any)
 				props = append(props, schema.Property{Name: name, RequireBinding: prop["require_binding"] == true})
 			}
@@ -336,7 +338,7 @@ func (l *loader) settings() map[string]any {
 		}
 		return given
 	}
-	for _, k := range sortedKeys(given) {
+	for _, k := range slices.Sorted(maps.Keys(given)) {
 		if _, ok := s.Property(k); !ok {
 			l.errs.Add(field.Unsupported(field.NewPath("settings").Key(k),
 				"setting %q is not declared in the settings schema", k))
@@ -459,15 +461,6 @@ func comparePaths(a, b string) int {
 	return strings.Compare(pad(a), pad(b))
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
 func (l *loader) compileCEL(scope celenv.Scope, expr string) (*celenv.Program, error) {
 	return celenv.Compile(scope, expr, celenv.Limits{Cost: l.opts.limits.CELCost, Size: l.opts.limits.CELBytes})
 }
@@ -493,7 +486,7 @@ func exactlyOne(p *field.Path, what string, block map[string]any, present bool, 
 	case len(block) == 0:
 		return "", field.Required(p, "%s must name exactly one %s (one of %s)", p, what, strings.Join(registered, ", "))
 	case len(block) > 1:
-		return "", field.Invalid(p, "%s must name exactly one %s, found %s", p, what, strings.Join(sortedKeys(block), ", "))
+		return "", field.Invalid(p, "%s must name exactly one %s, found %s", p, what, strings.Join(slices.Sorted(maps.Keys(block)), ", "))
 	}
 	for k := range block {
 		return k, nil

@@ -1,7 +1,9 @@
 package tool
 
 import (
+	"maps"
 	"reflect"
+	"slices"
 
 	"github.com/commonagents-go/tool/field"
 	"github.com/commonagents-go/tool/internal/funcname"
@@ -106,7 +108,7 @@ func (l *loader) mergeParams(p *field.Path, own []schema.Property) []schema.Prop
 		}
 	}
 	out := make([]schema.Property, 0, len(byName))
-	for _, name := range sortedKeys(byName) {
+	for _, name := range slices.Sorted(maps.Keys(byName)) {
 		out = append(out, byName[name])
 	}
 	return out

@@ -149,7 +149,7 @@ func (l *loader) messageEventRefs(p *field.Path, ev *event) {
 		if r.Root != interp.RootEvent || len(r.Steps) == 0 || r.Steps[0].IsIndex {
 			continue
 		}
-		if name := r.Steps[0].Name; !contains(known, name) {
+		if name := r.Steps[0].Name; !slices.Contains(known, name) {
 			l.errs.Add(field.Invalid(p, "{%s}: %q is neither payload, name, headers nor an extraction of the receive block's parameters%s",
 				r.Text, name, suggest.Hint(name, known)))
 		}

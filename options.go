@@ -100,7 +100,7 @@ type Limits struct {
 // DefaultLimits returns the SPEC §14 defaults.
 func DefaultLimits() Limits {
 	return Limits{
-		CallTimeout:       30 * time.Second,
+		CallTimeout:       runtime.DefaultCallTimeout,
 		ResponseBytes:     10 << 20,
 		InboundBytes:      1 << 20,
 		InboundDepth:      64,
@@ -109,7 +109,7 @@ func DefaultLimits() Limits {
 		CELCost:           1_000_000,
 		AllowListValues:   1024,
 		FilterAssignments: 4096,
-		TeardownTimeout:   10 * time.Second,
+		TeardownTimeout:   runtime.DefaultTeardownTimeout,
 		DedupeWindow:      24 * time.Hour,
 		ChannelTTL:        24 * time.Hour,
 		RenewAt:           0.8,

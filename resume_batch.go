@@ -11,21 +11,6 @@ import (
 	"sync/atomic"
 )
 
-// ScanStore is implemented by Stores that read every key under a prefix together with its value in one pass (a
-// range scan), so that Tool.RestoreTasks reads the state of all of a tool's stored tasks at once instead of four
-// queries per task. The memory store and store/postgres implement it.
-type ScanStore interface {
-	Store
-	// Scan returns the live keys that start with prefix with their values, sorted by key.
-	Scan(ctx context.Context, prefix string) ([]Entry, error)
-}
-
-// Entry is a key and its value, as ScanStore.Scan returns them.
-type Entry struct {
-	Key   string
-	Value []byte
-}
-
 // RestoreTasks restores every task of the tool that the Store holds, as RestoreTask restores one (SPEC §13): for each
 // stored task ID, in order, configure returns the configuration to restore it with (its ID field is ignored), or
 // false to leave the task stored and not restore it; it is called from the calling goroutine, then the tasks are
@@ -168,23 +153,3 @@ func (t *Task) unchanged(part string, current func() ([]byte, error)) bool {
 	now, err := current()
 	return ok && err == nil && string(now) == string(stored)
 }
-
-// Scan returns the live keys under prefix with their values, sorted by key: through the index when prefix ends
-// with "/", else by scanning every key.
-func (s *memoryStore) Scan(ctx context.Context, prefix string) ([]Entry, error) {
-	keys, err := s.List(ctx, prefix)
-	if err != nil {
-		return nil, err
-	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	out := make([]Entry, 0, len(keys))
-	for _, k := range keys {
-		if v, ok := s.live(k); ok {
-			out = append(out, Entry{Key: k, Value: append([]byte(nil), v...)})
-		}
-	}
-	return out, nil
-}
-
-var _ ScanStore = (*memoryStore)(nil)

@@ -154,6 +154,13 @@ type Init struct {
 	CgroupParent string
 }
 
+// The SPEC §14 defaults of the call and teardown bounds: tool.DefaultLimits and every backend (when the host's
+// Limits leave one at zero) take them from here, so they have one source.
+const (
+	DefaultCallTimeout     = 30 * time.Second
+	DefaultTeardownTimeout = 10 * time.Second
+)
+
 // Limits are the bounds a backend applies (SPEC §14).
 type Limits struct {
 	// CallTimeout bounds one call when the action sets no timeout of its own.

@@ -10,9 +10,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"reflect"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 
@@ -91,7 +92,7 @@ func value(src any, dst reflect.Value, p *field.Path, errs *field.List) {
 		if dst.IsNil() {
 			dst.Set(reflect.MakeMapWithSize(t, len(m)))
 		}
-		for _, k := range sortedKeys(m) {
+		for _, k := range slices.Sorted(maps.Keys(m)) {
 			elem := reflect.New(t.Elem()).Elem()
 			value(m[k], elem, p.Key(k), errs)
 			dst.SetMapIndex(reflect.ValueOf(k).Convert(t.Key()), elem)
@@ -144,7 +145,7 @@ func value(src any, dst reflect.Value, p *field.Path, errs *field.List) {
 
 func structFields(m map[string]any, dst reflect.Value, p *field.Path, errs *field.List) {
 	info := fieldsOf(dst.Type())
-	for _, k := range sortedKeys(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		idx, ok := info.byName[k]
 		if !ok {
 			errs.Add(field.Unsupported(p.Key(k), "unknown field %q%s", k, suggest.Hint(k, info.names)))
@@ -199,15 +200,6 @@ func collect(t reflect.Type, prefix []int, info *structInfo) {
 		info.byName[name] = idx
 		info.names = append(info.names, name)
 	}
-}
-
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // describe names the JSON type of v without showing the value itself (it may be a secret).

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/net/http/httpguts"
+
 	"github.com/commonagents-go/tool/field"
 	"github.com/commonagents-go/tool/interp"
 	"github.com/commonagents-go/tool/runtime"
@@ -83,7 +85,7 @@ func Compile(c runtime.Checker, p *field.Path, r Request, d Defaults, roots ...s
 		if _, own := r.Headers[name]; !own {
 			hp = d.Path.Child("headers").Key(name)
 		}
-		if !validHeaderName(name) {
+		if !httpguts.ValidHeaderFieldName(name) {
 			errs.Add(field.Invalid(hp, "%q is not a valid HTTP header name", name))
 			continue
 		}
@@ -175,20 +177,6 @@ func validMethod(m string) bool {
 		}
 	}
 	return false
-}
-
-// validHeaderName reports whether name is an RFC 9110 token.
-func validHeaderName(name string) bool {
-	if name == "" {
-		return false
-	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		if c <= ' ' || c >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
-			return false
-		}
-	}
-	return true
 }
 
 // Duration parses a manifest duration; it must be positive. Empty means zero with no problem.

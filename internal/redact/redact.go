@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -53,7 +54,7 @@ func (s *Set) Add(values ...string) {
 	defer s.mu.Unlock()
 	changed := false
 	for _, v := range values {
-		if v == "" || contains(s.secrets, v) {
+		if v == "" || slices.Contains(s.secrets, v) {
 			continue
 		}
 		s.secrets = append(s.secrets, v)
@@ -68,7 +69,7 @@ func (s *Set) Add(values ...string) {
 func (s *Set) AddToken(v string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if v == "" || contains(s.secrets, v) || contains(s.tokens, v) {
+	if v == "" || slices.Contains(s.secrets, v) || slices.Contains(s.tokens, v) {
 		return
 	}
 	s.tokens = append(s.tokens, v)
@@ -118,15 +119,6 @@ func (s *Set) Has(v string) bool {
 	return m != nil && (*m)[v]
 }
 
-func contains(list []string, v string) bool {
-	for _, x := range list {
-		if x == v {
-			return true
-		}
-	}
-	return false
-}
-
 // Encodings returns the forms in which v can come back from a server that echoes it encoded, those that differ
 // from v: base64 (standard and URL alphabets, padded and raw), URL-escaped (query and path) and JSON-escaped (the
 // text between the quotes of a JSON string, with and without HTML escaping). A server that decodes JSON, URL
@@ -140,7 +132,7 @@ func Encodings(v string) []string {
 	}
 	out := make([]string, 0, len(forms))
 	for _, f := range forms {
-		if f != v && f != "" && !contains(out, f) {
+		if f != v && f != "" && !slices.Contains(out, f) {
 			out = append(out, f)
 		}
 	}
@@ -317,7 +309,7 @@ type List struct {
 // Add records values; empty strings are ignored.
 func (l *List) Add(values ...string) {
 	for _, v := range values {
-		if v != "" && !contains(l.values, v) {
+		if v != "" && !slices.Contains(l.values, v) {
 			l.values = append(l.values, v)
 			l.r = nil
 		}

@@ -8,6 +8,8 @@
 package schema
 
 import (
+	"maps"
+	"slices"
 	"sort"
 
 	"github.com/commonagents-go/tool/field"
@@ -102,7 +104,7 @@ func properties(doc map[string]any, parameters bool) []Property {
 	props, _ := doc["properties"].(map[string]any)
 	explicit, hasExplicit := doc["required"].([]any)
 	out := make([]Property, 0, len(props))
-	for _, name := range sortedKeys(props) {
+	for _, name := range slices.Sorted(maps.Keys(props)) {
 		p := Property{Name: name}
 		if ps, ok := props[name].(map[string]any); ok {
 			p.Schema = deepCopy(ps).(map[string]any)
@@ -184,15 +186,6 @@ func deepCopy(v any) any {
 	default:
 		return v
 	}
-}
-
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 func containsString(list []any, s string) bool {

@@ -3,9 +3,11 @@ package schema
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -86,7 +88,7 @@ func (c *compiler) schema(node any, p *field.Path, r role) any {
 		return n
 	case map[string]any:
 		out := make(map[string]any, len(n))
-		for _, k := range sortedKeys(n) {
+		for _, k := range slices.Sorted(maps.Keys(n)) {
 			v := n[k]
 			switch {
 			case k == "require_binding":
@@ -202,7 +204,7 @@ func (c *compiler) schemaMap(v any, p *field.Path, r role, patterns bool) any {
 		return nil
 	}
 	out := make(map[string]any, len(m))
-	for _, name := range sortedKeys(m) {
+	for _, name := range slices.Sorted(maps.Keys(m)) {
 		if patterns {
 			if _, err := regexp.Compile(name); err != nil {
 				c.errs.Add(field.Invalid(p.Key(name), "property name pattern is not a valid regular expression"))
@@ -232,7 +234,7 @@ func (c *compiler) dependencies(v any, p *field.Path) any {
 		return nil
 	}
 	out := make(map[string]any, len(m))
-	for _, name := range sortedKeys(m) {
+	for _, name := range slices.Sorted(maps.Keys(m)) {
 		if _, isList := m[name].([]any); isList {
 			if c.stringSet(m[name], p.Key(name)) {
 				out[name] = deepCopy(m[name])

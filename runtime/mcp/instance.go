@@ -22,10 +22,10 @@ import (
 
 // DefaultTimeout bounds one tools/call, and the start and handshake of a server, when neither the server block nor
 // the host's limits set a bound (SPEC §14).
-const DefaultTimeout = 30 * time.Second
+const DefaultTimeout = runtime.DefaultCallTimeout
 
 // DefaultTeardownTimeout bounds closing the task's servers when the host's limits set no bound (SPEC §14).
-const DefaultTeardownTimeout = 10 * time.Second
+const DefaultTeardownTimeout = runtime.DefaultTeardownTimeout
 
 // errClosed is returned by calls that arrive after Teardown started.
 var errClosed = errors.New("mcp: the task's servers are torn down")

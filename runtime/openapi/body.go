@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"mime"
 	"mime/multipart"
 	"net/http"
 	"net/textproto"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 
@@ -204,7 +206,7 @@ func isJSONMedia(ct string) bool {
 // Rails and PHP read (metadata[key]=v, items[0][price]=p); a deepObject array is key[]=a.
 func (rb *requestBody) form(obj map[string]any) []string {
 	var pairs []string
-	for _, k := range sortedKeys(obj) {
+	for _, k := range slices.Sorted(maps.Keys(obj)) {
 		v := obj[k]
 		enc, has := rb.encoding[k]
 		if !has {
@@ -265,7 +267,7 @@ func (rb *requestBody) multipart(obj map[string]any) ([]byte, string, error) {
 		_, err = pw.Write(data)
 		return err
 	}
-	for _, k := range sortedKeys(obj) {
+	for _, k := range slices.Sorted(maps.Keys(obj)) {
 		ct := rb.encoding[k].contentType
 		var err error
 		switch v := obj[k].(type) {

@@ -4,10 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/textproto"
 	"net/url"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/commonagents-go/tool/internal/httpspec"
@@ -290,7 +291,7 @@ func simple(v any, explode bool) string {
 		return strings.Join(items, ",")
 	case map[string]any:
 		var items []string
-		for _, k := range sortedKeys(v) {
+		for _, k := range slices.Sorted(maps.Keys(v)) {
 			if explode {
 				items = append(items, k+"="+interp.Text(v[k]))
 			} else {
@@ -310,13 +311,4 @@ func validHeaderValue(v string) bool {
 		}
 	}
 	return true
-}
-
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"golang.org/x/net/http/httpguts"
+
 	"github.com/getkin/kin-openapi/openapi3"
 )
 
@@ -254,12 +256,12 @@ func parameter(c *converter, r *openapi3.ParameterRef) (*param, any, error) {
 		defaultStyle = openapi3.SerializationForm
 	case openapi3.ParameterInHeader:
 		defaultStyle = openapi3.SerializationSimple
-		if !validHeaderName(v.Name) {
+		if !httpguts.ValidHeaderFieldName(v.Name) {
 			return nil, nil, fmt.Errorf("header parameter %q is not a valid header name", v.Name)
 		}
 	case openapi3.ParameterInCookie:
 		defaultStyle = openapi3.SerializationForm
-		if !validHeaderName(v.Name) {
+		if !httpguts.ValidHeaderFieldName(v.Name) {
 			return nil, nil, fmt.Errorf("cookie parameter %q is not a valid cookie name", v.Name)
 		}
 	default:
@@ -366,18 +368,4 @@ func describe(op *openapi3.Operation, method, path string) string {
 		d = string(r[:MaxDescription-1]) + "…"
 	}
 	return d
-}
-
-// validHeaderName reports whether name is an RFC 9110 token.
-func validHeaderName(name string) bool {
-	if name == "" {
-		return false
-	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		if c <= ' ' || c >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
-			return false
-		}
-	}
-	return true
 }

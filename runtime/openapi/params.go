@@ -122,7 +122,7 @@ func supported(p *param, sh shape) error {
 // explicitly allows more), or, for an exploded form object whose keys become query parameters, a key that another
 // parameter of the operation or the base URL's query already uses.
 func (a *Action) checkObject(p *param, v map[string]any, baseQuery url.Values) *runtime.Error {
-	for _, k := range sortedKeys(v) {
+	for _, k := range slices.Sorted(maps.Keys(v)) {
 		if !p.open && !p.keys[k] {
 			return runtime.Errorf(runtime.KindInvalidArguments,
 				"parameter %s: key %q is not a property its schema declares (%s)", p.arg, k, strings.Join(slices.Sorted(maps.Keys(p.keys)), ", "))
@@ -162,7 +162,7 @@ func appendQuery(query []string, p *param, v any) []string {
 		}
 		return append(query, name+"="+strings.Join(items, sep))
 	case map[string]any:
-		keys := sortedKeys(v)
+		keys := slices.Sorted(maps.Keys(v))
 		switch {
 		case p.style == "deepObject":
 			return nest(query, p.name, v)
@@ -187,7 +187,7 @@ func appendQuery(query []string, p *param, v any) []string {
 func nest(pairs []string, prefix string, v any) []string {
 	switch v := v.(type) {
 	case map[string]any:
-		for _, k := range sortedKeys(v) {
+		for _, k := range slices.Sorted(maps.Keys(v)) {
 			pairs = nest(pairs, prefix+"["+k+"]", v[k])
 		}
 		return pairs
@@ -224,7 +224,7 @@ func pathValue(p *param, v any) (string, string) {
 		}
 	case map[string]any:
 		pairs = true
-		for _, k := range sortedKeys(v) {
+		for _, k := range slices.Sorted(maps.Keys(v)) {
 			items = append(items, esc(k), esc(interp.Text(v[k])))
 		}
 	default:

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/net/http/httpguts"
+
 	"github.com/commonagents-go/tool/field"
 	"github.com/commonagents-go/tool/internal/httpspec"
 	"github.com/commonagents-go/tool/interp"
@@ -42,7 +44,7 @@ func compileShared(c runtime.Checker, p *field.Path, s *Shared) (*sharedParts, f
 		hp := p.Child("headers").Key(name)
 		canonical := strings.ToLower(name)
 		switch first, dup := seen[canonical]; {
-		case !validHeaderName(name):
+		case !httpguts.ValidHeaderFieldName(name):
 			errs.Add(field.Invalid(hp, "%q is not a valid HTTP header name", name))
 			continue
 		case dup:

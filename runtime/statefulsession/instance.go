@@ -5,8 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
-	"sort"
+	"slices"
 	"sync"
 	"time"
 
@@ -18,7 +19,7 @@ import (
 
 // DefaultTeardownTimeout bounds the state saves and the late destroy of a session whose create outlived Teardown,
 // when the host's Limits set no TeardownTimeout (SPEC §14).
-const DefaultTeardownTimeout = 10 * time.Second
+const DefaultTeardownTimeout = runtime.DefaultTeardownTimeout
 
 // errClosed is returned by calls that arrive after Teardown started.
 var errClosed = errors.New("stateful_session: the task's sessions are torn down")
@@ -212,7 +213,7 @@ func (i *instance) create(ctx context.Context, s *session, values interp.Resolve
 	}
 
 	i.save(context.WithoutCancel(ctx))
-	i.observe(ctx, "session.created", map[string]any{"session": s.key, "status": status, "keys": keys(vals)})
+	i.observe(ctx, "session.created", map[string]any{"session": s.key, "status": status, "keys": slices.Sorted(maps.Keys(vals))})
 	if orphan {
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), i.teardownTimeout())
 		defer cancel()
@@ -249,15 +250,6 @@ func (i *instance) createRequest(ctx context.Context, s *session, values interp.
 		vals[key] = v
 	}
 	return vals, resp.Status, nil
-}
-
-func keys(m map[string]any) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 func (i *instance) teardownTimeout() time.Duration {

@@ -102,7 +102,7 @@ func (Backend) Prepare(_ context.Context, b *runtime.Block) (runtime.Action, err
 }
 
 // DefaultTimeout bounds a call when neither the action nor the host's Limits set a timeout (SPEC §14).
-const DefaultTimeout = 30 * time.Second
+const DefaultTimeout = runtime.DefaultCallTimeout
 
 // Initialize returns an instance that sends every call with in.HTTPClient under in.Limits. It does no I/O.
 func (Backend) Initialize(_ context.Context, in *runtime.Init) (runtime.Instance, error) {

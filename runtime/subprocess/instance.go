@@ -15,7 +15,7 @@ import (
 )
 
 // DefaultTimeout bounds a call when neither the action's timeout_ms nor the host's Limits set one (SPEC §14).
-const DefaultTimeout = 30 * time.Second
+const DefaultTimeout = runtime.DefaultCallTimeout
 
 // DefaultResponseBytes bounds a program's stdout (oneshot) or one reply line (server) when the host's Limits set
 // no ResponseBytes (SPEC §14).

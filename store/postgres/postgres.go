@@ -1,9 +1,9 @@
-// Package postgres is a durable tool.Store on PostgreSQL (SPEC §13), for hosts that must resume tasks after a
+// Package postgres is a durable store.Store on PostgreSQL (SPEC §13), for hosts that must resume tasks after a
 // restart or run several replicas over one database.
 //
 // It is built on database/sql with the pgx v5 driver (github.com/jackc/pgx/v5/stdlib). Open creates or migrates
-// its tables; several processes may open the same database at once. The Store implements tool.SwapStore,
-// tool.LeaseStore and tool.ExpiringStore with the memory store's semantics, and tool.ClaimStore (delivery ids are
+// its tables; several processes may open the same database at once. The Store implements store.SwapStore,
+// store.LeaseStore and store.ExpiringStore with the memory store's semantics, and store.ClaimStore (delivery ids are
 // claimed in one round trip):
 //
 //   - keys and values are stored as bytea, so any Go string is a key and List sorts keys bytewise, exactly like
@@ -24,7 +24,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/commonagents-go/tool"
+	"github.com/commonagents-go/tool/store"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib" // also registers the "pgx" database/sql driver, for OpenDB's callers
 )
@@ -33,8 +33,8 @@ import (
 // longer than this.
 const MaxKeyLen = 2048
 
-// Store is a tool.Store on PostgreSQL. It is safe for concurrent use, also by several processes sharing the
-// database. Get returns tool.ErrNotFound for an absent or expired key; other errors come from the database,
+// Store is a store.Store on PostgreSQL. It is safe for concurrent use, also by several processes sharing the
+// database. Get returns store.ErrNotFound for an absent or expired key; other errors come from the database,
 // wrapped.
 type Store struct {
 	db     *sql.DB
@@ -224,8 +224,8 @@ func (s *Store) Cleanup(ctx context.Context) (int64, error) {
 const cleanupBatch = 1000
 
 var (
-	_ tool.SwapStore     = (*Store)(nil)
-	_ tool.ClaimStore    = (*Store)(nil)
-	_ tool.LeaseStore    = (*Store)(nil)
-	_ tool.ExpiringStore = (*Store)(nil)
+	_ store.SwapStore     = (*Store)(nil)
+	_ store.ClaimStore    = (*Store)(nil)
+	_ store.LeaseStore    = (*Store)(nil)
+	_ store.ExpiringStore = (*Store)(nil)
 )

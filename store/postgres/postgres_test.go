@@ -14,8 +14,8 @@ import (
 
 	"github.com/commonagents-go/tool"
 	"github.com/commonagents-go/tool/internal/leakcheck"
-	"github.com/commonagents-go/tool/internal/storetest"
 	"github.com/commonagents-go/tool/store/postgres"
+	"github.com/commonagents-go/tool/store/storetest"
 	"github.com/jackc/pgx/v5"
 )
 

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/commonagents-go/tool"
+	"github.com/commonagents-go/tool/store"
 )
 
 // queries holds the Store's SQL, built once with the schema prefix. A key is live when it has no expiry or its
@@ -58,12 +58,12 @@ func newQueries(prefix string) queries {
 	}
 }
 
-// Get returns key's value, or tool.ErrNotFound when it is absent or expired.
+// Get returns key's value, or store.ErrNotFound when it is absent or expired.
 func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
 	var v []byte
 	err := s.db.QueryRowContext(ctx, s.q.get, []byte(key)).Scan(&v)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, tool.ErrNotFound
+		return nil, store.ErrNotFound
 	}
 	if err != nil {
 		return nil, fmt.Errorf("postgres store: get %q: %w", key, err)

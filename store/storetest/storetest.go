@@ -1,6 +1,14 @@
-// Package storetest is the conformance suite every tool.Store passes: the memory store and store/postgres run it,
-// so that they keep one behaviour. Optional abilities (tool.SwapStore, tool.LeaseStore, tool.ExpiringStore) are
-// tested when the store has them, tool.ClaimStore too.
+// Package storetest is the conformance suite every store.Store passes, as testing/fstest is for fs.FS: the memory
+// store and store/postgres run it, and a Store of your own (Redis, DynamoDB, ...) proves it behaves as the library
+// expects with one line in its tests:
+//
+//	func TestConformance(t *testing.T) {
+//		storetest.Run(t, func(t *testing.T) store.Store { return openMyStore(t) })
+//	}
+//
+// The optional upgrades (store.SwapStore, store.LeaseStore, store.ClaimStore, store.ExpiringStore,
+// store.ScanStore) are tested when the store implements them; their subtests are skipped, and say so, when it
+// does not.
 package storetest
 
 import (
@@ -14,15 +22,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/commonagents-go/tool"
+	"github.com/commonagents-go/tool/store"
 )
 
 // Run runs the suite. open returns a new, empty store for one subtest; it registers the store's cleanup with t.
-// Subtests run in parallel, each on its own store.
-func Run(t *testing.T, open func(t *testing.T) tool.Store) {
+// Subtests run in parallel, each on its own store. Expiry subtests wait for real time to pass (about a second in
+// all), since a Store keeps time on its own clock.
+func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	tests := []struct {
 		name string
-		run  func(t *testing.T, s tool.Store)
+		run  func(t *testing.T, s store.Store)
 	}{
 		{"GetPutDelete", testGetPutDelete},
 		{"Values", testValues},
@@ -39,6 +48,7 @@ func Run(t *testing.T, open func(t *testing.T) tool.Store) {
 		{"Claim", testClaim},
 		{"ClaimExpiry", testClaimExpiry},
 		{"ConcurrentClaim", testConcurrentClaim},
+		{"Scan", testScan},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -50,7 +60,7 @@ func Run(t *testing.T, open func(t *testing.T) tool.Store) {
 
 func ctx(t *testing.T) context.Context { return t.Context() }
 
-func mustPut(t *testing.T, s tool.Store, key string, v []byte) {
+func mustPut(t *testing.T, s store.Store, key string, v []byte) {
 	t.Helper()
 	if err := s.Put(ctx(t), key, v); err != nil {
 		t.Fatalf("Put(%q): %v", key, err)
@@ -58,7 +68,7 @@ func mustPut(t *testing.T, s tool.Store, key string, v []byte) {
 }
 
 // wantValue fails unless key holds want.
-func wantValue(t *testing.T, s tool.Store, key string, want []byte) {
+func wantValue(t *testing.T, s store.Store, key string, want []byte) {
 	t.Helper()
 	got, err := s.Get(ctx(t), key)
 	if err != nil {
@@ -69,15 +79,15 @@ func wantValue(t *testing.T, s tool.Store, key string, want []byte) {
 	}
 }
 
-// wantAbsent fails unless Get(key) returns tool.ErrNotFound.
-func wantAbsent(t *testing.T, s tool.Store, key string) {
+// wantAbsent fails unless Get(key) returns store.ErrNotFound.
+func wantAbsent(t *testing.T, s store.Store, key string) {
 	t.Helper()
-	if got, err := s.Get(ctx(t), key); !errors.Is(err, tool.ErrNotFound) {
-		t.Fatalf("Get(%q) = %q, %v; want tool.ErrNotFound", key, got, err)
+	if got, err := s.Get(ctx(t), key); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("Get(%q) = %q, %v; want store.ErrNotFound", key, got, err)
 	}
 }
 
-func wantList(t *testing.T, s tool.Store, prefix string, want ...string) {
+func wantList(t *testing.T, s store.Store, prefix string, want ...string) {
 	t.Helper()
 	got, err := s.List(ctx(t), prefix)
 	if err != nil {
@@ -88,7 +98,7 @@ func wantList(t *testing.T, s tool.Store, prefix string, want ...string) {
 	}
 }
 
-func testGetPutDelete(t *testing.T, s tool.Store) {
+func testGetPutDelete(t *testing.T, s store.Store) {
 	wantAbsent(t, s, "tasks/t1/allowlist")
 	mustPut(t, s, "tasks/t1/allowlist", []byte("one"))
 	wantValue(t, s, "tasks/t1/allowlist", []byte("one"))
@@ -103,7 +113,7 @@ func testGetPutDelete(t *testing.T, s tool.Store) {
 	}
 }
 
-func testValues(t *testing.T, s tool.Store) {
+func testValues(t *testing.T, s store.Store) {
 	all := make([]byte, 256)
 	for i := range all {
 		all[i] = byte(i)
@@ -137,7 +147,7 @@ func testValues(t *testing.T, s tool.Store) {
 	wantValue(t, s, "copy", []byte("original"))
 }
 
-func testList(t *testing.T, s tool.Store) {
+func testList(t *testing.T, s store.Store) {
 	keys := []string{
 		"tasks/t1/allowlist", "tasks/t1/events", "tasks/t1/sessions/s1", "tasks/t10/allowlist", "tasks/t2/x",
 		"a%b", "a_b", "axb", `a\b`, "a'b", "a", "a\xff", "a\xff\xff", "a\xff\x00", "b", "", "tasks/",
@@ -169,10 +179,10 @@ func testList(t *testing.T, s tool.Store) {
 	wantList(t, s, "tasks/t1/", "tasks/t1/allowlist", "tasks/t1/sessions/s1")
 }
 
-func testCompareAndSwap(t *testing.T, s tool.Store) {
-	cs, ok := s.(tool.SwapStore)
+func testCompareAndSwap(t *testing.T, s store.Store) {
+	cs, ok := s.(store.SwapStore)
 	if !ok {
-		t.Skip("not a tool.SwapStore")
+		t.Skip("not a store.SwapStore")
 	}
 	cas := func(key string, old, next []byte, want bool) {
 		t.Helper()
@@ -209,10 +219,10 @@ func testCompareAndSwap(t *testing.T, s tool.Store) {
 
 // testConcurrentCounter increments one counter from 8 goroutines with read-modify-swap loops: no increment may
 // be lost.
-func testConcurrentCounter(t *testing.T, s tool.Store) {
-	cs, ok := s.(tool.SwapStore)
+func testConcurrentCounter(t *testing.T, s store.Store) {
+	cs, ok := s.(store.SwapStore)
 	if !ok {
-		t.Skip("not a tool.SwapStore")
+		t.Skip("not a store.SwapStore")
 	}
 	const workers, each = 8, 20
 	var wg sync.WaitGroup
@@ -235,12 +245,12 @@ func testConcurrentCounter(t *testing.T, s tool.Store) {
 	wantValue(t, s, "counter", []byte(strconv.Itoa(workers*each)))
 }
 
-func increment(ctx context.Context, s tool.SwapStore, key string) error {
+func increment(ctx context.Context, s store.SwapStore, key string) error {
 	for {
 		old, err := s.Get(ctx, key)
 		n := 0
 		switch {
-		case errors.Is(err, tool.ErrNotFound):
+		case errors.Is(err, store.ErrNotFound):
 			old = nil
 		case err != nil:
 			return err
@@ -257,10 +267,10 @@ func increment(ctx context.Context, s tool.SwapStore, key string) error {
 }
 
 // testConcurrentCreate races 8 creations of one key: exactly one wins, and its value is the one stored.
-func testConcurrentCreate(t *testing.T, s tool.Store) {
-	cs, ok := s.(tool.SwapStore)
+func testConcurrentCreate(t *testing.T, s store.Store) {
+	cs, ok := s.(store.SwapStore)
 	if !ok {
-		t.Skip("not a tool.SwapStore")
+		t.Skip("not a store.SwapStore")
 	}
 	winners := race(t, 8, func(i int) (bool, error) {
 		return cs.CompareAndSwap(ctx(t), "once", nil, []byte(strconv.Itoa(i)))
@@ -303,16 +313,16 @@ func race(t *testing.T, n int, f func(i int) (bool, error)) []int {
 	return winners
 }
 
-func leaseStore(t *testing.T, s tool.Store) tool.LeaseStore {
+func leaseStore(t *testing.T, s store.Store) store.LeaseStore {
 	t.Helper()
-	ls, ok := s.(tool.LeaseStore)
+	ls, ok := s.(store.LeaseStore)
 	if !ok {
-		t.Skip("not a tool.LeaseStore")
+		t.Skip("not a store.LeaseStore")
 	}
 	return ls
 }
 
-func wantLease(t *testing.T, s tool.LeaseStore, key, owner string, ttl time.Duration, want bool) {
+func wantLease(t *testing.T, s store.LeaseStore, key, owner string, ttl time.Duration, want bool) {
 	t.Helper()
 	got, err := s.Lease(ctx(t), key, owner, ttl)
 	if err != nil {
@@ -323,14 +333,14 @@ func wantLease(t *testing.T, s tool.LeaseStore, key, owner string, ttl time.Dura
 	}
 }
 
-func release(t *testing.T, s tool.LeaseStore, key, owner string) {
+func release(t *testing.T, s store.LeaseStore, key, owner string) {
 	t.Helper()
 	if err := s.Release(ctx(t), key, owner); err != nil {
 		t.Fatalf("Release(%q, %q): %v", key, owner, err)
 	}
 }
 
-func testLease(t *testing.T, s tool.Store) {
+func testLease(t *testing.T, s store.Store) {
 	ls := leaseStore(t, s)
 	const key = "tasks/t1/lease/poll"
 	wantLease(t, ls, key, "a", time.Hour, true)
@@ -348,7 +358,7 @@ func testLease(t *testing.T, s tool.Store) {
 }
 
 // testLeaseExpiry: a lease its holder does not renew is taken over once it runs out, and not before.
-func testLeaseExpiry(t *testing.T, s tool.Store) {
+func testLeaseExpiry(t *testing.T, s store.Store) {
 	ls := leaseStore(t, s)
 	const key, ttl = "lease", 300 * time.Millisecond
 	start := time.Now()
@@ -376,7 +386,7 @@ func testLeaseExpiry(t *testing.T, s tool.Store) {
 }
 
 // testConcurrentLease: of 8 replicas asking at once, exactly one gets the lease.
-func testConcurrentLease(t *testing.T, s tool.Store) {
+func testConcurrentLease(t *testing.T, s store.Store) {
 	ls := leaseStore(t, s)
 	winners := race(t, 8, func(i int) (bool, error) {
 		return ls.Lease(ctx(t), "lease", "owner-"+strconv.Itoa(i), time.Hour)
@@ -387,17 +397,17 @@ func testConcurrentLease(t *testing.T, s tool.Store) {
 	wantLease(t, ls, "lease", "owner-"+strconv.Itoa(winners[0]), time.Hour, true)
 }
 
-func claimStore(t *testing.T, s tool.Store) tool.ClaimStore {
+func claimStore(t *testing.T, s store.Store) store.ClaimStore {
 	t.Helper()
-	cs, ok := s.(tool.ClaimStore)
+	cs, ok := s.(store.ClaimStore)
 	if !ok {
-		t.Skip("not a tool.ClaimStore")
+		t.Skip("not a store.ClaimStore")
 	}
 	return cs
 }
 
 // wantClaim fails unless Claim(key, value) reports claimed and, when not, current.
-func wantClaim(t *testing.T, s tool.ClaimStore, key, value string, ttl time.Duration, claimed bool, current string) {
+func wantClaim(t *testing.T, s store.ClaimStore, key, value string, ttl time.Duration, claimed bool, current string) {
 	t.Helper()
 	ok, cur, err := s.Claim(ctx(t), key, []byte(value), ttl)
 	if err != nil || ok != claimed || !claimed && string(cur) != current {
@@ -407,7 +417,7 @@ func wantClaim(t *testing.T, s tool.ClaimStore, key, value string, ttl time.Dura
 
 // testClaim: a claim creates an absent key and reports a live one's value; a record written over it (PutTTL, Put)
 // is what later claims see.
-func testClaim(t *testing.T, s tool.Store) {
+func testClaim(t *testing.T, s store.Store) {
 	cs := claimStore(t, s)
 	wantClaim(t, cs, "deliveries/d1", "claim r1", time.Hour, true, "")
 	wantValue(t, s, "deliveries/d1", []byte("claim r1"))
@@ -422,7 +432,7 @@ func testClaim(t *testing.T, s tool.Store) {
 }
 
 // testClaimExpiry: an expired claim is taken over by the next.
-func testClaimExpiry(t *testing.T, s tool.Store) {
+func testClaimExpiry(t *testing.T, s store.Store) {
 	cs := claimStore(t, s)
 	wantClaim(t, cs, "deliveries/d1", "claim dead", 50*time.Millisecond, true, "")
 	eventually(t, func() bool {
@@ -433,7 +443,7 @@ func testClaimExpiry(t *testing.T, s tool.Store) {
 }
 
 // testConcurrentClaim: of racing claims exactly one wins, and the losers see the winner's value.
-func testConcurrentClaim(t *testing.T, s tool.Store) {
+func testConcurrentClaim(t *testing.T, s store.Store) {
 	cs := claimStore(t, s)
 	var mu sync.Mutex
 	seen := map[string]int{}
@@ -452,16 +462,16 @@ func testConcurrentClaim(t *testing.T, s tool.Store) {
 	}
 }
 
-func expiringStore(t *testing.T, s tool.Store) tool.ExpiringStore {
+func expiringStore(t *testing.T, s store.Store) store.ExpiringStore {
 	t.Helper()
-	es, ok := s.(tool.ExpiringStore)
+	es, ok := s.(store.ExpiringStore)
 	if !ok {
-		t.Skip("not a tool.ExpiringStore")
+		t.Skip("not a store.ExpiringStore")
 	}
 	return es
 }
 
-func putTTL(t *testing.T, s tool.ExpiringStore, key string, v []byte, ttl time.Duration) {
+func putTTL(t *testing.T, s store.ExpiringStore, key string, v []byte, ttl time.Duration) {
 	t.Helper()
 	if err := s.PutTTL(ctx(t), key, v, ttl); err != nil {
 		t.Fatalf("PutTTL(%q): %v", key, err)
@@ -469,14 +479,14 @@ func putTTL(t *testing.T, s tool.ExpiringStore, key string, v []byte, ttl time.D
 }
 
 // testTTL: a key within its TTL behaves like any other.
-func testTTL(t *testing.T, s tool.Store) {
+func testTTL(t *testing.T, s store.Store) {
 	es := expiringStore(t, s)
 	putTTL(t, es, "dedupe/d1", []byte("seen"), time.Hour)
 	wantValue(t, s, "dedupe/d1", []byte("seen"))
 	wantList(t, s, "dedupe/", "dedupe/d1")
 	putTTL(t, es, "dedupe/d1", []byte("again"), time.Hour) // overwrites
 	wantValue(t, s, "dedupe/d1", []byte("again"))
-	if cs, ok := s.(tool.SwapStore); ok {
+	if cs, ok := s.(store.SwapStore); ok {
 		if ok, err := cs.CompareAndSwap(ctx(t), "dedupe/d1", nil, []byte("x")); err != nil || ok {
 			t.Fatalf("CompareAndSwap(nil) on a live TTL key = %v, %v; want false", ok, err)
 		}
@@ -488,17 +498,17 @@ func testTTL(t *testing.T, s tool.Store) {
 }
 
 // testTTLExpiry: once expired, a key is invisible to Get, List and CompareAndSwap, and may be created again.
-func testTTLExpiry(t *testing.T, s tool.Store) {
+func testTTLExpiry(t *testing.T, s store.Store) {
 	es := expiringStore(t, s)
 	mustPut(t, s, "dedupe/keep", []byte("k"))
 	putTTL(t, es, "dedupe/gone", []byte("v"), 50*time.Millisecond)
 	eventually(t, func() bool {
 		_, err := s.Get(ctx(t), "dedupe/gone")
-		return errors.Is(err, tool.ErrNotFound)
+		return errors.Is(err, store.ErrNotFound)
 	})
 	wantList(t, s, "dedupe/", "dedupe/keep")
 	wantList(t, s, "dedupe/g", []string{}...)
-	if cs, ok := s.(tool.SwapStore); ok {
+	if cs, ok := s.(store.SwapStore); ok {
 		if ok, err := cs.CompareAndSwap(ctx(t), "dedupe/gone", []byte("v"), []byte("w")); err != nil || ok {
 			t.Fatalf("CompareAndSwap on the expired value = %v, %v; want false", ok, err)
 		}
@@ -514,11 +524,11 @@ func testTTLExpiry(t *testing.T, s tool.Store) {
 
 // testTTLClearedByWrite: Put and CompareAndSwap write values without expiry over a key written with PutTTL. A
 // marker key with the same TTL, written after, tells when the old expiry has passed.
-func testTTLClearedByWrite(t *testing.T, s tool.Store) {
+func testTTLClearedByWrite(t *testing.T, s store.Store) {
 	es := expiringStore(t, s)
 	const ttl = 100 * time.Millisecond
 	putTTL(t, es, "put", []byte("old"), ttl)
-	cs, swap := s.(tool.SwapStore)
+	cs, swap := s.(store.SwapStore)
 	if swap {
 		putTTL(t, es, "swap", []byte("old"), ttl)
 	}
@@ -531,7 +541,7 @@ func testTTLClearedByWrite(t *testing.T, s tool.Store) {
 	}
 	eventually(t, func() bool {
 		_, err := s.Get(ctx(t), "marker")
-		return errors.Is(err, tool.ErrNotFound)
+		return errors.Is(err, store.ErrNotFound)
 	})
 	wantValue(t, s, "put", []byte("new"))
 	if swap {
@@ -549,5 +559,52 @@ func eventually(t *testing.T, cond func() bool) {
 			t.Fatal("condition not met within 10s")
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func testScan(t *testing.T, s store.Store) {
+	ss, ok := s.(store.ScanStore)
+	if !ok {
+		t.Skip("not a store.ScanStore")
+	}
+	for _, k := range []string{"tasks/b/1", "tasks/a/2", "tasks/a/1", "tasks/ab", "other/a/1"} {
+		mustPut(t, s, k, []byte("v "+k))
+	}
+	if err := s.Delete(ctx(t), "tasks/a/2"); err != nil {
+		t.Fatal(err)
+	}
+	for prefix, want := range map[string][]string{
+		"tasks/a/": {"tasks/a/1"},
+		"tasks/a":  {"tasks/a/1", "tasks/ab"},
+		"tasks/":   {"tasks/a/1", "tasks/ab", "tasks/b/1"},
+		"none/":    nil,
+	} {
+		got, err := ss.Scan(ctx(t), prefix)
+		if err != nil {
+			t.Fatalf("Scan(%q): %v", prefix, err)
+		}
+		var keys []string
+		for _, e := range got {
+			keys = append(keys, e.Key)
+			if string(e.Value) != "v "+e.Key {
+				t.Errorf("Scan(%q): %q holds %q", prefix, e.Key, e.Value)
+			}
+		}
+		if !slices.Equal(keys, want) {
+			t.Errorf("Scan(%q) = %q, want %q", prefix, keys, want)
+		}
+	}
+	if es, ok := s.(store.ExpiringStore); ok {
+		putTTL(t, es, "tasks/c/1", []byte("gone"), 50*time.Millisecond)
+		eventually(t, func() bool {
+			got, err := ss.Scan(ctx(t), "tasks/c/")
+			return err == nil && len(got) == 0
+		})
+	}
+	// The values are the caller's: changing one changes nothing stored.
+	got, _ := ss.Scan(ctx(t), "tasks/a/")
+	if len(got) == 1 {
+		got[0].Value[0] = 'X'
+		wantValue(t, s, "tasks/a/1", []byte("v tasks/a/1"))
 	}
 }
