@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/commonagents-go/tool/events"
+	"github.com/commonagents-go/tool/facts"
 )
 
 // eventState is a task's subscription state (SPEC §9.5): which events the capability includes, their effective
@@ -117,7 +118,7 @@ func (t *Task) expiredNow(newly []int) {
 	}
 	ctx := t.ctx
 	for _, i := range newly {
-		t.observe(ctx, "subscription.expired", "", map[string]any{"event": t.tool.events[i].def.Name,
+		t.observe(ctx, facts.SubscriptionExpired, "", map[string]any{"event": t.tool.events[i].def.Name,
 			"timeout": t.events.timeouts[i].String()})
 	}
 	t.saveEvents(ctx)
@@ -140,7 +141,7 @@ func (t *Task) Interrupt(ctx context.Context) error {
 	for _, cancel := range cancels {
 		cancel(ErrInterrupted)
 	}
-	t.observe(ctx, "task.interrupted", "", map[string]any{"cancelled_calls": len(cancels)})
+	t.observe(ctx, facts.TaskInterrupted, "", map[string]any{"cancelled_calls": len(cancels)})
 	err := t.stopWorkers(ctx, events.StopInterrupted, all)
 	return errors.Join(err, t.saveEvents(ctx))
 }
@@ -157,7 +158,7 @@ func (t *Task) Resume(ctx context.Context) error {
 	clear(t.events.expired)
 	t.lastActivity.Store(t.tool.opts.clock.Now().UnixNano())
 	t.events.mu.Unlock()
-	t.observe(ctx, "task.resumed", "", nil)
+	t.observe(ctx, facts.TaskResumed, "", nil)
 	err := t.saveEvents(ctx)
 	t.stopWatchdog(ctx) // its next wake-up may be later than the deadlines Resume just set
 	t.startWorkers()

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/commonagents-go/tool/facts"
 	"github.com/commonagents-go/tool/field"
 	"github.com/commonagents-go/tool/runtime"
 )
@@ -94,7 +95,7 @@ func (t *Task) approval(c *call, resolved map[string]any) (res *Result, err erro
 	req := ApprovalRequest{TaskID: t.id, CallID: c.id, Action: c.a.def.Name, Function: c.result.Function,
 		Traits: c.a.traits()}
 	req.Arguments, _ = t.secrets.Value(t.redactArgs(resolved)).(map[string]any)
-	t.observe(c.ctx, "tool.approval.requested", c.id, map[string]any{"action": req.Action, "function": req.Function,
+	t.observe(c.ctx, facts.ApprovalRequested, c.id, map[string]any{"action": req.Action, "function": req.Function,
 		"arguments": req.Arguments})
 
 	ap, err := askApprover(ctx, t.cfg.Approver, req)
@@ -105,7 +106,7 @@ func (t *Task) approval(c *call, resolved map[string]any) (res *Result, err erro
 	if err != nil {
 		decided["error"] = err.Error()
 	}
-	t.observe(c.ctx, "tool.approval.decided", c.id, decided)
+	t.observe(c.ctx, facts.ApprovalDecided, c.id, decided)
 	if err == nil && ap.Approved {
 		return nil, nil, false
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/commonagents-go/tool/facts"
 	"github.com/commonagents-go/tool/runtime"
 )
 
@@ -63,10 +64,10 @@ func (c *call) finish(rr *runtime.Result, te *ToolError) *Result {
 	}
 	c.setOutput(output)
 	if t.observing() {
-		name, data := "tool.result", map[string]any{"action": c.a.def.Name, "output_bytes": r.OutputBytes,
+		name, data := facts.ToolResult, map[string]any{"action": c.a.def.Name, "output_bytes": r.OutputBytes,
 			"duration_ms": r.Telemetry.Duration.Milliseconds()}
 		if te != nil {
-			name, data["error"] = "tool.failed", te
+			name, data["error"] = facts.ToolFailed, te
 		}
 		t.observe(c.ctx, name, c.id, data)
 	}
@@ -105,7 +106,7 @@ func (c *call) fail(err error) error {
 		d.mu.Unlock()
 	}
 	err = t.secrets.Error(fmt.Errorf("tool: call %s (%s): %w", c.id, c.a.def.Name, err), ErrUnrecoverable)
-	t.observe(c.ctx, "tool.failed", c.id, map[string]any{"action": c.a.def.Name, "error": err.Error(), "unrecoverable": true})
+	t.observe(c.ctx, facts.ToolFailed, c.id, map[string]any{"action": c.a.def.Name, "error": err.Error(), "unrecoverable": true})
 	return err
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/commonagents-go/tool/allowlist"
 	"github.com/commonagents-go/tool/celenv"
 	"github.com/commonagents-go/tool/events/poll"
+	"github.com/commonagents-go/tool/facts"
 	"github.com/commonagents-go/tool/internal/jsonlimit"
 	"github.com/commonagents-go/tool/interp"
 )
@@ -302,7 +303,7 @@ func (t *Task) handle(ctx context.Context, d *Delivery, i int, pe *pushedEvent) 
 	if a == nil {
 		d.Discarded = append(d.Discarded, discard)
 		if t.observing() {
-			t.observe(ctx, "event.discarded", "", map[string]any{"event": discard.Event, "reason": discard.Reason,
+			t.observe(ctx, facts.EventDiscarded, "", map[string]any{"event": discard.Event, "reason": discard.Reason,
 				"detail": discard.Detail, "delivery_id": pe.parent.deliveryID})
 		}
 		return nil
@@ -442,7 +443,7 @@ func (t *Task) activate(ctx context.Context, a *Activation, pe *pushedEvent) err
 				t.unclaim(ctx, a.Event, a.DeliveryID)
 			}
 			if t.observing() {
-				t.observe(ctx, "event.refused", "", map[string]any{"event": a.Event, "delivery_id": a.DeliveryID,
+				t.observe(ctx, facts.EventRefused, "", map[string]any{"event": a.Event, "delivery_id": a.DeliveryID,
 					"error": err.Error()})
 			}
 			return fmt.Errorf("event %s: %w", a.Event, err)
@@ -453,7 +454,7 @@ func (t *Task) activate(ctx context.Context, a *Activation, pe *pushedEvent) err
 	}
 	t.touch()
 	if t.observing() {
-		t.observe(ctx, "event.activated", "", map[string]any{"event": a.Event, "delivery_id": a.DeliveryID})
+		t.observe(ctx, facts.EventActivated, "", map[string]any{"event": a.Event, "delivery_id": a.DeliveryID})
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/commonagents-go/tool/facts"
 	"github.com/commonagents-go/tool/internal/decode"
 	"github.com/commonagents-go/tool/runtime"
 )
@@ -100,7 +101,7 @@ func (t *Task) invoke(ctx context.Context, a *action, function string, args map[
 	t.grow(ctx, c.id, resolved)
 	t.touch()
 	if t.observing() {
-		t.observe(ctx, "tool.started", c.id, map[string]any{"action": a.def.Name, "arguments": t.redactArgs(resolved)})
+		t.observe(ctx, facts.ToolStarted, c.id, map[string]any{"action": a.def.Name, "arguments": t.redactArgs(resolved)})
 	}
 
 	callCtx, cancel := context.WithCancel(ctx)
@@ -131,7 +132,7 @@ func (t *Task) invoke(ctx context.Context, a *action, function string, args map[
 	inst, err := t.instance(callCtx, a, call)
 	if err != nil {
 		if errors.Is(err, ErrClosed) {
-			t.observe(ctx, "tool.cancelled", c.id, map[string]any{"action": a.def.Name, "reason": "task closed"})
+			t.observe(ctx, facts.ToolCancelled, c.id, map[string]any{"action": a.def.Name, "reason": "task closed"})
 			return nil, ErrClosed
 		}
 		if callCtx.Err() != nil && !errors.Is(err, ErrUnrecoverable) {
@@ -186,13 +187,13 @@ func (c *call) interrupted(ctx context.Context, err error) (*Result, error) {
 	t := c.task
 	switch {
 	case ctx.Err() != nil:
-		t.observe(ctx, "tool.cancelled", c.id, map[string]any{"action": c.a.def.Name, "reason": ctx.Err().Error()})
+		t.observe(ctx, facts.ToolCancelled, c.id, map[string]any{"action": c.a.def.Name, "reason": ctx.Err().Error()})
 		return nil, fmt.Errorf("tool: call %s: %w", c.id, ctx.Err())
 	case t.ctx.Err() != nil:
-		t.observe(ctx, "tool.cancelled", c.id, map[string]any{"action": c.a.def.Name, "reason": "task closed"})
+		t.observe(ctx, facts.ToolCancelled, c.id, map[string]any{"action": c.a.def.Name, "reason": "task closed"})
 		return nil, ErrClosed
 	case c.run != nil && errors.Is(context.Cause(c.run), ErrInterrupted):
-		t.observe(ctx, "tool.cancelled", c.id, map[string]any{"action": c.a.def.Name, "reason": "task interrupted"})
+		t.observe(ctx, facts.ToolCancelled, c.id, map[string]any{"action": c.a.def.Name, "reason": "task interrupted"})
 		return nil, fmt.Errorf("tool: call %s: %w", c.id, ErrInterrupted)
 	}
 	e := runtime.Errorf(KindTimeout, "the call exceeded the host's time limit for %s", c.a.def.Name)
@@ -224,7 +225,7 @@ func (t *Task) grow(ctx context.Context, callID string, resolved map[string]any)
 		return
 	}
 	for name, values := range evicted {
-		t.observe(ctx, "allowlist.evicted", callID, map[string]any{"parameter": name, "count": len(values)})
+		t.observe(ctx, facts.AllowListEvicted, callID, map[string]any{"parameter": name, "count": len(values)})
 	}
 	t.notifyGrown(resolved, evicted) // before the backend runs, like the growth itself
 	if err := t.saveAllowList(ctx); err != nil {

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"sort"
 
+	"github.com/commonagents-go/tool/facts"
 	"github.com/commonagents-go/tool/field"
 	"github.com/commonagents-go/tool/internal/funcname"
 	"github.com/commonagents-go/tool/internal/schema"
@@ -30,12 +31,12 @@ type Skipped struct {
 func (t *Tool) Skipped() []Skipped { return append([]Skipped(nil), t.skipped...) }
 
 // FactActionSkipped is the fact Load reports for each Skipped item; its Data holds kind, name and reason.
-const FactActionSkipped = "tool.action.skipped"
+const FactActionSkipped = facts.ActionSkipped
 
 // FactActionsExpanded is the fact Load reports once per top-level block that expanded into actions. Its Data holds
 // kind, expanded (actions added), skipped (items listed in Tool.Skipped) and unselected (items the block's own
 // selection left out, e.g. an openapi block's select: only counted, never listed).
-const FactActionsExpanded = "tool.actions.expanded"
+const FactActionsExpanded = facts.ActionsExpanded
 
 type expansionCount struct {
 	kind                          string

@@ -11,6 +11,7 @@ import (
 
 	"github.com/commonagents-go/tool/allowlist"
 	"github.com/commonagents-go/tool/events"
+	"github.com/commonagents-go/tool/facts"
 	"github.com/commonagents-go/tool/runtime"
 )
 
@@ -91,7 +92,7 @@ func (t *Task) restore(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	t.observe(ctx, "task.restored", "", map[string]any{"dropped_sealed": dropped, "backends": kinds,
+	t.observe(ctx, facts.TaskRestored, "", map[string]any{"dropped_sealed": dropped, "backends": kinds,
 		"last_activity_at": time.Unix(0, t.lastActivity.Load()).UTC().Format(time.RFC3339Nano)})
 	return nil
 }
@@ -139,7 +140,7 @@ func (t *Task) retireReceivers(ctx context.Context) {
 		name := strings.TrimPrefix(key, prefix)
 		i := slices.IndexFunc(t.tool.events, func(ev *event) bool { return ev.def.Name == name })
 		if i < 0 {
-			t.observe(ctx, "subscription.orphaned", "", map[string]any{"event": name,
+			t.observe(ctx, facts.SubscriptionOrphaned, "", map[string]any{"event": name,
 				"detail": "the manifest has no such event any more: what it registered cannot be removed"})
 			continue
 		}
@@ -179,7 +180,7 @@ func (t *Task) resumeBackends(ctx context.Context) ([]string, error) {
 		r, canResume := backend.(runtime.Resumer)
 		actions := t.tool.preparedOf(kind)
 		if !ok || len(actions) == 0 {
-			t.observe(ctx, "runtime.state_orphaned", "", map[string]any{"backend": kind,
+			t.observe(ctx, facts.RuntimeStateOrphaned, "", map[string]any{"backend": kind,
 				"detail": "no action of the manifest runs on this backend any more: what its state records is not torn down"})
 			continue
 		}

@@ -1,6 +1,10 @@
 package tool
 
-import "context"
+import (
+	"context"
+
+	"github.com/commonagents-go/tool/facts"
+)
 
 // The kinds of record a store.failed fact names (Fact.Data["record"]).
 const (
@@ -18,5 +22,5 @@ const (
 func (t *Task) storeFailed(ctx context.Context, op, record string, err error) {
 	t.tool.opts.logger.Warn("store operation failed", "tool", t.tool.Name(), "task", t.id, "operation", op,
 		"record", record, "error", err)
-	t.observe(ctx, "store.failed", "", map[string]any{"operation": op, "record": record, "error": err.Error()})
+	t.observe(ctx, facts.StoreFailed, "", map[string]any{"operation": op, "record": record, "error": err.Error()})
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/commonagents-go/tool/allowlist"
 	"github.com/commonagents-go/tool/celenv"
+	"github.com/commonagents-go/tool/facts"
 	"github.com/commonagents-go/tool/internal/redact"
 	"github.com/commonagents-go/tool/runtime"
 )
@@ -201,7 +202,7 @@ func (t *Tool) startTask(ctx context.Context, cfg TaskConfig, resume bool, snap 
 			return nil, fmt.Errorf("tool: new task %s: %w", task.id, err)
 		}
 	}
-	task.observe(ctx, "tool.catalog.resolved", "", map[string]any{"catalog": t.Catalog(cfg.Capability)})
+	task.observe(ctx, facts.CatalogResolved, "", map[string]any{"catalog": t.Catalog(cfg.Capability)})
 	t.openTasks.Add(1) // from here on the task ends only by close
 	task.mu.Lock()
 	task.stop = context.AfterFunc(ctx, func() {
@@ -306,13 +307,13 @@ func (t *Task) close(ctx context.Context, detach bool) error {
 		if err := t.saveEvents(ctx); err != nil { // the last activity, for the resumed task's timeouts
 			errs = append(errs, err)
 		}
-		t.observe(ctx, "task.detached", "", nil)
+		t.observe(ctx, facts.TaskDetached, "", nil)
 	} else {
 		if err := t.deleteState(ctx, keep); err != nil {
 			t.storeFailed(ctx, "delete", recordTask, err)
 			errs = append(errs, err)
 		}
-		t.observe(ctx, "task.closed", "", nil)
+		t.observe(ctx, facts.TaskClosed, "", nil)
 	}
 	t.tool.taskEnded()
 	if len(errs) == 0 {
@@ -385,7 +386,7 @@ func (t *Task) teardown(ctx context.Context, kind string, inst runtime.Instance)
 	err = inst.Teardown(tctx)
 	if err != nil {
 		err = fmt.Errorf("teardown %s: %w", kind, err)
-		t.observe(ctx, "runtime.teardown_failed", "", map[string]any{"backend": kind, "error": t.secrets.String(err.Error())})
+		t.observe(ctx, facts.RuntimeTeardownFailed, "", map[string]any{"backend": kind, "error": t.secrets.String(err.Error())})
 	}
 	return err
 }

@@ -41,6 +41,7 @@ import (
 	"time"
 
 	tool "github.com/commonagents-go/tool"
+	"github.com/commonagents-go/tool/facts"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -153,7 +154,7 @@ func (o *Observer) Observe(ctx context.Context, f tool.Fact) {
 		o.callFact(ctx, cs, f)
 		return
 	}
-	if f.Name == "event.activated" {
+	if f.Name == facts.EventActivated {
 		o.activations.Add(ctx, 1, metric.WithAttributes(ToolNameKey.String(f.Tool), EventKey.String(str(f.Data["event"]))))
 	}
 	attrs := factAttributes(f)
@@ -175,12 +176,12 @@ func (o *Observer) Observe(ctx context.Context, f tool.Fact) {
 func (o *Observer) callFact(ctx context.Context, cs *callSpan, f tool.Fact) {
 	var errorType string
 	switch f.Name {
-	case "tool.result":
-	case "tool.failed":
+	case facts.ToolResult:
+	case facts.ToolFailed:
 		errorType = errorKind(f.Data)
-	case "tool.cancelled":
+	case facts.ToolCancelled:
 		errorType = "cancelled"
-	case "tool.approval.decided":
+	case facts.ApprovalDecided:
 		approved, _ := f.Data["approved"].(bool)
 		attrs := []attribute.KeyValue{ApprovedKey.Bool(approved)}
 		if by := str(f.Data["by"]); by != "" {
@@ -219,7 +220,7 @@ func factAttributes(f tool.Fact) []attribute.KeyValue {
 	if ev := str(f.Data["event"]); ev != "" {
 		attrs = append(attrs, EventKey.String(ev))
 	}
-	if r := str(f.Data["reason"]); r != "" && f.Name != "tool.cancelled" {
+	if r := str(f.Data["reason"]); r != "" && f.Name != facts.ToolCancelled {
 		attrs = append(attrs, ReasonKey.String(r))
 	}
 	for _, k := range []string{"items", "fired", "discarded", "refused", "attempt"} {

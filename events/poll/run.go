@@ -11,6 +11,7 @@ import (
 
 	"github.com/commonagents-go/tool/allowlist"
 	"github.com/commonagents-go/tool/events"
+	"github.com/commonagents-go/tool/facts"
 	"github.com/commonagents-go/tool/internal/httpspec"
 )
 
@@ -86,7 +87,7 @@ func (w *worker) step(ctx context.Context) time.Duration {
 	if err != nil {
 		w.failures++
 		retry := min(w.interval*(1<<min(w.failures, 5)), w.interval*MaxBackoff)
-		w.h.Observe(ctx, "poll.failed", map[string]any{"reason": "fetch", "error": err.Error(), "attempt": w.failures,
+		w.h.Observe(ctx, facts.PollFailed, map[string]any{"reason": "fetch", "error": err.Error(), "attempt": w.failures,
 			"retry_in": retry.String()})
 		return retry
 	}
@@ -139,7 +140,7 @@ func (w *worker) step(ctx context.Context) time.Duration {
 	if err := w.trySave(ctx); err != nil {
 		return w.storeFailed(ctx, "state", err)
 	}
-	w.h.Observe(ctx, "poll.fetched", map[string]any{"items": len(items), "fired": fired, "discarded": discarded,
+	w.h.Observe(ctx, facts.PollFetched, map[string]any{"items": len(items), "fired": fired, "discarded": discarded,
 		"refused": refused, "baseline": baseline})
 	return w.interval
 }
@@ -190,7 +191,7 @@ func (w *worker) trySave(ctx context.Context) error {
 // storeFailed reports a step that could not read or write its state (or its lease) and returns the delay to the
 // next attempt: one interval.
 func (w *worker) storeFailed(ctx context.Context, what string, err error) time.Duration {
-	w.h.Observe(ctx, "poll.failed", map[string]any{"reason": "store", "operation": what, "error": err.Error(),
+	w.h.Observe(ctx, facts.PollFailed, map[string]any{"reason": "store", "operation": what, "error": err.Error(),
 		"retry_in": w.interval.String()})
 	return w.interval
 }
@@ -301,7 +302,7 @@ func (w *worker) Stop(ctx context.Context, reason string) error {
 		if w.h.Release != nil {
 			_ = w.h.Release(ctx)
 		}
-		w.h.Observe(ctx, "poll.stopped", map[string]any{"reason": reason}) // detached: the state stays as it is
+		w.h.Observe(ctx, facts.PollStopped, map[string]any{"reason": reason}) // detached: the state stays as it is
 	})
 	return err
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/commonagents-go/tool/events"
+	"github.com/commonagents-go/tool/facts"
 	"github.com/commonagents-go/tool/internal/httpspec"
 )
 
@@ -117,7 +118,7 @@ func (w *worker) step(ctx context.Context) time.Duration {
 		}
 	}
 	if err := w.sync(ctx, w.h.Lease != nil); err != nil { // the other replica may have renewed since
-		w.h.Observe(ctx, "subscription.failed", map[string]any{"reason": "store", "error": err.Error(),
+		w.h.Observe(ctx, facts.SubscriptionFailed, map[string]any{"reason": "store", "error": err.Error(),
 			"retry_in": RetryMin.String()})
 		return RetryMin
 	}
@@ -135,7 +136,7 @@ func (w *worker) step(ctx context.Context) time.Duration {
 			}
 			w.failures++
 			retry := events.Backoff(RetryMin, RetryMax, w.failures)
-			w.h.Observe(ctx, "subscription.failed", map[string]any{"error": err.Error(), "attempt": w.failures,
+			w.h.Observe(ctx, facts.SubscriptionFailed, map[string]any{"error": err.Error(), "attempt": w.failures,
 				"renewal": cur != nil, "retry_in": retry.String()})
 			return w.next(now, retry)
 		}
@@ -145,10 +146,10 @@ func (w *worker) step(ctx context.Context) time.Duration {
 		}
 		w.state.Current, w.state.Pending = ch, nil
 		w.save(ctx)
-		fact := "subscription.created"
+		fact := facts.SubscriptionCreated
 		data := map[string]any{"subscription_id": ch.ID, "expires_at_ms": ch.ExpiresAtMS}
 		if cur != nil {
-			fact, data["previous"] = "subscription.renewed", cur.ID
+			fact, data["previous"] = facts.SubscriptionRenewed, cur.ID
 		}
 		w.h.Observe(ctx, fact, data)
 	}
@@ -249,7 +250,7 @@ func (w *worker) retryStale(ctx context.Context) {
 	var kept []Channel
 	for _, ch := range w.state.Stale {
 		if ch.ExpiresAtMS <= now {
-			w.h.Observe(ctx, "subscription.removed", map[string]any{"subscription_id": ch.ID, "reason": "lapsed",
+			w.h.Observe(ctx, facts.SubscriptionRemoved, map[string]any{"subscription_id": ch.ID, "reason": "lapsed",
 				"detail": "the channel expired before it could be unsubscribed"})
 			continue
 		}
@@ -269,7 +270,7 @@ func (w *worker) retryStale(ctx context.Context) {
 // unsubscribe removes ch and reports the outcome; without an unsubscribe request the channel is left to expire.
 func (w *worker) unsubscribe(ctx context.Context, ch *Channel, reason string) error {
 	if w.ev.Unsubscribe == nil {
-		w.h.Observe(ctx, "subscription.removed", map[string]any{"subscription_id": ch.ID, "reason": reason,
+		w.h.Observe(ctx, facts.SubscriptionRemoved, map[string]any{"subscription_id": ch.ID, "reason": reason,
 			"detail": "no unsubscribe request: the channel expires on its own"})
 		return nil
 	}
@@ -277,13 +278,13 @@ func (w *worker) unsubscribe(ctx context.Context, ch *Channel, reason string) er
 	if err != nil && (status == 404 || status == 410 || ch.Unconfirmed && status >= 400 && status < 500) {
 		// The platform does not know the channel: never created (a subscribe whose outcome was unknown) or
 		// already removed (by an unsubscribe whose success a crash kept from the records). Nothing is left.
-		w.h.Observe(ctx, "subscription.removed", map[string]any{"subscription_id": ch.ID, "reason": reason,
+		w.h.Observe(ctx, facts.SubscriptionRemoved, map[string]any{"subscription_id": ch.ID, "reason": reason,
 			"unknown_to_platform": true, "status": status,
 			"detail": "the platform did not know the channel: it was never created or is already removed"})
 		return nil
 	}
 	if err != nil {
-		w.h.Observe(ctx, "subscription.unsubscribe_failed", map[string]any{"subscription_id": ch.ID,
+		w.h.Observe(ctx, facts.SubscriptionUnsubscribeFailed, map[string]any{"subscription_id": ch.ID,
 			"reason": reason, "error": err.Error()})
 		return fmt.Errorf("unsubscribe %s: %w", ch.ID, err)
 	}
@@ -291,7 +292,7 @@ func (w *worker) unsubscribe(ctx context.Context, ch *Channel, reason string) er
 	if ch.Unconfirmed {
 		data["unconfirmed"] = true // its subscribe's outcome was unknown; removed in case the platform held it
 	}
-	w.h.Observe(ctx, "subscription.removed", data)
+	w.h.Observe(ctx, facts.SubscriptionRemoved, data)
 	return nil
 }
 
@@ -333,7 +334,7 @@ func (w *worker) Stop(ctx context.Context, reason string) error {
 		w.state = State{}
 		var errs []error
 		if w.abandoned != "" {
-			w.h.Observe(ctx, "subscription.abandoned", map[string]any{"subscription_id": w.abandoned, "reason": reason,
+			w.h.Observe(ctx, facts.SubscriptionAbandoned, map[string]any{"subscription_id": w.abandoned, "reason": reason,
 				"detail": "the subscribe was still in flight when the stop's bound ended; the platform may hold the channel until it expires"})
 			errs = append(errs, fmt.Errorf("subscribe of channel %s still in flight when the bound ended", w.abandoned))
 		}

@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/commonagents-go/tool/facts"
 	"github.com/commonagents-go/tool/runtime"
 )
 
@@ -92,7 +93,7 @@ func (i *instance) Invoke(ctx context.Context, a runtime.Action, call *runtime.C
 	r := &run{i: i, key: jobKey{ns, created.Name}, job: created, call: call.ID}
 	i.track(r.key, true)
 	defer i.track(r.key, false)
-	i.observe(ctx, "job.created", r.fact())
+	i.observe(ctx, facts.JobCreated, r.fact())
 	return r.do(ctx)
 }
 
@@ -190,12 +191,12 @@ func (i *instance) delete(ctx context.Context, k jobKey) error {
 	fact := map[string]any{"namespace": k.namespace, "job": k.name}
 	if err != nil && !apierrors.IsNotFound(err) {
 		fact["error"] = cmp.Or(string(apierrors.ReasonForError(err)), "request failed")
-		i.observe(ctx, "job.delete_failed", fact)
+		i.observe(ctx, facts.JobDeleteFailed, fact)
 		i.logger.WarnContext(ctx, "kubernetes_job: deleting a Job failed; its TTL removes it later",
 			"namespace", k.namespace, "job", k.name, "error", err)
 		return fmt.Errorf("kubernetes_job: deleting Job %s/%s: %w", k.namespace, k.name, err)
 	}
-	i.observe(ctx, "job.deleted", fact)
+	i.observe(ctx, facts.JobDeleted, fact)
 	return nil
 }
 

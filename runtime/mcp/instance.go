@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/commonagents-go/tool/facts"
 	"github.com/commonagents-go/tool/internal/httpspec"
 	"github.com/commonagents-go/tool/interp"
 	"github.com/commonagents-go/tool/runtime"
@@ -179,7 +180,7 @@ func (i *instance) dial(act *Action, values interp.Resolver) dial {
 			if fallback != nil {
 				i.logger.Warn("mcp: the server runs in a process group, not a cgroup", "server", act.Key, "error", fallback)
 			}
-			i.observe(context.WithoutCancel(ctx), "mcp.server.started",
+			i.observe(context.WithoutCancel(ctx), facts.MCPServerStarted,
 				map[string]any{"server": act.Key, "pid": pid, "containment": containment})
 		}}
 }
@@ -451,7 +452,7 @@ func (i *instance) notify(n mcp.JSONRPCNotification) {
 			data[k] = v
 		}
 	}
-	i.observe(t.ctx, "tool.progress", data)
+	i.observe(t.ctx, facts.ToolProgress, data)
 }
 
 // Teardown closes every session of the task, in parallel, within ctx (else the host's teardown bound); stdio

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/commonagents-go/tool/facts"
 	"github.com/commonagents-go/tool/internal/httpspec"
 	"github.com/commonagents-go/tool/interp"
 	"github.com/commonagents-go/tool/runtime"
@@ -213,7 +214,7 @@ func (i *instance) create(ctx context.Context, s *session, values interp.Resolve
 	}
 
 	i.save(context.WithoutCancel(ctx))
-	i.observe(ctx, "session.created", map[string]any{"session": s.key, "status": status, "keys": slices.Sorted(maps.Keys(vals))})
+	i.observe(ctx, facts.SessionCreated, map[string]any{"session": s.key, "status": status, "keys": slices.Sorted(maps.Keys(vals))})
 	if orphan {
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), i.teardownTimeout())
 		defer cancel()

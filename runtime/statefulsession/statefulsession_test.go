@@ -124,27 +124,27 @@ func (s *memState) records(t *testing.T) []record {
 	return recs
 }
 
-// facts records observer facts.
-type facts struct {
+// factLog records observer facts.
+type factLog struct {
 	mu   sync.Mutex
 	list []string
 	data []map[string]any
 }
 
-func (f *facts) observe(_ context.Context, name string, data map[string]any) {
+func (f *factLog) observe(_ context.Context, name string, data map[string]any) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.list = append(f.list, name)
 	f.data = append(f.data, data)
 }
 
-func (f *facts) names() []string {
+func (f *factLog) names() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append([]string(nil), f.list...)
 }
 
-func (f *facts) dump(t *testing.T) string {
+func (f *factLog) dump(t *testing.T) string {
 	t.Helper()
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -194,13 +194,13 @@ func prepare(t *testing.T, block, shared map[string]any) *Action {
 type fixture struct {
 	srv   *remote
 	state *memState
-	facts *facts
+	facts *factLog
 	in    *runtime.Init
 }
 
 func newFixture(t *testing.T, act *Action) *fixture {
 	srv := newRemote(t)
-	f := &fixture{srv: srv, state: &memState{}, facts: &facts{}}
+	f := &fixture{srv: srv, state: &memState{}, facts: &factLog{}}
 	f.in = &runtime.Init{TaskID: "task-1", Tool: "t", Action: act, Values: f.values(nil),
 		HTTPClient: httpspec.SameHostRedirects(srv.Client()), Limits: runtime.Limits{CallTimeout: 5 * time.Second},
 		State: f.state, Observe: f.facts.observe, Logger: slog.New(slog.DiscardHandler)}

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/commonagents-go/tool/facts"
 	"github.com/commonagents-go/tool/internal/httpspec"
 	"github.com/commonagents-go/tool/runtime"
 	"github.com/commonagents-go/tool/runtime/statelesshttp"
@@ -60,7 +61,7 @@ func (i *instance) end(ctx context.Context, s *session) error {
 	case s.pending != nil:
 		s.orphan = true
 		i.mu.Unlock()
-		i.observe(ctx, "session.destroy_failed", map[string]any{"session": s.key, "error": "still_creating"})
+		i.observe(ctx, facts.SessionDestroyFailed, map[string]any{"session": s.key, "error": "still_creating"})
 		return fmt.Errorf("stateful_session: session %s was still being created when teardown ended; "+
 			"it is destroyed when its create finishes", s.key)
 	case !s.ready || s.claimed:
@@ -68,7 +69,7 @@ func (i *instance) end(ctx context.Context, s *session) error {
 		return nil
 	case s.act == nil:
 		i.mu.Unlock()
-		i.observe(ctx, "session.destroy_failed", map[string]any{"session": s.key, "recorded": true,
+		i.observe(ctx, facts.SessionDestroyFailed, map[string]any{"session": s.key, "recorded": true,
 			"error": "unknown_action"})
 		return fmt.Errorf("stateful_session: session %s, recorded before a restart, is used by no action this "+
 			"task ran, so its destroy request is unknown", s.key)
@@ -96,11 +97,11 @@ func (i *instance) destroy(ctx context.Context, s *session) error {
 		if resp != nil {
 			fact["status"] = resp.Status
 		}
-		i.observe(ctx, "session.destroy_failed", fact)
+		i.observe(ctx, facts.SessionDestroyFailed, fact)
 		return fmt.Errorf("stateful_session: destroying session %s: %w", s.key, err)
 	}
 	i.forget(ctx, s)
-	i.observe(ctx, "session.destroyed", map[string]any{"session": s.key, "status": resp.Status})
+	i.observe(ctx, facts.SessionDestroyed, map[string]any{"session": s.key, "status": resp.Status})
 	return nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/commonagents-go/tool/facts"
 	"github.com/commonagents-go/tool/internal/decode"
 	"github.com/commonagents-go/tool/internal/redact"
 	"github.com/commonagents-go/tool/interp"
@@ -40,7 +41,7 @@ func (i *instance) oneshot(ctx context.Context, act *Action, call *runtime.Call)
 	if err != nil {
 		return nil, runtime.Unrecoverable(fmt.Errorf("exec: starting %s: %w", s.path, err))
 	}
-	i.started(ctx, "exec.process.started", act, p, map[string]any{})
+	i.started(ctx, facts.ExecProcessStarted, act, p, map[string]any{})
 	go func() {
 		// A program may exit without reading stdin: the write then fails, which is its business.
 		_, _ = p.stdin.Write(req)

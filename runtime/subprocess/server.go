@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/commonagents-go/tool/facts"
 	"github.com/commonagents-go/tool/internal/decode"
 	"github.com/commonagents-go/tool/internal/redact"
 	"github.com/commonagents-go/tool/interp"
@@ -102,7 +103,7 @@ func (i *instance) server(ctx context.Context, act *Action, values interp.Resolv
 	restart := sl.srv != nil
 	sl.srv = srv
 	go i.watch(sl, srv)
-	i.started(ctx, "exec.server.started", act, p, map[string]any{"restart": restart})
+	i.started(ctx, facts.ExecServerStarted, act, p, map[string]any{"restart": restart})
 	return srv, nil
 }
 
@@ -143,7 +144,7 @@ func (i *instance) watch(sl *slot, srv *server) {
 	if !srv.closing.Load() {
 		i.logger.Warn("exec: server process exited", "action", srv.name, "pid", srv.p.pid, "status", status)
 	}
-	i.observe(context.Background(), "exec.server.exited",
+	i.observe(context.Background(), facts.ExecServerExited,
 		map[string]any{"action": srv.name, "pid": srv.p.pid, "status": status, "torn_down": srv.closing.Load()})
 
 	srv.mu.Lock()
