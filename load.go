@@ -144,9 +144,9 @@ func (l *loader) load() *Tool {
 		return nil
 	}
 	l.m = &Manifest{}
-	l.errs = append(l.errs, decode.Into(doc, l.m, nil)...)
-	m := l.m
 	root, _ := doc.(map[string]any)
+	l.errs = append(l.errs, decode.Into(l.coreOf(root, doc), l.m, nil)...)
+	m := l.m
 
 	l.identity(root)
 	var settingProps []schema.Property

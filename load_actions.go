@@ -1,6 +1,7 @@
 package tool
 
 import (
+	"encoding/json"
 	"maps"
 	"reflect"
 	"slices"
@@ -40,18 +41,45 @@ func (a *action) index() {
 	a.cancelOnInterrupt = a.def.Annotations != nil && a.def.Annotations.InterruptBehavior == "cancel"
 }
 
-// sharedBlocks maps each top-level runtime block key to the manifest field holding it.
-func sharedBlocks(m *Manifest) map[string]bool {
-	present := map[string]bool{}
-	for key, raw := range map[string][]byte{
-		"stateless_http": m.StatelessHTTP, "stateful_session": m.StatefulSession, "openapi": m.OpenAPI,
-		"mcp": m.MCP, "kubernetes_job": m.KubernetesJob, "exec": m.Exec,
-	} {
-		if len(raw) > 0 && string(raw) != "null" {
-			present[key] = true
-		}
+// coreOf splits the manifest's top level: a key of a registered backend that is not a core key goes into
+// l.m.Shared (re-encoded), and the rest is returned for strict decoding, where an unknown key is a problem that
+// names it. The built-in backends' blocks take this path as a third party's do.
+func (l *loader) coreOf(root map[string]any, doc any) any {
+	if root == nil {
+		return doc
 	}
-	return present
+	rest := make(map[string]any, len(root))
+	for key, v := range root {
+		if backend, registered := l.opts.runtimes.Lookup(key); registered && !coreKeys[key] && takesShared(backend) {
+			if v == nil {
+				continue
+			}
+			raw, err := json.Marshal(v)
+			if err != nil {
+				l.errs.Add(field.Invalid(field.NewPath(key), "cannot encode the block: %v", err))
+				continue
+			}
+			if l.m.Shared == nil {
+				l.m.Shared = map[string]json.RawMessage{}
+			}
+			l.m.Shared[key] = raw
+			continue
+		}
+		rest[key] = v
+	}
+	return rest
+}
+
+// takesShared reports whether a backend reads a top-level block: one that describes its blocks (runtime.Schemer)
+// says so with a Shared schema; one that does not may (its Prepare sees Block.Shared).
+func takesShared(backend runtime.Runtime) bool {
+	s, ok := backend.(runtime.Schemer)
+	return !ok || len(s.ConfigSchema().Shared) > 0
+}
+
+// sharedBlocks lists the kinds of the manifest's top-level backend blocks, sorted.
+func sharedBlocks(m *Manifest) []string {
+	return slices.Sorted(maps.Keys(m.Shared))
 }
 
 func (l *loader) actions(root map[string]any, docs []any) []*action {
@@ -155,7 +183,7 @@ func (l *loader) sharedBlocks(root map[string]any, actions []*action) {
 	for _, a := range actions {
 		used[a.kind] = true
 	}
-	for kind := range sharedBlocks(l.m) {
+	for _, kind := range sharedBlocks(l.m) {
 		p := field.NewPath(kind)
 		backend, ok := l.opts.runtimes.Lookup(kind)
 		if !ok {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
-	"sort"
 
 	"github.com/commonagents-go/tool/facts"
 	"github.com/commonagents-go/tool/field"
@@ -51,15 +50,11 @@ type expansionCount struct {
 // problem at the block's path.
 func (l *loader) expand(root map[string]any, t *Tool) {
 	l.bindDeclared(t)
-	kinds := make([]string, 0)
-	for kind := range sharedBlocks(l.m) {
-		kinds = append(kinds, kind)
-	}
+	kinds := sharedBlocks(l.m)
 	used := map[string]bool{}
 	for _, a := range t.actions {
 		used[a.kind] = true
 	}
-	sort.Strings(kinds)
 	for _, kind := range kinds {
 		backend, ok := l.opts.runtimes.Lookup(kind)
 		ex, canExpand := backend.(runtime.Expander)

@@ -1,6 +1,11 @@
 package tool
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+)
 
 // ManifestKind is the only manifest kind this library loads: the value of a manifest's kind key.
 const ManifestKind = "commonagents.info/v1beta2/tool"
@@ -31,14 +36,69 @@ type Manifest struct {
 	Actions []Action `json:"actions,omitempty"`
 	Events  []Event  `json:"events,omitempty"`
 
-	// Shared top-level runtime blocks: configuration inherited by every action that uses the same backend.
-	StatelessHTTP   json.RawMessage `json:"stateless_http,omitempty"`
-	StatefulSession json.RawMessage `json:"stateful_session,omitempty"`
-	OpenAPI         json.RawMessage `json:"openapi,omitempty"`
-	MCP             json.RawMessage `json:"mcp,omitempty"`
-	KubernetesJob   json.RawMessage `json:"kubernetes_job,omitempty"`
-	// Exec is this library's extension: a shared block for the exec (subprocess) backend (SPEC §7.8).
-	Exec json.RawMessage `json:"exec,omitempty"`
+	// Shared holds the top-level backend blocks, keyed by backend kind (stateless_http, openapi, mcp, a third
+	// party's kind, ...): configuration inherited by every action on that backend, or a description that expands
+	// into actions (SPEC §7.5, §7.6). Load accepts a top-level key that is not one of the fields above only when a
+	// backend of that kind is registered. In JSON the blocks are top-level keys, as in the manifest.
+	Shared map[string]json.RawMessage `json:"-"`
+}
+
+// coreKeys are the manifest keys the loader reads itself, from Manifest's json tags; registry.Reserved must list
+// the same (TestCoreKeysAreReserved).
+var coreKeys = func() map[string]bool {
+	keys := map[string]bool{}
+	t := reflect.TypeFor[manifestFields]()
+	for i := range t.NumField() {
+		if name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ","); name != "" && name != "-" {
+			keys[name] = true
+		}
+	}
+	return keys
+}()
+
+// manifestFields is Manifest without its methods, for encoding.
+type manifestFields Manifest
+
+// MarshalJSON encodes the manifest with its shared blocks as top-level keys.
+func (m Manifest) MarshalJSON() ([]byte, error) {
+	core, err := json.Marshal(manifestFields(m))
+	if err != nil || len(m.Shared) == 0 {
+		return core, err
+	}
+	var all map[string]json.RawMessage
+	if err := json.Unmarshal(core, &all); err != nil {
+		return nil, err
+	}
+	for kind, block := range m.Shared {
+		if coreKeys[kind] {
+			return nil, fmt.Errorf("tool: manifest: shared block %q is a core key", kind)
+		}
+		all[kind] = block
+	}
+	return json.Marshal(all)
+}
+
+// UnmarshalJSON decodes a manifest, putting every top-level key that is not a core field into Shared. (Load
+// decodes strictly instead: an unregistered key is a problem there.)
+func (m *Manifest) UnmarshalJSON(data []byte) error {
+	var all map[string]json.RawMessage
+	if err := json.Unmarshal(data, &all); err != nil {
+		return err
+	}
+	var shared map[string]json.RawMessage
+	for k, v := range all {
+		if !coreKeys[k] {
+			if shared == nil {
+				shared = map[string]json.RawMessage{}
+			}
+			shared[k] = v
+		}
+	}
+	if err := json.Unmarshal(data, (*manifestFields)(m)); err != nil {
+		return err
+	}
+	m.Shared = shared
+	return nil
 }
 
 // Action is one function the LLM can call.

@@ -4,14 +4,11 @@ import (
 	"context"
 	_ "embed"
 	"flag"
+	"fmt"
 	"io"
-)
 
-// manifestSchema is the JSON Schema (draft-07) of the manifest format. TestSchemaMatchesDecoder keeps its blocks
-// in step with the structs the loader decodes into.
-//
-//go:embed manifest.schema.json
-var manifestSchema []byte
+	"github.com/commonagents-go/tool"
+)
 
 var schemaCommand = command{
 	name:     "schema",
@@ -21,11 +18,12 @@ var schemaCommand = command{
 point an editor at it, e.g. with yaml-language-server:
 	tool schema > tool-manifest.schema.json
 	# yaml-language-server: $schema=./tool-manifest.schema.json
+It is built from the registered backends and receivers: each describes its own blocks.
 The schema checks the structure; only 'tool validate' checks templates, CEL and references.`,
 	run: runSchema,
 }
 
-func runSchema(_ context.Context, fs *flag.FlagSet, args []string, stdout, _ io.Writer) int {
+func runSchema(_ context.Context, fs *flag.FlagSet, args []string, stdout, stderr io.Writer) int {
 	rest, code, ok := parse(fs, args)
 	if !ok {
 		return code
@@ -33,7 +31,12 @@ func runSchema(_ context.Context, fs *flag.FlagSet, args []string, stdout, _ io.
 	if len(rest) > 0 {
 		return usageError(fs, "unexpected arguments: %q", rest)
 	}
-	if _, err := stdout.Write(manifestSchema); err != nil {
+	schema, err := tool.ManifestSchema() // the default registries: the built-ins, kubernetes_job's checking half
+	if err != nil {
+		fmt.Fprintln(stderr, "tool schema:", err)
+		return exitProblem
+	}
+	if _, err := stdout.Write(schema); err != nil {
 		return exitProblem
 	}
 	return exitOK

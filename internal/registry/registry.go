@@ -4,6 +4,7 @@ package registry
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 )
@@ -23,10 +24,19 @@ func New[T Kinded](what string) *Set[T] {
 	return &Set[T]{what: what, items: map[string]T{}}
 }
 
-// Register adds v; it fails when v has no kind or its kind is already registered.
+// Reserved are the manifest's core keys (tool.Manifest's fields), which no plugin kind may take: a backend's
+// kind is also its top-level block's key.
+var Reserved = []string{"kind", "namespace", "name", "description", "synchronous", "settings", "parameters",
+	"actions", "events"}
+
+// Register adds v; it fails when v has no kind, its kind is a core manifest key (Reserved) or it is already
+// registered.
 func (s *Set[T]) Register(v T) error {
 	if any(v) == nil || v.Kind() == "" {
 		return errors.New(s.what + ": register: nil plugin or empty kind")
+	}
+	if slices.Contains(Reserved, v.Kind()) {
+		return fmt.Errorf("%s: register: kind %q is a core manifest key", s.what, v.Kind())
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -159,3 +159,6 @@ var (
 	_ runtime.Describer       = (*Action)(nil)
 	_ runtime.Instance        = (*instance)(nil)
 )
+
+// ConfigSchema returns the JSON Schema of the kubernetes_job blocks: the same as jobspec.Validator's.
+func (*Backend) ConfigSchema() runtime.ConfigSchema { return jobspec.Validator{}.ConfigSchema() }
