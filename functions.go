@@ -3,6 +3,7 @@ package tool
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"time"
 
 	"github.com/commonagents-go/tool/internal/funcname"
@@ -67,6 +68,42 @@ func (t *Tool) Functions(c Capability) []Function {
 		})
 	}
 	return out
+}
+
+// functionTable returns the capability's functions by LLM-facing name and those names in manifest order. They
+// depend only on the capability's Key and Include, so tasks with the same ones share one read-only table, built
+// once per Tool.
+func (t *Tool) functionTable(c Capability) (map[string]*action, []string) {
+	key := c.Key + "\x00" + strings.Join(c.Include, "\x00")
+	if c.Include == nil {
+		key += "\x01" // nil (all) differs from empty (none)
+	}
+	if ft, ok := t.funcTables.Load(key); ok {
+		ft := ft.(*funcTable)
+		return ft.byName, ft.names
+	}
+	ft := &funcTable{byName: map[string]*action{}}
+	for _, a := range t.actions {
+		if c.includes(a.def.Name) {
+			name := t.functionName(c, a)
+			ft.byName[name] = a
+			ft.names = append(ft.names, name)
+		}
+	}
+	if t.funcTableCount.Add(1) > maxFuncTables { // hosts that vary keys per task: no unbounded cache
+		return ft.byName, ft.names
+	}
+	actual, _ := t.funcTables.LoadOrStore(key, ft)
+	return actual.(*funcTable).byName, actual.(*funcTable).names
+}
+
+// maxFuncTables bounds the function tables a Tool keeps.
+const maxFuncTables = 1024
+
+// funcTable is a capability's function table (Tool.functionTable); never modified once stored.
+type funcTable struct {
+	byName map[string]*action
+	names  []string
 }
 
 // functionName follows internal/funcname's rule: it always matches ^[A-Za-z0-9_-]{1,64}$, a longer name ending

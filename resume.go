@@ -77,13 +77,6 @@ func (t *Task) restore(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	var dropped []string
-	for name, v := range sealed {
-		if bound, ok := t.bindings[name]; !ok || allowlist.Canonical(bound) != allowlist.Canonical(v) {
-			dropped = append(dropped, name)
-		}
-	}
-	slices.Sort(dropped)
 	if err := t.restoreEvents(sctx); err != nil {
 		return err
 	}
@@ -92,6 +85,16 @@ func (t *Task) restore(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if t.tool.opts.observer == nil { // the fact's details are computed only for an Observer
+		return nil
+	}
+	var dropped []string
+	for name, v := range sealed {
+		if bound, ok := t.bindings[name]; !ok || allowlist.Canonical(bound) != allowlist.Canonical(v) {
+			dropped = append(dropped, name)
+		}
+	}
+	slices.Sort(dropped)
 	t.observe(ctx, facts.TaskRestored, "", map[string]any{"dropped_sealed": dropped, "backends": kinds,
 		"last_activity_at": time.Unix(0, t.lastActivity.Load()).UTC().Format(time.RFC3339Nano)})
 	return nil

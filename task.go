@@ -158,11 +158,7 @@ func (t *Tool) startTask(ctx context.Context, cfg TaskConfig, resume bool, snap 
 		task.id = newID("task_")
 	}
 	task.events.init(t, cfg.Capability)
-	task.functions = map[string]*action{}
-	for _, f := range t.Functions(cfg.Capability) {
-		task.functions[f.Name] = t.actionByName[f.Action]
-		task.funcNames = append(task.funcNames, f.Name)
-	}
+	task.functions, task.funcNames = t.functionTable(cfg.Capability)
 	for name, v := range task.bindings {
 		task.allow.Seal(name, v)
 		if t.secretParams[name] {
@@ -202,7 +198,9 @@ func (t *Tool) startTask(ctx context.Context, cfg TaskConfig, resume bool, snap 
 			return nil, fmt.Errorf("tool: new task %s: %w", task.id, err)
 		}
 	}
-	task.observe(ctx, facts.CatalogResolved, "", map[string]any{"catalog": t.Catalog(cfg.Capability)})
+	if t.opts.observer != nil { // the catalog is built only for an Observer
+		task.observe(ctx, facts.CatalogResolved, "", map[string]any{"catalog": t.Catalog(cfg.Capability)})
+	}
 	t.openTasks.Add(1) // from here on the task ends only by close
 	task.mu.Lock()
 	task.stop = context.AfterFunc(ctx, func() {

@@ -2,6 +2,7 @@ package tool
 
 import (
 	"net/http"
+	"sync"
 	"sync/atomic"
 
 	"github.com/commonagents-go/tool/internal/httpspec"
@@ -21,6 +22,10 @@ type Tool struct {
 	actions        []*action
 	events         []*event
 	actionByName   map[string]*action
+	funcTables     sync.Map // capability Key and Include → *funcTable (functionTable)
+	funcTableCount atomic.Int64
+	runtimeOnce    sync.Once
+	runtimeRoot    map[string]any   // runtimeValues
 	warnings       func() []Problem // nil when there are none
 	skipped        []Skipped        // what top-level blocks offered but could not become actions
 	expansions     []expansionCount // per expanded block, for FactActionsExpanded

@@ -18,15 +18,29 @@ type taskValues struct {
 }
 
 func newTaskValues(t *Task) taskValues {
-	info := t.tool.opts.info
-	v := taskValues{
-		runtime: map[string]any{"version": info.Version, "api_root": info.APIRoot, "dashboard_url": info.DashboardURL},
-		agent:   map[string]any{"name": t.cfg.Agent.Name, "namespace": t.cfg.Agent.Namespace},
+	v := taskValues{runtime: t.tool.runtimeValues()}
+	if a := t.cfg.Agent; a.Name != "" || a.Namespace != "" { // else the shared empty agent
+		v.agent = map[string]any{"name": a.Name, "namespace": a.Namespace}
+	} else {
+		v.agent = noAgent
 	}
 	if m := t.cfg.Mount; m != nil {
 		v.mount = map[string]any{"bucket": m.Bucket, "prefix": m.Prefix, "backend": m.Backend}
 	}
 	return v
+}
+
+// noAgent is the agent root of a task whose configuration names no agent; read only.
+var noAgent = map[string]any{"name": "", "namespace": ""}
+
+// runtimeValues returns the runtime template root, which is the same for every task of the tool: built once and
+// shared, read only.
+func (t *Tool) runtimeValues() map[string]any {
+	t.runtimeOnce.Do(func() {
+		info := t.opts.info
+		t.runtimeRoot = map[string]any{"version": info.Version, "api_root": info.APIRoot, "dashboard_url": info.DashboardURL}
+	})
+	return t.runtimeRoot
 }
 
 // callValues resolves the template roots of one call (runtime.Call.Values): everything but session, which the
