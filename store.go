@@ -1,0 +1,29 @@
+package tool
+
+import "github.com/commonagents-go/tool/store"
+
+// Store keeps task state (SPEC §10); it is store.Store, whose package holds the contract and its optional upgrades.
+type Store = store.Store
+
+// SwapStore is store.SwapStore: a Store that several host replicas share (compare-and-swap).
+type SwapStore = store.SwapStore
+
+// LeaseStore is store.LeaseStore: a Store that hands out leases.
+type LeaseStore = store.LeaseStore
+
+// ClaimStore is store.ClaimStore: a Store that claims a key in one round trip, on its own clock.
+type ClaimStore = store.ClaimStore
+
+// ExpiringStore is store.ExpiringStore: a Store that forgets keys written with PutTTL by itself.
+type ExpiringStore = store.ExpiringStore
+
+// ScanStore is store.ScanStore: a Store that reads every key under a prefix with its value in one range scan, so
+// that Tool.RestoreTasks reads all of a tool's stored tasks at once.
+type ScanStore = store.ScanStore
+
+// Entry is store.Entry: a key and its value, as ScanStore.Scan returns them.
+type Entry = store.Entry
+
+// NewMemoryStore returns store.NewMemory(): a Store that keeps everything in memory, the default, lost when the
+// process ends. It implements SwapStore, LeaseStore, ExpiringStore and ScanStore too.
+func NewMemoryStore() Store { return store.NewMemory() }
