@@ -109,9 +109,14 @@ func TestNonTextContentGoesToServerData(t *testing.T) {
 
 func TestCallTimeoutIsRecoverable(t *testing.T) {
 	t.Parallel()
-	// The action's own timeout, so that a slow start on a loaded machine is not cut short.
+	// slow's own timeout (the first action's block); echo keeps the default.
 	src := strings.Replace(manifest(stdioServer(), "slow", "echo"), "mcp: {}", "mcp: {timeout: 300ms}", 1)
 	task := newTask(t, load(t, src))
+	// echo first: the server process starts and shakes hands under echo's default bound, so that slow's 300 ms
+	// bound only its call, however slowly a loaded machine starts the process.
+	if res, err := task.Invoke(context.Background(), "echo", map[string]any{"text": "up"}); err != nil || res.Output != "up" {
+		t.Fatalf("echo: %v %+v", err, res)
+	}
 	res, err := task.Invoke(context.Background(), "slow", map[string]any{"ms": 5000})
 	if err != nil {
 		t.Fatal(err)
