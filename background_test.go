@@ -2,11 +2,16 @@ package tool_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -468,5 +473,255 @@ func TestSubscriptionUnsubscribeFailureDoesNotHoldClose(t *testing.T) {
 	}
 	if f := obs.Facts("subscription.unsubscribe_failed"); len(f) == 0 || f[0].Data["reason"] != "closed" {
 		t.Errorf("unsubscribe_failed facts = %v", f)
+	}
+}
+
+// Two replicas share one poll through the lease: an item fires once, even when the holder's Sink takes longer
+// than the lease's ttl (the holder's heartbeat keeps the lease).
+func TestPollLeaseSurvivesASlowSink(t *testing.T) {
+	var mu sync.Mutex
+	fetches := map[string]int{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		fetches["all"]++
+		n := fetches["all"]
+		mu.Unlock()
+		out := []any{}
+		if n > 1 {
+			out = append(out, item("x"))
+		}
+		json.NewEncoder(w).Encode(map[string]any{"items": out})
+	}))
+	defer srv.Close()
+	store := tool.NewMemoryStore()
+	load := func(replica string, obs *tooltest.Observer) *tool.Tool {
+		return tooltest.Load(t, feedManifest(), tool.WithStore(store), tool.WithReplicaID(replica), tool.WithObserver(obs),
+			tool.WithSettings(map[string]any{"base_url": srv.URL}),
+			tool.WithLimits(tool.Limits{PollInterval: 100 * time.Millisecond, CallTimeout: 100 * time.Millisecond}))
+	}
+	var fired atomic.Int32
+	inSink, release := make(chan struct{}), make(chan struct{})
+	slow := tool.SinkFunc(func(ctx context.Context, a tool.Activation) error {
+		fired.Add(1)
+		close(inSink)
+		<-release // held well past the 300ms lease ttl
+		return nil
+	})
+	ctx := context.Background()
+	obs1, obs2 := tooltest.NewObserver(), tooltest.NewObserver()
+	cfg := tool.TaskConfig{ID: "t1", Sink: slow, Capability: tool.Capability{Bindings: map[string]any{"feed": "f1"}}}
+	first, err := load("r1", obs1).NewTask(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Close(ctx)
+	obs1.Wait(t, "poll.fetched", 1) // r1 holds the lease and baselined
+	cfg.Sink = tool.SinkFunc(func(ctx context.Context, a tool.Activation) error { fired.Add(1); return nil })
+	second, err := load("r2", obs2).RestoreTask(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer second.Detach(ctx)
+	<-inSink
+	// While r1's Sink holds x, r2 keeps trying: its steps find the lease held (no fetch, no fact) for as long as
+	// the heartbeat renews it. Hold the Sink over several ttls, measured by r1's heartbeat on the wall clock.
+	deadline := time.Now().Add(time.Second)
+	for time.Now().Before(deadline) {
+		if len(obs2.Facts("poll.fetched")) > 0 {
+			t.Fatal("r2 polled while r1 held the lease in a slow Sink")
+		}
+		time.Sleep(10 * time.Millisecond) // polling r2's facts over the span, not waiting for an event
+	}
+	close(release)
+	obs1.Wait(t, "poll.fetched", 2) // r1 records x as seen
+	if n := fired.Load(); n != 1 {
+		t.Errorf("item x fired %d times across two replicas, want once", n)
+	}
+}
+
+func TestRenewalFailuresBackOff(t *testing.T) {
+	_, srv, clock, obs := driveTask(t, "",
+		tooltest.Response{Body: map[string]any{"resource_id": "res-1"}},
+		tooltest.Response{Status: 503, Body: "try later"}) // every renewal fails
+	obs.Wait(t, "subscription.created", 1)
+	clock.BlockUntil(t, 1)
+	clock.Advance(19*time.Hour + 12*time.Minute)
+	obs.Wait(t, "subscription.failed", 1)
+	// Retries 1s, 2s, then 4s after each failure. BlockUntil returns once a due retry re-armed its timer.
+	for range 7 {
+		clock.BlockUntil(t, 1)
+		clock.Advance(time.Second)
+	}
+	clock.BlockUntil(t, 1)
+	failed := obs.Wait(t, "subscription.failed", 4)
+	var at []time.Duration
+	for _, f := range failed {
+		at = append(at, f.Time.Sub(failed[0].Time))
+	}
+	if want := []time.Duration{0, time.Second, 3 * time.Second, 7 * time.Second}; !slices.Equal(at, want) {
+		t.Errorf("failed renewals at %v, want %v (1s, 2s, 4s backoff)", at, want)
+	}
+	if n := len(srv.Requests("/watch/doc-1")); n != 5 {
+		t.Errorf("%d subscribe requests, want 5", n)
+	}
+}
+
+func TestStaleChannelBacksOffAndLapses(t *testing.T) {
+	srv := tooltest.NewServer(t)
+	srv.Handle("POST", "/watch/doc-1", tooltest.Response{Body: map[string]any{"resource_id": "res-1"}})
+	srv.Handle("POST", "/stop", tooltest.Response{Status: 500, Body: "try later"}) // 404 would mean "already gone"
+	clock, obs := tooltest.NewClock(time.Time{}), tooltest.NewObserver()
+	tl := driveTool(t, "", srv.URL, clock, obs, tool.WithLimits(tool.Limits{TeardownTimeout: 300 * time.Millisecond}))
+	task, err := tl.NewTask(context.Background(), driveConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer task.Close(context.Background())
+	obs.Wait(t, "subscription.created", 1)
+	clock.BlockUntil(t, 1)
+	clock.Advance(19*time.Hour + 12*time.Minute)
+	obs.Wait(t, "subscription.unsubscribe_failed", 1)
+	for range 30 {
+		clock.BlockUntil(t, 1)
+		clock.Advance(time.Second)
+	}
+	clock.BlockUntil(t, 1) // the last due retry has run and re-armed
+	if n := len(srv.Requests("/stop")); n > 5 {
+		t.Errorf("the stale channel's unsubscribe was tried %d times in 30s: no backoff", n)
+	}
+	// Past the stale channel's own expiry (24h after it was created) it is dropped.
+	for clock.Now().Before(tooltest.Epoch.Add(24*time.Hour + 10*time.Minute)) {
+		clock.BlockUntil(t, 1)
+		clock.Advance(5 * time.Minute)
+	}
+	lapsed := obs.Wait(t, "subscription.removed", 1)[0]
+	if lapsed.Data["reason"] != "lapsed" {
+		t.Errorf("subscription.removed = %v, want the stale channel lapsed", lapsed.Data)
+	}
+}
+
+func TestCloseIsNotHeldBySlowSubscribe(t *testing.T) {
+	tooltest.NoLeaks(t)
+	release := make(chan struct{})
+	arrived := make(chan struct{}, 1)
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/watch/doc-1" {
+			select {
+			case arrived <- struct{}{}:
+			default:
+			}
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"resource_id":"r"}`))
+	}))
+	defer hs.Close()
+	defer close(release)
+	clock, obs := tooltest.NewClock(time.Time{}), tooltest.NewObserver()
+	tl := driveTool(t, "", hs.URL, clock, obs, tool.WithLimits(tool.Limits{TeardownTimeout: 200 * time.Millisecond, CallTimeout: 5 * time.Second}))
+	task, err := tl.NewTask(context.Background(), driveConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-arrived // the subscribe is in flight
+	start := time.Now()
+	err = task.Close(context.Background())
+	if took := time.Since(start); took > 2*time.Second {
+		t.Errorf("Close took %s: held by the in-flight subscribe beyond the 200ms teardown bound", took)
+	}
+	if err == nil || !strings.Contains(err.Error(), "in flight") {
+		t.Errorf("Close = %v, want the abandoned subscribe reported", err)
+	}
+	if f := obs.Facts("subscription.abandoned"); len(f) != 1 {
+		t.Errorf("subscription.abandoned facts = %v", f)
+	}
+}
+
+func TestResumeRearmsTheWatchdog(t *testing.T) {
+	src := manifestHeader("feed2") + `settings:
+  properties:
+    base_url: {type: string}
+actions:
+  - name: noop
+    description: Does nothing.
+    execute:
+      cel:
+        expression: "1"
+events:
+  - name: new_item
+    description: A new feed item.
+    message: "{event.payload.id}"
+    timeout: 1h
+    receive:
+      poll:
+        url: "{settings.base_url}/feed"
+        detect: "response.items"
+  - name: hook
+    description: A webhook.
+    message: "hook"
+    timeout: 10h
+    receive:
+      webhook: {}
+`
+	srv := tooltest.NewServer(t)
+	srv.Handle("GET", "/feed", tooltest.Response{Body: map[string]any{"items": []any{}}})
+	clock, obs := tooltest.NewClock(time.Time{}), tooltest.NewObserver()
+	tl := tooltest.Load(t, src, tool.WithClock(clock), tool.WithObserver(obs),
+		tool.WithSettings(map[string]any{"base_url": srv.URL}), tool.WithLimits(tool.Limits{PollInterval: 10 * time.Minute}))
+	task := tooltest.NewTask(t, tl, tool.TaskConfig{})
+	obs.Wait(t, "poll.fetched", 1)
+	clock.BlockUntil(t, 2)
+	clock.Advance(61 * time.Minute)
+	obs.Wait(t, "poll.stopped", 1)
+	clock.BlockUntil(t, 1) // the watchdog, now waiting for hook's deadline at 10h
+	clock.Advance(59 * time.Minute)
+	if err := task.Resume(context.Background()); err != nil { // at 2h: new_item's deadline is 3h
+		t.Fatal(err)
+	}
+	obs.Wait(t, "poll.fetched", 2)
+	for range 7 { // to 3h10m, one poll interval at a time
+		clock.BlockUntil(t, 2)
+		clock.Advance(10 * time.Minute)
+	}
+	if f := obs.Wait(t, "poll.stopped", 2)[1]; f.Data["reason"] != "expired" {
+		t.Errorf("poll.stopped = %v", f.Data)
+	}
+}
+
+func TestSinkMayInterruptFromAPolledActivation(t *testing.T) {
+	for _, passCtx := range []bool{true, false} {
+		srv := tooltest.NewServer(t)
+		srv.Handle("GET", "/feed/f1", items("a"), items("a", "b"))
+		clock, obs := tooltest.NewClock(time.Time{}), tooltest.NewObserver()
+		tl := tooltest.Load(t, feedManifest(), tool.WithClock(clock), tool.WithObserver(obs),
+			tool.WithSettings(map[string]any{"base_url": srv.URL}), tool.WithLimits(tool.Limits{TeardownTimeout: time.Second}))
+		var task *tool.Task
+		ready, returned := make(chan struct{}), make(chan time.Duration, 1)
+		sink := tool.SinkFunc(func(ctx context.Context, a tool.Activation) error {
+			<-ready
+			if !passCtx {
+				ctx = context.Background()
+			}
+			start := time.Now()
+			_ = task.Interrupt(ctx) // a one-shot listener
+			returned <- time.Since(start)
+			return nil
+		})
+		task = tooltest.NewTask(t, tl, tool.TaskConfig{Sink: sink, Capability: tool.Capability{Bindings: map[string]any{"feed": "f1"}}})
+		close(ready)
+		obs.Wait(t, "poll.fetched", 1)
+		clock.BlockUntil(t, 1)
+		clock.Advance(time.Minute)
+		select {
+		case took := <-returned:
+			if passCtx && took > 500*time.Millisecond {
+				t.Errorf("Interrupt with the Sink's ctx took %s, want no wait for its own poll", took)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("Interrupt from the Sink (its own ctx: %t) has not returned after 5s", passCtx)
+		}
 	}
 }

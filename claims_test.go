@@ -8,8 +8,10 @@ import (
 	"net/http/httptest"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/commonagents-go/tool"
+	"github.com/commonagents-go/tool/tooltest"
 )
 
 // Deliveries across replicas sharing one Store (README, Guarantees): a delivery id another replica holds is
@@ -152,4 +154,47 @@ func TestActivationIDIsStablePerDeliveryOrBody(t *testing.T) {
 	if len(ids) != 6 || ids[0] != ids[1] || ids[2] != ids[3] || ids[0] == ids[2] || ids[4] == ids[0] || ids[5] == ids[0] || ids[0] == "" {
 		t.Errorf("activation ids %q: want retries equal, other deliveries and tasks distinct", ids)
 	}
+}
+
+// A delivery retried at another replica while the first replica's Sink still works activates once, also when
+// the retry comes later than a call's bound.
+func TestClaimHoldsWhileTheSinkWorks(t *testing.T) {
+	t.Parallel()
+	store, clock := tool.NewMemoryStore(), newManualClock()
+	load := func(replica string) *tool.Tool {
+		return tooltest.Load(t, repoEvents(""), tool.WithStore(store), tool.WithReplicaID(replica), tool.WithClock(clock),
+			tool.WithSettings(map[string]any{"secret": hookSecret}), tool.WithLimits(tool.Limits{CallTimeout: 200 * time.Millisecond}))
+	}
+	ctx := context.Background()
+	var fired atomic.Int32
+	inSink, release := make(chan struct{}), make(chan struct{})
+	cfg := tool.TaskConfig{ID: "t1", Capability: tool.Capability{Bindings: map[string]any{"repo": "o/r"}},
+		Sink: tool.SinkFunc(func(ctx context.Context, a tool.Activation) error {
+			if fired.Add(1) == 1 {
+				close(inSink)
+				<-release
+			}
+			return nil
+		})}
+	a, err := load("r1").NewTask(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close(ctx)
+	b, err := load("r2").RestoreTask(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Detach(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); a.Deliver(ctx, signed(hookSecret, "d-1", pushBody)) }()
+	<-inSink
+	clock.Advance(time.Minute) // the sender gave up long past the call bound and retries at the other replica
+	d, err := b.Deliver(ctx, signed(hookSecret, "d-1", pushBody))
+	close(release)
+	<-done
+	if n := fired.Load(); n != 1 || err != nil {
+		t.Errorf("delivery d-1 activated %d times across two replicas (retry: %+v, %v), want once", n, d, err)
+	}
+	wantOutcome(t, d, "pushed:in_flight", "labeled:empty_allow_list")
 }

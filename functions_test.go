@@ -40,3 +40,23 @@ func assertLLMSchema(t *testing.T, fn tool.Function) {
 		t.Errorf("function name %q (want 1..64 chars) or empty description", fn.Name)
 	}
 }
+
+// Actions whose names sanitize alike would share a function name: Load refuses them.
+func TestActionsWhoseNamesSanitizeAlikeAreRefused(t *testing.T) {
+	t.Parallel()
+	verr := mustFailSrc(t, `kind: commonagents.info/v1beta2/tool
+namespace: tests
+name: c
+description: x
+actions:
+  - name: get-item
+    description: x
+    execute: {cel: {expression: "'dash'"}}
+  - name: get_item
+    description: x
+    execute: {cel: {expression: "'underscore'"}}
+`)
+	if len(verr.Problems) != 1 || verr.Problems[0].Path != "actions[1].name" || verr.Problems[0].Type != "duplicate" {
+		t.Errorf("problems = %v, want one duplicate at actions[1].name", verr.Problems)
+	}
+}

@@ -167,3 +167,25 @@ func TestResumeRetiresEventsItWillNotRun(t *testing.T) {
 		t.Errorf("subscribed %v, unsubscribed %v: the excluded event's channel must be removed at resume", subs, unsubs)
 	}
 }
+
+// A task resumed after its event's timeout passed finds the event expired, also when it saw no activity after
+// NewTask: the start is recorded.
+func TestRestoredTaskCountsTheIdleTime(t *testing.T) {
+	t.Parallel()
+	clock, store := newManualClock(), tool.NewMemoryStore()
+	load := func() *tool.Tool { return repoTool(t, tool.WithClock(clock), tool.WithStore(store)) }
+	ctx := context.Background()
+	cfg := tool.TaskConfig{ID: "t1", Capability: tool.Capability{Bindings: map[string]any{"repo": "o/r"}}}
+	first, err := load().NewTask(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.Detach(ctx) // or the process dies
+	clock.Advance(2 * time.Hour)
+	second, err := load().RestoreTask(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer second.Close(ctx)
+	wantOutcome(t, deliver(t, second, signed(hookSecret, "d-1", pushBody)), "pushed:activated", "labeled:expired")
+}

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/commonagents-go/tool"
 )
@@ -248,5 +249,29 @@ func TestRouterConcurrent(t *testing.T) {
 		if err != nil || len(d) != 1 || len(d[0].Activations) != 1 {
 			t.Errorf("u%d-4: %+v, %v; want one activation", i, d, err)
 		}
+	}
+}
+
+// A root prefix works, and a missing secret setting answers 500 rather than dropping payloads with 202.
+func TestRouterRootPrefixAndMissingSecret(t *testing.T) {
+	t.Parallel()
+	tl := mustLoadSrc(t, repoEvents("")) // no settings: the secret renders empty
+	r := tool.NewRouter(tool.WithPrefix("/"))
+	mux := http.NewServeMux()
+	r.Register(mux)
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	task := newTask(t, tl, tool.TaskConfig{Capability: tool.Capability{Bindings: map[string]any{"repo": "o/r"}}})
+	if err := r.Add(task); err != nil {
+		t.Fatal(err)
+	}
+	client := &http.Client{Timeout: 10 * time.Second}
+	resp, err := client.Post(srv.URL+"/tests/repo-events", "application/json", strings.NewReader(pushBody))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusInternalServerError {
+		t.Errorf("status %d, want 500 for a misconfigured secret", resp.StatusCode)
 	}
 }

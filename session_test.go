@@ -123,3 +123,59 @@ func TestStatefulSessionCreateFailure(t *testing.T) {
 		t.Errorf("the error carries the api key: %v", err)
 	}
 }
+
+// Once a bug: a failed session destroy leaves the session "recorded in the state" per the backend's contract, but
+// Close then deletes all task state, so a resumed task can never destroy it.
+func TestCloseKeepsTheStateOfAnUndestroyedSession(t *testing.T) {
+	srv := newRecorder(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		switch {
+		case r.Method == "POST" && r.URL.Path == "/sessions":
+			w.WriteHeader(http.StatusCreated)
+			io.WriteString(w, `{"session": {"id": "s-1", "connect_token": "ct"}}`)
+		case r.Method == "GET":
+			io.WriteString(w, `{"text": "x"}`)
+		case r.Method == "DELETE":
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+	})
+	store := tool.NewMemoryStore()
+	task, err := browserTool(t, srv, tool.WithStore(store)).NewTask(context.Background(), tool.TaskConfig{ID: "t1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustInvoke(t, task, "read_text", nil)
+	keys, _ := store.List(context.Background(), "tasks/")
+	t.Logf("state before close: %v", keys)
+	err = task.Close(context.Background())
+	t.Logf("Close: %v", err)
+	keys, _ = store.List(context.Background(), "tasks/")
+	if err != nil && len(keys) == 0 {
+		t.Errorf("destroy failed (%v) but the session record was deleted from the Store", err)
+	}
+}
+
+// Once a bug: Close with a context that has already ended: the teardown gets a dead context (no DELETE is sent), and the
+// session record that would let a resumed task destroy it is deleted anyway.
+func TestCloseWithAnEndedContextKeepsTheSessionRecord(t *testing.T) {
+	srv := browserServer(t, http.StatusCreated)
+	store := tool.NewMemoryStore()
+	task, err := browserTool(t, srv, tool.WithStore(store)).NewTask(context.Background(), tool.TaskConfig{ID: "t1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustInvoke(t, task, "read_text", nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	t.Logf("Close: %v", task.Close(ctx))
+	deletes := 0
+	for _, r := range srv.requests() {
+		if r.Method == "DELETE" {
+			deletes++
+		}
+	}
+	keys, _ := store.List(context.Background(), "tasks/")
+	if deletes == 0 && len(keys) == 0 {
+		t.Errorf("no DELETE sent and the session record is gone: the session leaks for good")
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"sort"
 	"strings"
@@ -11,7 +12,8 @@ import (
 	"testing"
 	"time"
 
-	tool "github.com/commonagents-go/tool"
+	"github.com/commonagents-go/tool"
+	"github.com/commonagents-go/tool/tooltest"
 )
 
 // factRecorder records the facts a task reports.
@@ -397,5 +399,34 @@ func TestInvokeFunctionOutsideCapability(t *testing.T) {
 	}
 	if _, err := task.Invoke(context.Background(), "fail", nil); !errors.Is(err, tool.ErrUnknownAction) {
 		t.Fatalf("Invoke of an excluded action: err = %v, want ErrUnknownAction", err)
+	}
+}
+
+// plainStore hides the memory store's optional interfaces.
+type plainStore struct{ tool.Store }
+
+// An allow list at its cap keeps the value a call just added (SPEC §6 evicts the oldest), with or without
+// compare-and-swap merging.
+func TestAllowListAtItsCapKeepsTheNewestValue(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, name := range []string{"memory (SwapStore)", "plain"} {
+		t.Run(name, func(t *testing.T) {
+			var store tool.Store = tool.NewMemoryStore()
+			if name == "plain" {
+				store = plainStore{store}
+			}
+			tl := tooltest.Load(t, repoEvents(""), tool.WithStore(store), tool.WithSettings(map[string]any{"secret": hookSecret}),
+				tool.WithLimits(tool.Limits{AllowListValues: 2}))
+			task := tooltest.NewTask(t, tl, tool.TaskConfig{Capability: tool.Capability{Bindings: map[string]any{"repo": "o/r"}}})
+			for _, l := range []string{"a", "b", "c"} {
+				if _, err := task.Invoke(ctx, "watch_label", map[string]any{"label": l}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := fmt.Sprint(task.AllowList()["label"]); got != "[b c]" {
+				t.Errorf("label allow list after a, b, c with cap 2 = %s, want [b c]", got)
+			}
+		})
 	}
 }

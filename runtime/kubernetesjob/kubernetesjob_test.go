@@ -12,7 +12,12 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
+	"github.com/commonagents-go/tool"
+	"github.com/commonagents-go/tool/internal/leakcheck"
+	"github.com/commonagents-go/tool/runtime/kubernetesjob"
+	"github.com/commonagents-go/tool/runtime/kubernetesjob/kubernetesjobtest"
 	batchv1 "k8s.io/api/batch/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,11 +26,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/watch"
 	k8stesting "k8s.io/client-go/testing"
-
-	"github.com/commonagents-go/tool"
-	"github.com/commonagents-go/tool/internal/leakcheck"
-	"github.com/commonagents-go/tool/runtime/kubernetesjob"
-	"github.com/commonagents-go/tool/runtime/kubernetesjob/kubernetesjobtest"
 )
 
 const manifest = `
@@ -607,5 +607,46 @@ func TestCreateRefused(t *testing.T) {
 				t.Errorf("result %+v, want a %s error", res, tt.kind)
 			}
 		})
+	}
+}
+
+// clip cuts on a UTF-8 boundary: a long multi-byte termination message quoted in a failure stays valid UTF-8.
+func TestFailureMessageStaysUTF8(t *testing.T) {
+	leakcheck.Check(t)
+	e := newEnv(t, &kubernetesjob.Backend{LogTailBytes: 101},
+		always(kubernetesjobtest.Outcome{ExitCode: 1, Message: strings.Repeat("é", 200)}))
+	res, err := e.task.Invoke(context.Background(), "render_report", args)
+	if err != nil || !res.IsError {
+		t.Fatal(err, res)
+	}
+	if !strings.Contains(res.Error.Message, "éé…") {
+		t.Errorf("message does not quote the clipped termination message: %q", res.Error.Message)
+	}
+	if !utf8.ValidString(res.Error.Message) {
+		t.Errorf("message is not valid UTF-8: %q", res.Error.Message)
+	}
+}
+
+// R2: a create the cluster does not answer within the request timeout is a recoverable unavailable error, and
+// the Job it may have made is found by its task, tool and call labels and deleted.
+func TestCreateThatTimesOutIsRecoverableAndCleanedUp(t *testing.T) {
+	leakcheck.Check(t)
+	e := newEnv(t, &kubernetesjob.Backend{RequestTimeout: 50 * time.Millisecond}, always(kubernetesjobtest.Outcome{}))
+	gvr := batchv1.SchemeGroupVersion.WithResource("jobs")
+	e.cluster.Client.PrependReactor("create", "jobs", func(a k8stesting.Action) (bool, k8sruntime.Object, error) {
+		job := a.(k8stesting.CreateAction).GetObject().(*batchv1.Job).DeepCopy()
+		job.Name = job.GenerateName + "slow"
+		if err := e.cluster.Client.Tracker().Create(gvr, job, job.Namespace); err != nil {
+			return true, nil, err
+		}
+		time.Sleep(150 * time.Millisecond) // a slow API server: the answer comes after the request timeout
+		return true, nil, fmt.Errorf("client rate limiter: %w", context.DeadlineExceeded)
+	})
+	res, err := e.task.Invoke(context.Background(), "render_report", args)
+	if err != nil || !res.IsError || res.Error.Kind != "unavailable" {
+		t.Fatalf("err %v, result %+v; want an unavailable result", err, res)
+	}
+	if e.cluster.Exists("agent-jobs", "render-report-slow") {
+		t.Errorf("the Job of the timed-out create still exists; deletions %v", e.cluster.Deleted())
 	}
 }

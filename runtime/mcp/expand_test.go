@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/commonagents-go/tool"
 	"github.com/commonagents-go/tool/field"
@@ -162,5 +163,62 @@ func TestLoadExpandsTheTopLevelServer(t *testing.T) {
 	bound := load(t, manifest(stdioServer(), "echo"), tool.WithDiscovery(true))
 	if got := bound.Functions(tool.Capability{}); len(got) != 1 {
 		t.Errorf("with an action bound to the block: %d functions, want 1 (no expansion)", len(got))
+	}
+}
+
+// TestExpandBoundedByTheServerTimeout: Load with discovery ends after the block's timeout when the server never
+// answers, with the problem at the block, and the server it started is gone.
+func TestExpandBoundedByTheServerTimeout(t *testing.T) {
+	t.Parallel()
+	block, pidFile := hangingStdio(t, "  ")
+	src := "kind: commonagents.info/v1beta2/tool\nnamespace: tests\nname: mcptest\ndescription: d\nmcp:\n" + block +
+		"  timeout: 300ms\n"
+	done := make(chan error, 1)
+	go func() {
+		_, err := tool.Load(context.Background(), []byte(src), tool.WithDiscovery(true))
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "deadline") {
+			t.Errorf("Load: %v, want a problem naming the deadline", err)
+		}
+		if strings.Contains(err.Error(), "mcp: mcp:") {
+			t.Errorf("doubled prefix: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Load still blocked after 5s on a server that never answers (block timeout 300ms)")
+	}
+	if pid := readPID(pidFile); pid > 0 {
+		waitGone(t, pid, time.Second)
+	}
+}
+
+// TestExpansionAndDeclaredActions pins the documented behaviour: any declared mcp action, even one with a server
+// of its own, turns the top-level block's expansion off (runtime.Block.Used cannot tell them apart); without
+// discovery a top-level block and no actions loads with no functions.
+func TestExpansionAndDeclaredActions(t *testing.T) {
+	t.Parallel()
+	head := "kind: commonagents.info/v1beta2/tool\nnamespace: tests\nname: mcptest\ndescription: d\nmcp:\n" + stdioServer()
+	own := "actions:\n  - name: own\n    description: Own server.\n    parameters:\n      properties:\n" +
+		"        text: {type: string}\n    execute:\n      mcp:\n        tool_name: echo\n        transport: stdio\n" +
+		"        command: " + serverBin + "\n"
+	cases := []struct {
+		name     string
+		src      string
+		discover bool
+		want     int
+	}{
+		{"own-server action blocks expansion", head + own, true, 1},
+		{"no discovery, no actions", head, false, 0},
+		{"discovery, no actions", head, true, 9}, // the test server's tools less the two skipped
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			tl := load(t, c.src, tool.WithDiscovery(c.discover))
+			if n := len(tl.Functions(tool.Capability{})); n != c.want {
+				t.Errorf("%d functions, want %d", n, c.want)
+			}
+		})
 	}
 }

@@ -357,3 +357,110 @@ func TestOneServerPerTask(t *testing.T) {
 		t.Errorf("%d server processes started, want 2", n)
 	}
 }
+
+// TestSecretNotInInvokeError: a secret handed to a server that echoes it on stderr does not reach the call's error
+// (the task masks it). The same at Load is the loader's to mask.
+func TestSecretNotInInvokeError(t *testing.T) {
+	t.Parallel()
+	const secret = "s3cr3t-t0ken-value"
+	srv := "  transport: stdio\n  command: " + serverBin + "\n  env:\n    MCPSERVER_FAIL_START: \"rejected token {settings.token}\"\n"
+	src := strings.Replace(manifest(srv, "echo"), "description: The test MCP server.\n",
+		"description: d\nsettings:\n  properties:\n    token: {type: string, format: password}\n", 1)
+	task := newTask(t, load(t, src, tool.WithSettings(map[string]any{"token": secret})))
+	_, err := task.Invoke(context.Background(), "echo", map[string]any{"text": "a"})
+	if err == nil || !strings.Contains(err.Error(), "rejected token") {
+		t.Fatalf("err = %v, want the start failure with the stderr excerpt", err)
+	}
+	if strings.Contains(err.Error(), secret) {
+		t.Errorf("the Invoke error holds the secret: %v", err)
+	}
+	if strings.Contains(err.Error(), "mcp: mcp:") || strings.Contains(err.Error(), "initialize mcp: mcp:") {
+		t.Errorf("doubled prefix: %v", err)
+	}
+}
+
+// TestActionLevelBlockOnTheSharedServer: an action-level block without a server of its own applies its timeout
+// (and tool_name) on the shared server, and refuses server fields that would configure no server.
+func TestActionLevelBlockOnTheSharedServer(t *testing.T) {
+	t.Parallel()
+	t.Run("timeout applies", func(t *testing.T) {
+		t.Parallel()
+		src := strings.Replace(manifest(stdioServer(), "slow", "echo"), "      mcp: {}\n", "      mcp: {timeout: 200ms}\n", 1)
+		task := newTask(t, load(t, src))
+		res, err := task.Invoke(context.Background(), "slow", map[string]any{"ms": 3000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !res.IsError || res.Error.Kind != "timeout" || !strings.Contains(res.Error.Message, "200ms") {
+			t.Errorf("the action's timeout: 200ms was not applied: %s %+v", res.OutputJSON, res.Error)
+		}
+		// The other action keeps the server's (default) bound.
+		if res, err := task.Invoke(context.Background(), "echo", map[string]any{"text": "x"}); err != nil || res.Output != "x" {
+			t.Errorf("echo: %v %+v", err, res)
+		}
+	})
+	for _, f := range []string{`args: ["x"]`, `env: {A: b}`, `headers: {A: b}`} {
+		t.Run(f, func(t *testing.T) {
+			t.Parallel()
+			src := strings.Replace(manifest(stdioServer(), "echo"), "      mcp: {}\n", "      mcp: {"+f+"}\n", 1)
+			_, err := tool.Load(context.Background(), []byte(src))
+			name := f[:strings.Index(f, ":")]
+			if err == nil || !strings.Contains(err.Error(), "execute.mcp."+name) {
+				t.Errorf("Load: %v, want a problem at execute.mcp.%s", err, name)
+			}
+		})
+	}
+}
+
+// TestParametersInServerFields: the stdio command never takes parameters; args, env, url and headers take only
+// parameters with require_binding, whose bound value then reaches the server.
+func TestParametersInServerFields(t *testing.T) {
+	t.Parallel()
+	head := "kind: commonagents.info/v1beta2/tool\nnamespace: tests\nname: mcptest\ndescription: d\n" +
+		"actions:\n  - name: env\n    description: d\n    parameters:\n      properties:\n" +
+		"        names: {type: array, items: {type: string}}\n        who: {type: string%s}\n" +
+		"    execute:\n      mcp:\n"
+	cases := []struct {
+		name    string
+		bound   bool
+		block   string
+		problem string // "" when it loads
+	}{
+		{"command", true, "        transport: stdio\n        command: \"{parameters.who}\"\n", "execute.mcp.command"},
+		{"args unbound", false, "        transport: stdio\n        command: " + serverBin + "\n        args: [\"{parameters.who}\"]\n", "execute.mcp.args[0]"},
+		{"env unbound", false, "        transport: stdio\n        command: " + serverBin + "\n        env: {WHO: \"{parameters.who}\"}\n", "execute.mcp.env"},
+		{"url unbound", false, "        transport: sse\n        url: \"http://127.0.0.1:1/{parameters.who}\"\n", "execute.mcp.url"},
+		{"headers unbound", false, "        transport: sse\n        url: http://127.0.0.1:1/sse\n        headers: {X-Who: \"{parameters.who}\"}\n", "execute.mcp.headers"},
+		{"env bound", true, "        transport: stdio\n        command: " + serverBin + "\n        env: {WHO: \"{parameters.who}\"}\n", ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			extra := ""
+			if c.bound {
+				extra = ", require_binding: true"
+			}
+			src := strings.Replace(head, "%s", extra, 1) + c.block
+			tl, err := tool.Load(context.Background(), []byte(src))
+			if c.problem != "" {
+				if err == nil || !strings.Contains(err.Error(), c.problem) {
+					t.Fatalf("Load: %v, want a problem at %s", err, c.problem)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			task, err := tl.NewTask(context.Background(), tool.TaskConfig{Capability: tool.Capability{
+				Bindings: map[string]any{"who": "bound-value"}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = task.Close(context.Background()) })
+			res, err := task.Invoke(context.Background(), "env", map[string]any{"names": []any{"WHO"}})
+			if err != nil || res.IsError || !strings.Contains(string(res.OutputJSON), "bound-value") {
+				t.Errorf("env: %v %s %+v", err, res.OutputJSON, res.Error)
+			}
+		})
+	}
+}

@@ -10,7 +10,10 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -454,5 +457,59 @@ func TestForgottenSessionIsReconnected(t *testing.T) {
 	res, err := task.Invoke(context.Background(), "record", map[string]any{"note": "b"})
 	if err != nil || res.IsError || res.Output != "recorded b (2)" || res.Telemetry.Attempts != 2 {
 		t.Fatalf("call after the restart: %v %+v %+v (attempts %d)", err, res.Output, res.Error, res.Telemetry.Attempts)
+	}
+}
+
+// TestHTTPStatusIsRecoverable: a 503 or 429 answer to tools/call over streamable HTTP is a recoverable error of
+// that call, not a lost connection, and the task goes on.
+func TestHTTPStatusIsRecoverable(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		status int
+		kind   string
+	}{
+		{http.StatusServiceUnavailable, "unavailable"},
+		{http.StatusTooManyRequests, "rate_limited"},
+		{http.StatusBadRequest, "invalid_request"},
+	}
+	for _, c := range cases {
+		t.Run(strconv.Itoa(c.status), func(t *testing.T) {
+			t.Parallel()
+			u, _ := remoteServer(t, "-http")
+			target, _ := url.Parse(u)
+			proxy := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: target.Scheme, Host: target.Host})
+			var failing atomic.Bool
+			front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.Method == http.MethodPost && failing.Load() {
+					body, _ := io.ReadAll(r.Body)
+					if bytes.Contains(body, []byte(`"tools/call"`)) {
+						http.Error(w, "upstream busy", c.status)
+						return
+					}
+					r.Body = io.NopCloser(bytes.NewReader(body))
+				}
+				proxy.ServeHTTP(w, r)
+			}))
+			t.Cleanup(front.Close)
+			task := newTask(t, load(t, manifest("  transport: streamable_http\n  url: "+front.URL+target.Path+"\n", "echo")))
+			call := func(text string) (*tool.Result, error) {
+				return task.Invoke(context.Background(), "echo", map[string]any{"text": text})
+			}
+			if res, err := call("a"); err != nil || res.IsError {
+				t.Fatalf("first call: %v %+v", err, res)
+			}
+			failing.Store(true)
+			res, err := call("b")
+			if err != nil {
+				t.Fatalf("a %d ended the task: %v", c.status, err)
+			}
+			if !res.IsError || res.Error.Kind != c.kind || !strings.Contains(res.Error.Message, "upstream busy") {
+				t.Errorf("result error %+v, want %s quoting the body", res.Error, c.kind)
+			}
+			failing.Store(false)
+			if res, err := call("c"); err != nil || res.Output != "c" {
+				t.Errorf("the call after: %v %+v", err, res)
+			}
+		})
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"reflect"
+	"strings"
 	"testing"
 
 	tool "github.com/commonagents-go/tool"
@@ -153,5 +154,70 @@ func TestNonJSONResponseIsText(t *testing.T) {
 		if res.IsError || res.Output != want {
 			t.Errorf("%s: output %#v (%+v), want %q", action, res.Output, res.Error, want)
 		}
+	}
+}
+
+// TestBodyMediaType: the request body is sent with the JSON media type the operation accepts, application/json
+// when it is one of several.
+func TestBodyMediaType(t *testing.T) {
+	t.Parallel()
+	srv := newServer(t)
+	doc := `{"openapi":"3.0.3","info":{"title":"t","version":"1"},"paths":{
+"/patch":{"patch":{"operationId":"patchItem","requestBody":{"required":true,"content":{"application/merge-patch+json":{"schema":{"type":"object"}}}},"responses":{"200":{"description":"ok"}}}},
+"/both":{"post":{"operationId":"postItem","requestBody":{"required":true,"content":{"application/hal+json":{"schema":{"type":"object"}},"application/json":{"schema":{"type":"object"}}}},"responses":{"200":{"description":"ok"}}}},
+"/charset":{"post":{"operationId":"charset","requestBody":{"required":true,"content":{"application/vnd.api+json; charset=utf-8":{"schema":{"type":"object"}}}},"responses":{"200":{"description":"ok"}}}}
+}}`
+	tl := loadDoc(t, srv, doc, "", "")
+	tests := map[string]string{
+		"patchItem": "application/merge-patch+json",
+		"postItem":  "application/json",
+		"charset":   "application/vnd.api+json; charset=utf-8",
+	}
+	for action, want := range tests {
+		res := invokeOnce(t, tl, action, map[string]any{"body": map[string]any{"name": "x"}})
+		if res.IsError {
+			t.Fatalf("%s: %+v", action, res.Error)
+		}
+		r := srv.last(t)
+		if got := r.Header.Values("Content-Type"); len(got) != 1 || got[0] != want {
+			t.Errorf("%s: Content-Type %q, want %q", action, got, want)
+		}
+		if string(r.Body) != `{"name":"x"}` {
+			t.Errorf("%s: body %s", action, r.Body)
+		}
+	}
+}
+
+// TestBodyOnBodilessMethod: a GET or HEAD operation with a request body is skipped with the reason (its body could
+// not be sent), and binding an action to one is a load problem.
+func TestBodyOnBodilessMethod(t *testing.T) {
+	t.Parallel()
+	srv := newServer(t)
+	doc := `{"openapi":"3.1.0","info":{"title":"t","version":"1"},"paths":{"/search":{
+"get":{"operationId":"search","requestBody":{"required":true,"content":{"application/json":{"schema":{"type":"object"}}}},"responses":{"200":{"description":"ok"}}},
+"head":{"operationId":"probe","requestBody":{"content":{"application/json":{"schema":{"type":"object"}}}},"responses":{"200":{"description":"ok"}}},
+"post":{"operationId":"searchPost","requestBody":{"required":true,"content":{"application/json":{"schema":{"type":"object"}}}},"responses":{"200":{"description":"ok"}}}}}}`
+	tl := loadDoc(t, srv, doc, "", "")
+	fns := tl.Functions(tool.Capability{})
+	if len(fns) != 1 || fns[0].Action != "searchPost" {
+		t.Errorf("%d functions, want searchPost only", len(fns))
+	}
+	skipped := tl.Skipped()
+	if len(skipped) != 2 {
+		t.Fatalf("Skipped() = %+v, want search and probe", skipped)
+	}
+	for i, want := range []string{"search", "probe"} {
+		if skipped[i].Name != want || !strings.Contains(skipped[i].Reason, "carries no body") {
+			t.Errorf("skipped[%d] = %+v, want %s with its reason", i, skipped[i], want)
+		}
+	}
+	_, err := tool.Load(context.Background(), []byte(docManifest(t, srv, doc, "", `actions:
+  - name: find
+    description: Finds.
+    execute:
+      openapi: {operation_id: search}
+`)))
+	if ps := problems(t, err); !hasProblem(ps, "actions[0].execute.openapi.operation_id", "invalid", "carries no body") {
+		t.Errorf("problems = %+v", ps)
 	}
 }

@@ -739,3 +739,152 @@ func TestLoadBoundedByContext(t *testing.T) {
 		t.Errorf("problems = %+v", ps)
 	}
 }
+
+// TestNullableWithoutType: OpenAPI 3.0's nullable reference, {nullable: true, allOf: [{$ref}]}, accepts null.
+func TestNullableWithoutType(t *testing.T) {
+	t.Parallel()
+	srv := newServer(t)
+	doc := `{"openapi":"3.0.3","info":{"title":"t","version":"1"},
+"components":{"schemas":{"User":{"type":"object","properties":{"name":{"type":"string"}}}}},
+"paths":{"/items":{"post":{"operationId":"createItem",
+"requestBody":{"required":true,"content":{"application/json":{"schema":{"type":"object","properties":{
+ "owner":{"nullable":true,"description":"The owner.","allOf":[{"$ref":"#/components/schemas/User"}]}}}}}},
+"responses":{"200":{"description":"ok"}}}}}}`
+	tl := loadDoc(t, srv, doc, "", "")
+	tests := []struct {
+		owner any
+		ok    bool
+		body  string
+	}{
+		{nil, true, `{"owner":null}`},
+		{map[string]any{"name": "ann"}, true, `{"owner":{"name":"ann"}}`},
+		{"ann", false, ""},
+	}
+	for _, tt := range tests {
+		before := srv.count()
+		res := invokeOnce(t, tl, "createItem", map[string]any{"body": map[string]any{"owner": tt.owner}})
+		if !tt.ok {
+			if !res.IsError || srv.count() != before {
+				t.Errorf("owner %v: accepted", tt.owner)
+			}
+			continue
+		}
+		if res.IsError {
+			t.Errorf("owner %v: %s: %s", tt.owner, res.Error.Kind, res.Error.Message)
+			continue
+		}
+		if got := string(srv.last(t).Body); got != tt.body {
+			t.Errorf("owner %v: sent %s, want %s", tt.owner, got, tt.body)
+		}
+	}
+	f, _ := functionByAction(tl.Functions(tool.Capability{}), "createItem")
+	var s struct {
+		Properties struct {
+			Body struct {
+				Properties map[string]json.RawMessage `json:"properties"`
+			} `json:"body"`
+		} `json:"properties"`
+	}
+	if err := json.Unmarshal(f.Parameters, &s); err != nil {
+		t.Fatal(err)
+	}
+	want := `{"anyOf":[{"allOf":[{"properties":{"name":{"type":"string"}},"type":"object"}]},{"type":"null"}],"description":"The owner."}`
+	if got := canonical(t, s.Properties.Body.Properties["owner"]); got != want {
+		t.Errorf("owner schema %s, want %s", got, want)
+	}
+}
+
+// TestDeclaredActionsAreTheSurface: when a declared action runs on openapi, the top-level block gives it the
+// document, base URL and headers but expands into nothing, so an action may take its operation's name and a
+// narrowed action has no unnarrowed twin. A declared action on another backend leaves the expansion alone.
+func TestDeclaredActionsAreTheSurface(t *testing.T) {
+	t.Parallel()
+	srv := newServer(t)
+	base := petstoreManifest(testdata(t, "petstore3.json"))
+	opts := []tool.Option{tool.WithSettings(map[string]any{"base": srv.URL, "token": "t0k"}),
+		tool.WithHTTPClient(srv.Client())}
+	tests := []struct {
+		name    string
+		actions string
+		want    []string
+	}{
+		{"own operation name", `
+  - name: getPetById
+    description: Reads a pet.
+    execute:
+      openapi: {operation_id: getPetById}`, []string{"getPetById"}},
+		{"narrowed", `
+  - name: delete_pet_one
+    description: Deletes pet 1 only.
+    parameters:
+      properties:
+        petId: {type: integer, enum: [1]}
+      required: [petId]
+    execute:
+      openapi: {operation_id: deletePet}`, []string{"delete_pet_one"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tl, err := tool.Load(context.Background(), []byte(base+"actions:"+tt.actions+"\n"), opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, f := range tl.Functions(tool.Capability{}) {
+				got = append(got, f.Action)
+			}
+			if strings.Join(got, ",") != strings.Join(tt.want, ",") {
+				t.Errorf("functions for %v, want %v", got, tt.want)
+			}
+		})
+	}
+
+	tl, err := tool.Load(context.Background(), []byte(base+`actions:
+  - name: delete_pet_one
+    description: Deletes pet 1 only.
+    parameters:
+      properties:
+        petId: {type: integer, enum: [1]}
+      required: [petId]
+    execute:
+      openapi: {operation_id: deletePet}
+`), opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	task, err := tl.NewTask(context.Background(), tool.TaskConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer task.Close(context.Background())
+	if res, err := task.Invoke(context.Background(), "deletePet", map[string]any{"petId": 999}); err == nil && !res.IsError {
+		t.Error("the expanded twin deletePet ran")
+	}
+	res, err := task.Invoke(context.Background(), "delete_pet_one", map[string]any{"petId": 999})
+	if err != nil || !res.IsError {
+		t.Errorf("petId 999 passed the narrowed schema: %v %+v", err, res)
+	}
+	res, err = task.Invoke(context.Background(), "delete_pet_one", map[string]any{"petId": 1})
+	if err != nil || res.IsError {
+		t.Fatalf("Invoke: %v %+v", err, res)
+	}
+	if r := srv.last(t); r.Method != "DELETE" || r.EscapedPath != "/v3/pet/1" || r.Header.Get("Authorization") != "Bearer t0k" {
+		t.Errorf("sent %s %s with Authorization %q", r.Method, r.EscapedPath, r.Header.Get("Authorization"))
+	}
+	if n := srv.count(); n != 1 {
+		t.Errorf("%d requests, want 1", n)
+	}
+
+	cel, err := tool.Load(context.Background(), []byte(base+`actions:
+  - name: hello
+    description: Says hello.
+    execute:
+      cel: {expression: "'hi'"}
+`), opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(cel.Functions(tool.Capability{})); n != 19 {
+		t.Errorf("%d functions, want hello and 18 operations", n)
+	}
+}

@@ -3,7 +3,10 @@ package openapi_test
 import (
 	"context"
 	"net/url"
+	"os"
+	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	tool "github.com/commonagents-go/tool"
@@ -131,5 +134,146 @@ func TestQueryStyles(t *testing.T) {
 	}
 	if got, want := srv.last(t).EscapedPath, "/v3/items/.a,b/;matrix=x;matrix=y/x=1,y=2"; got != want {
 		t.Errorf("path %q, want %q", got, want)
+	}
+}
+
+// writeDoc writes an OpenAPI document into a temporary file and returns its path.
+func writeDoc(t *testing.T, doc string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "doc.json")
+	if err := os.WriteFile(p, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// docManifest is a manifest whose top-level block reads doc and sends to srv under /v3, with extra block lines
+// (indented by two spaces) and manifest lines after it.
+func docManifest(t *testing.T, srv *server, doc, block, rest string) string {
+	t.Helper()
+	return "kind: commonagents.info/v1beta2/tool\nnamespace: tests\nname: api\ndescription: An API.\nopenapi:\n  url: " +
+		writeDoc(t, doc) + "\n  base_url: " + srv.URL + "/v3\n" + block + rest
+}
+
+func loadDoc(t *testing.T, srv *server, doc, block, rest string) *tool.Tool {
+	t.Helper()
+	tl, err := tool.Load(context.Background(), []byte(docManifest(t, srv, doc, block, rest)),
+		tool.WithHTTPClient(srv.Client()))
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	return tl
+}
+
+// invokeOnce runs one action in a fresh task.
+func invokeOnce(t *testing.T, tl *tool.Tool, action string, args map[string]any) *tool.Result {
+	t.Helper()
+	task, err := tl.NewTask(context.Background(), tool.TaskConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer task.Close(context.Background())
+	res, err := task.Invoke(context.Background(), action, args)
+	if err != nil {
+		t.Fatalf("Invoke %s: %v", action, err)
+	}
+	return res
+}
+
+// pathDoc has paths whose literal text net/url cannot send unescaped, two parameters in one segment and an array
+// path parameter.
+const pathDoc = `{"openapi":"3.0.3","info":{"title":"t","version":"1"},"paths":{
+"/café/{id}":{"get":{"operationId":"cafe","parameters":[{"name":"id","in":"path","required":true,"schema":{"type":"string"}}],"responses":{"200":{"description":"ok"}}}},
+"/a|b^c/100%/{id}":{"get":{"operationId":"odd","parameters":[{"name":"id","in":"path","required":true,"schema":{"type":"string"}}],"responses":{"200":{"description":"ok"}}}},
+"/items/{a}{b}":{"get":{"operationId":"pair","parameters":[{"name":"a","in":"path","required":true,"schema":{"type":"string"}},{"name":"b","in":"path","required":true,"schema":{"type":"string"}}],"responses":{"200":{"description":"ok"}}}},
+"/files/.{ext}":{"get":{"operationId":"dotted","parameters":[{"name":"ext","in":"path","required":true,"schema":{"type":"string"}}],"responses":{"200":{"description":"ok"}}}},
+"/list/{ids}":{"get":{"operationId":"list","parameters":[{"name":"ids","in":"path","required":true,"schema":{"type":"array","items":{"type":"string"}}}],"responses":{"200":{"description":"ok"}}}},
+"/up/../{id}":{"get":{"operationId":"up","parameters":[{"name":"id","in":"path","required":true,"schema":{"type":"string"}}],"responses":{"200":{"description":"ok"}}}},
+"/up2/%2e%2E/{id}":{"get":{"operationId":"up2","parameters":[{"name":"id","in":"path","required":true,"schema":{"type":"string"}}],"responses":{"200":{"description":"ok"}}}}
+}}`
+
+// TestPathEscaping: literal path text invalid in an escaped URL path is escaped at load, so the %2F of a value
+// stays %2F on the wire; values (alone, together or as array items) that make a "." or ".." piece are refused;
+// literal dot segments skip the operation.
+func TestPathEscaping(t *testing.T) {
+	t.Parallel()
+	srv := newServer(t)
+	tl := loadDoc(t, srv, pathDoc, "", "")
+	tests := []struct {
+		action string
+		args   map[string]any
+		uri    string // the request target sent; "" when the call must be invalid_arguments and send nothing
+	}{
+		{"cafe", map[string]any{"id": "x/y"}, "/v3/caf%C3%A9/x%2Fy"},
+		{"cafe", map[string]any{"id": "x/../../../admin"}, ""},
+		{"odd", map[string]any{"id": "a/b"}, "/v3/a%7Cb%5Ec/100%25/a%2Fb"},
+		{"pair", map[string]any{"a": "x", "b": "y"}, "/v3/items/xy"},
+		{"pair", map[string]any{"a": ".", "b": "."}, ""},
+		{"pair", map[string]any{"a": ".", "b": ""}, ""},
+		{"pair", map[string]any{"a": "x/.", "b": "./y"}, ""},
+		{"dotted", map[string]any{"ext": "txt"}, "/v3/files/.txt"},
+		{"dotted", map[string]any{"ext": "."}, ""},
+		{"list", map[string]any{"ids": []any{"a", "b/c"}}, "/v3/list/a,b%2Fc"},
+		{"list", map[string]any{"ids": []any{"a", "x/.."}}, ""},
+		{"list", map[string]any{"ids": []any{".."}}, ""},
+	}
+	for _, tt := range tests {
+		before := srv.count()
+		res := invokeOnce(t, tl, tt.action, tt.args)
+		if tt.uri == "" {
+			if !res.IsError || res.Error.Kind != tool.KindInvalidArguments || srv.count() != before {
+				t.Errorf("%s %v: want invalid_arguments and no request; got %+v, %d requests", tt.action, tt.args,
+					res.Error, srv.count()-before)
+			}
+			continue
+		}
+		if res.IsError {
+			t.Errorf("%s %v: %+v", tt.action, tt.args, res.Error)
+			continue
+		}
+		if r := srv.last(t); r.URI != tt.uri {
+			t.Errorf("%s %v: sent %s, want %s", tt.action, tt.args, r.URI, tt.uri)
+		}
+	}
+	skipped := map[string]string{}
+	for _, s := range tl.Skipped() {
+		skipped[s.Name] = s.Reason
+	}
+	for _, id := range []string{"up", "up2"} {
+		if !strings.Contains(skipped[id], `".." segment`) {
+			t.Errorf("%s: skipped for %q, want a reason naming the dot segment", id, skipped[id])
+		}
+	}
+}
+
+// TestCookieMerged: cookie parameters join the block's own Cookie header in one header, whose cookies win.
+func TestCookieMerged(t *testing.T) {
+	t.Parallel()
+	srv := newServer(t)
+	doc := `{"openapi":"3.0.3","info":{"title":"t","version":"1"},"paths":{"/me":{"get":{"operationId":"me",
+"parameters":[{"name":"session","in":"cookie","schema":{"type":"string"}},{"name":"lang","in":"cookie","schema":{"type":"string"}}],
+"responses":{"200":{"description":"ok"}}}}}}`
+	tests := []struct {
+		block string
+		want  string
+	}{
+		{"", "session=llm; lang=en"},
+		{"  headers:\n    Cookie: \"session=abc\"\n", "session=abc; lang=en"},
+		{"  headers:\n    cookie: \"a=1; b=2\"\n", "a=1; b=2; session=llm; lang=en"},
+	}
+	for _, tt := range tests {
+		tl := loadDoc(t, srv, doc, tt.block, "")
+		res := invokeOnce(t, tl, "me", map[string]any{"session": "llm", "lang": "en"})
+		if res.IsError {
+			t.Fatalf("%+v", res.Error)
+		}
+		if got := srv.last(t).Header.Values("Cookie"); len(got) != 1 || got[0] != tt.want {
+			t.Errorf("block %q: Cookie headers %q, want [%q]", tt.block, got, tt.want)
+		}
+	}
+	bad := strings.Replace(doc, `"name":"lang"`, `"name":"lang;x"`, 1)
+	tl := loadDoc(t, srv, bad, "", "")
+	if s := tl.Skipped(); len(s) != 1 || !strings.Contains(s[0].Reason, "not a valid cookie name") {
+		t.Errorf("Skipped() = %+v", s)
 	}
 }
