@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-func TestRegressionGateWriterPreferenceAndCancel(t *testing.T) {
+func TestGateWritersGoFirstAndCancelledWaitersLeave(t *testing.T) {
 	var g gate
 	if err := g.acquire(context.Background(), true); err != nil {
 		t.Fatal(err)
@@ -44,7 +44,7 @@ func TestRegressionGateWriterPreferenceAndCancel(t *testing.T) {
 	}
 }
 
-func TestRegressionGateStress(t *testing.T) {
+func TestGateHoldsItsInvariantUnderStress(t *testing.T) {
 	var g gate
 	var readers, writers atomic.Int32
 	var wg sync.WaitGroup

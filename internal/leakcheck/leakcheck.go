@@ -41,3 +41,16 @@ func Check(t testing.TB) {
 		}
 	})
 }
+
+// Remaining returns an error describing the goroutines still running, besides the test framework's own and idle
+// net/http connections, once they had settle to exit: for TestMain, after m.Run, in a package whose tests run in
+// parallel and so cannot use Check.
+func Remaining() error {
+	deadline := time.Now().Add(settle)
+	for {
+		err := goleak.Find(ignored...)
+		if err == nil || time.Now().After(deadline) {
+			return err
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,28 +18,41 @@ import (
 	"github.com/commonagents-go/tool/internal/leakcheck"
 )
 
-// bin is the directory holding the test programs of internal/testtools, built once by TestMain.
+// bin is the directory of the test programs (internal/testprograms): one binary, built once by TestMain, linked
+// under each program's name.
 var bin string
 
+// programs are the names internal/testprograms answers to.
+var programs = []string{"crash", "echo", "escape", "fail", "hang", "hugeout", "pending", "printenv", "rawout",
+	"rawserver", "rpcserver", "spawnhang"}
+
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "exec-testtools-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
+	dir, err := os.MkdirTemp("", "exec-testprograms-")
+	if err == nil {
+		build := exec.Command("go", "build", "-o", filepath.Join(dir, "testprograms"), "./internal/testprograms")
+		build.Stdout, build.Stderr = os.Stderr, os.Stderr
+		err = build.Run()
 	}
-	build := exec.Command("go", "build", "-o", dir+string(filepath.Separator), "./internal/testtools/...")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
+	for _, name := range programs {
+		if err == nil {
+			err = os.Symlink(filepath.Join(dir, "testprograms"), filepath.Join(dir, name))
+		}
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "building the test programs:", err)
 		os.Exit(1)
 	}
 	bin = dir
 	code := m.Run()
-	_ = os.RemoveAll(dir)
+	if err := leakcheck.Remaining(); code == 0 && err != nil { // what the parallel tests, which skip Check, left
+		fmt.Fprintln(os.Stderr, "leakcheck:", err)
+		code = 1
+	}
+	_ = os.RemoveAll(bin)
 	os.Exit(code)
 }
 
-// prog is the path of a built test program.
+// prog is the path of a test program.
 func prog(name string) string { return filepath.Join(bin, name) }
 
 const header = `kind: "commonagents.info/v1beta2/tool"
@@ -59,10 +73,22 @@ func load(t testing.TB, actions string, opts ...tool.Option) *tool.Tool {
 	return tl
 }
 
+// parallelTests are the top-level tests that run in parallel (their timeouts are real time, so together they
+// take as long as the slowest): goroutines are checked for them once, after every test (TestMain), not by Check.
+var parallelTests sync.Map
+
+// parallel marks t to run in parallel with the other parallel tests.
+func parallel(t *testing.T) {
+	t.Parallel()
+	parallelTests.Store(t.Name(), true)
+}
+
 // newTask starts a task and closes it at the end of the test, after which no goroutine may remain.
 func newTask(t *testing.T, tl *tool.Tool) *tool.Task {
 	t.Helper()
-	leakcheck.Check(t)
+	if top, _, _ := strings.Cut(t.Name(), "/"); !isParallel(top) {
+		leakcheck.Check(t)
+	}
 	task, err := tl.NewTask(context.Background(), tool.TaskConfig{})
 	if err != nil {
 		t.Fatal(err)
@@ -136,3 +162,5 @@ func procStat(pid int) string {
 }
 
 func isUnrecoverable(err error) bool { return errors.Is(err, tool.ErrUnrecoverable) }
+
+func isParallel(name string) bool { _, ok := parallelTests.Load(name); return ok }

@@ -50,6 +50,7 @@ func oneshotActions() string {
 }
 
 func TestOneshotResults(t *testing.T) {
+	parallel(t)
 	tl := load(t, oneshotActions(), tool.WithLimits(tool.Limits{ResponseBytes: 1 << 20}))
 	task := newTask(t, tl)
 	tests := []struct {
@@ -209,6 +210,7 @@ func pids(t *testing.T, file string) []int {
 }
 
 func TestOneshotTimeoutKillsProcessGroup(t *testing.T) {
+	parallel(t)
 	task := newTask(t, load(t, hangActions(300)))
 
 	res := invoke(t, task, "hang", nil)
@@ -225,6 +227,7 @@ func TestOneshotTimeoutKillsProcessGroup(t *testing.T) {
 }
 
 func TestOneshotCancelKillsProcessGroup(t *testing.T) {
+	parallel(t)
 	task := newTask(t, load(t, hangActions(60000)))
 	pidfile := filepath.Join(t.TempDir(), "pids")
 	ctx, cancel := context.WithTimeout(context.Background(), 500*1e6)

@@ -72,6 +72,7 @@ func TestOneshotEnvelope(t *testing.T) {
 // Stdout of exactly the limit is accepted and one byte more is too large, every time: a program that writes too
 // much and exits at once must not win a race against the size check.
 func TestOneshotLimitIsExact(t *testing.T) {
+	parallel(t)
 	const limit = 200
 	task := newTask(t, load(t, rawoutAction(), tool.WithLimits(tool.Limits{ResponseBytes: limit})))
 	reply := func(n int) string { // a valid JSON object of n bytes
@@ -182,6 +183,7 @@ func TestServerLineLimitIsExact(t *testing.T) {
 // A server that reads its requests and never answers is killed after two timeouts in a row and restarted for the
 // next call; wedged again, it is killed again and the task is over.
 func TestServerWedgedIsKilled(t *testing.T) {
+	parallel(t)
 	facts := &recorder{}
 	task := newTask(t, load(t, fmt.Sprintf(`  - name: wedged
     description: reads requests, never answers
@@ -206,6 +208,7 @@ func TestServerWedgedIsKilled(t *testing.T) {
 
 // Two timeouts with a (late) reply in between do not kill the server: it is slow, not wedged.
 func TestServerSlowIsNotKilled(t *testing.T) {
+	parallel(t)
 	task := newTask(t, load(t, serverAction(1000)))
 	pid := serverPID(t, task)
 	// The first reply comes 300ms after its timeout, while the second call waits for its own, which never comes

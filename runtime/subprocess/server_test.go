@@ -126,6 +126,7 @@ func TestServerConcurrentCalls(t *testing.T) {
 // A call that times out gets a timeout; its late reply, arriving while another call waits, is dropped and the
 // other call gets its own.
 func TestServerTimeoutDropsLateReply(t *testing.T) {
+	parallel(t)
 	task := newTask(t, load(t, serverAction(1000)))
 	res := invoke(t, task, "work", map[string]any{"op": "sleep", "ms": 1300, "token": "late"})
 	wantError(t, res, tool.KindTimeout, "did not reply", "outcome is unknown")
@@ -217,6 +218,7 @@ func (r *recorder) names(prefix string) string {
 // Close ends the server: at once when it exits at the end of stdin, after the grace period by a kill when it
 // does not. Either way the process is reaped and no goroutine remains (newTask's leak check).
 func TestServerTeardown(t *testing.T) {
+	parallel(t)
 	for _, tc := range []struct {
 		name   string
 		args   []string
