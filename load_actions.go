@@ -65,6 +65,10 @@ func (l *loader) coreOf(root map[string]any, doc any) any {
 			l.m.Shared[key] = raw
 			continue
 		}
+		if _, known := knownPackages[key]; known && !coreKeys[key] { // a built-in the host did not import
+			l.errs.Add(unknownKind(field.NewPath(key), "backend", key, l.opts.runtimes.Kinds()))
+			continue
+		}
 		rest[key] = v
 	}
 	return rest

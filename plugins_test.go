@@ -254,3 +254,18 @@ type namedReceiver struct {
 }
 
 func (n namedReceiver) Kind() string { return n.kind }
+
+// A top-level block of a built-in backend the host did not import says which package to import.
+func TestTopLevelBlockOfAnUnimportedBackend(t *testing.T) {
+	_, err := tool.Load(context.Background(), []byte(manifestHeader("jobs")+`kubernetes_job:
+  namespace: batch
+actions:
+  - name: noop
+    description: Does nothing.
+    execute:
+      cel: { expression: "1" }
+`))
+	if err == nil || !strings.Contains(err.Error(), `kubernetes_job: the kubernetes_job backend is not registered: import _ "github.com/commonagents-go/tool/runtime/kubernetesjob"`) {
+		t.Fatalf("got %v", err)
+	}
+}
