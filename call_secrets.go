@@ -3,6 +3,7 @@ package tool
 import (
 	"net/http"
 	"sync"
+	"sync/atomic"
 
 	"github.com/commonagents-go/tool/internal/redact"
 )
@@ -13,6 +14,7 @@ import (
 // errors and facts. They belong to the call, so the task's set does not grow with every request. Safe for
 // concurrent use.
 type callSecrets struct {
+	cache   *encodings // the task's: a rendered text comes back with every call, its encodings once
 	mu      sync.Mutex
 	needles redact.List // the resolved task secrets and their encodings: what makes a rendered text secret
 	masks   redact.List // the needles' encodings, and the rendered texts holding a needle with theirs
@@ -47,7 +49,7 @@ func (c *callSecrets) rendered(req *http.Request, body []byte) {
 func (c *callSecrets) derive(text string) {
 	if c.needles.Contains(text) {
 		c.masks.Add(text)
-		c.masks.Add(redact.Encodings(text)...)
+		c.masks.Add(c.cache.of(text)...)
 	}
 }
 
@@ -77,7 +79,7 @@ func (v *callValues) noteSecret(val any) {
 	}
 	d := v.derived.Load()
 	if d == nil {
-		v.derived.CompareAndSwap(nil, &callSecrets{})
+		v.derived.CompareAndSwap(nil, &callSecrets{cache: v.task.encodings()})
 		d = v.derived.Load()
 	}
 	d.resolved(s, enc)
@@ -97,4 +99,35 @@ func (c *call) derived() *callSecrets {
 		return nil
 	}
 	return c.values.derived.Load()
+}
+
+// encodings caches the encoded forms of the texts a task's calls render with a secret in them (a header such as
+// "Bearer <token>" is the same in every call): computing them is most of what deriving costs. It keeps at most
+// maxEncodings texts; past that, texts are encoded each time.
+type encodings struct {
+	m sync.Map // text → []string
+	n atomic.Int32
+}
+
+const maxEncodings = 256
+
+// of returns redact.Encodings(text), from the cache when it holds it.
+func (e *encodings) of(text string) []string {
+	if v, ok := e.m.Load(text); ok {
+		return v.([]string)
+	}
+	enc := redact.Encodings(text)
+	if e.n.Add(1) <= maxEncodings {
+		e.m.Store(text, enc)
+	}
+	return enc
+}
+
+// encodings returns the task's cache, made on first use so that an idle task carries only a pointer.
+func (t *Task) encodings() *encodings {
+	if e := t.encCache.Load(); e != nil {
+		return e
+	}
+	t.encCache.CompareAndSwap(nil, &encodings{})
+	return t.encCache.Load()
 }

@@ -110,7 +110,10 @@ type funcTable struct {
 // in a stable hash of the whole.
 func (t *Tool) functionName(c Capability, a *action) string {
 	key := c.Key
-	if key == "" {
+	if key == "" || key == t.manifest.Name {
+		if a.function != "" { // computed once at load (Tool.index)
+			return a.function
+		}
 		key = t.manifest.Name
 	}
 	if len(t.actions) > 1 {

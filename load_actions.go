@@ -28,6 +28,7 @@ type action struct {
 	shared            bool           // read-only and concurrency-safe: runs alongside other such calls (SPEC §11)
 	cancelOnInterrupt bool           // interrupt_behavior: cancel — Task.Interrupt cancels its running calls
 	retrySafe         bool           // idempotent or read-only: a request that may have arrived can be sent again
+	function          string         // the LLM-facing name under the manifest's name (no Capability.Key)
 }
 
 func (a *action) index() {

@@ -115,6 +115,7 @@ type Task struct {
 	lastActivity atomic.Int64 // unix nanoseconds
 	allowMu      sync.Mutex   // serialises allow-list persistence
 	dedupe       dedupeLog
+	encCache     atomic.Pointer[encodings] // call_secrets.go
 }
 
 // instance is a backend initialized for the task, or being initialized.

@@ -48,6 +48,7 @@ func (t *Tool) index() {
 		t.actionByName[a.def.Name] = a
 		t.addLevel(a.own)
 		a.index()
+		a.function = t.functionName(Capability{}, a)
 	}
 	for _, e := range t.events {
 		t.addLevel(e.own)
