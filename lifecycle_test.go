@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	tool "github.com/commonagents-go/tool"
@@ -340,22 +341,31 @@ func waitFor(t *testing.T, cond func() bool) {
 // Once a bug: a call waiting on another call's in-flight Initialize inherits that call's context error and reports it
 // as unrecoverable, although its own context is fine.
 func TestCallWaitingOnAnotherCallsInitializeKeepsItsOwnContext(t *testing.T) {
-	p := &probe{initDelay: 200 * time.Millisecond}
-	task := newTask(t, loadProbe(t, p), tool.TaskConfig{})
-	actx, acancel := context.WithCancel(context.Background())
-	aDone := make(chan error, 1)
-	go func() { _, err := task.Invoke(actx, "read", nil); aDone <- err }()
-	time.Sleep(30 * time.Millisecond) // A is in Initialize
-	bDone := make(chan error, 1)
-	go func() { _, err := task.Invoke(context.Background(), "read", nil); bDone <- err }()
-	time.Sleep(30 * time.Millisecond) // B waits on A's Initialize
-	acancel()
-	if err := <-aDone; !errors.Is(err, context.Canceled) {
-		t.Errorf("A: %v, want context.Canceled", err)
-	}
-	if err := <-bDone; err != nil {
-		t.Errorf("B (own ctx never cancelled): err = %v; unrecoverable=%v", err, errors.Is(err, tool.ErrUnrecoverable))
-	}
+	synctest.Test(t, func(t *testing.T) { // the bubble's clock: the steps are ordered without wall time
+		p := &probe{initDelay: 200 * time.Millisecond}
+		task, err := loadProbe(t, p).NewTask(context.Background(), tool.TaskConfig{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer task.Close(context.Background())
+		actx, acancel := context.WithCancel(context.Background())
+		aDone := make(chan error, 1)
+		go func() { _, err := task.Invoke(actx, "read", nil); aDone <- err }()
+		synctest.Wait() // A is in Initialize
+		bDone := make(chan error, 1)
+		go func() { _, err := task.Invoke(context.Background(), "read", nil); bDone <- err }()
+		synctest.Wait() // B waits on A's Initialize
+		if p.inits.Load() != 1 {
+			t.Fatalf("%d Initializes, want A's alone", p.inits.Load())
+		}
+		acancel()
+		if err := <-aDone; !errors.Is(err, context.Canceled) {
+			t.Errorf("A: %v, want context.Canceled", err)
+		}
+		if err := <-bDone; err != nil {
+			t.Errorf("B (own ctx never cancelled): err = %v; unrecoverable=%v", err, errors.Is(err, tool.ErrUnrecoverable))
+		}
+	})
 }
 
 // slowInit is a backend whose Initialize finishes its work regardless of ctx (a handshake in a blocking call).
@@ -372,25 +382,28 @@ func (s *slowInit) Initialize(ctx context.Context, in *runtime.Init) (runtime.In
 
 // Once a bug: Close whose ctx ends while an Initialize is in flight never tears the instance down.
 func TestCloseTearsDownAnInitializeStillInFlight(t *testing.T) {
-	s := &slowInit{delay: 300 * time.Millisecond}
-	reg := runtime.Default().Clone()
-	if err := reg.Register(s); err != nil {
-		t.Fatal(err)
-	}
-	tl := mustLoadSrc(t, probeManifest, tool.WithRuntimes(reg))
-	task, err := tl.NewTask(context.Background(), tool.TaskConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go task.Invoke(context.Background(), "read", nil)
-	time.Sleep(30 * time.Millisecond)
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
-	defer cancel()
-	t.Logf("Close: %v", task.Close(ctx))
-	time.Sleep(600 * time.Millisecond) // Initialize succeeded meanwhile
-	if s.inits.Load() != 1 || s.teardowns.Load() != 1 {
-		t.Errorf("inits %d, teardowns %d: a successful Initialize was never torn down", s.inits.Load(), s.teardowns.Load())
-	}
+	synctest.Test(t, func(t *testing.T) {
+		s := &slowInit{delay: 300 * time.Millisecond}
+		reg := runtime.Default().Clone()
+		if err := reg.Register(s); err != nil {
+			t.Fatal(err)
+		}
+		tl := mustLoadSrc(t, probeManifest, tool.WithRuntimes(reg))
+		task, err := tl.NewTask(context.Background(), tool.TaskConfig{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		go task.Invoke(context.Background(), "read", nil)
+		synctest.Wait() // the call is in Initialize
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		defer cancel()
+		t.Logf("Close: %v", task.Close(ctx)) // ctx ends long before Initialize does
+		time.Sleep(time.Second)              // Initialize succeeds meanwhile
+		synctest.Wait()
+		if s.inits.Load() != 1 || s.teardowns.Load() != 1 {
+			t.Errorf("inits %d, teardowns %d: a successful Initialize was never torn down", s.inits.Load(), s.teardowns.Load())
+		}
+	})
 }
 
 // cancellingStore cancels the NewTask context while NewTask writes the allow list.
