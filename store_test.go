@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/commonagents-go/tool"
+	"github.com/commonagents-go/tool/store/storetest"
 )
 
 func TestMemoryStore(t *testing.T) {
@@ -49,4 +50,9 @@ func TestMemoryStore(t *testing.T) {
 	if again, _ := s.Get(ctx, "tasks/ab"); string(again) != "tasks/ab" {
 		t.Errorf("stored value changed through a returned slice: %q", again)
 	}
+}
+
+// The root's constructor is the leaf package's memory store, and passes the suite every Store passes.
+func TestMemoryStoreConformance(t *testing.T) {
+	storetest.Run(t, func(*testing.T) tool.Store { return tool.NewMemoryStore() })
 }

@@ -8,18 +8,12 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/commonagents-go/tool"
 	"github.com/commonagents-go/tool/store"
 	"github.com/commonagents-go/tool/store/storetest"
 )
 
 func TestMemoryStore(t *testing.T) {
 	storetest.Run(t, func(*testing.T) store.Store { return store.NewMemory() })
-}
-
-// The root package's constructor is the same store.
-func TestToolMemoryStore(t *testing.T) {
-	storetest.Run(t, func(*testing.T) tool.Store { return tool.NewMemoryStore() })
 }
 
 // basic hides every optional upgrade of the Store it wraps, as a third party's minimal Store would: the suite
