@@ -19,14 +19,15 @@ import (
 	"github.com/commonagents-go/tool/tooltest"
 )
 
-// driveManifest is a Google-Drive-like subscription event; extra is appended to the event.
-func driveManifest(extra string) string {
-	return manifestHeader("drive") + `settings:
+// backgroundManifest is the start of a manifest whose one event (appended after it) works in the background:
+// a base_url setting, a required bound parameter and a no-op action.
+func backgroundManifest(name, param string) string {
+	return manifestHeader(name) + `settings:
   properties:
     base_url: {type: string}
 parameters:
   properties:
-    document_id: {type: string, require_binding: true}
+    ` + param + `: {type: string, require_binding: true}
 actions:
   - name: noop
     description: Does nothing.
@@ -34,7 +35,12 @@ actions:
       cel:
         expression: "1"
 events:
-  - name: edit
+`
+}
+
+// driveManifest is a Google-Drive-like subscription event; extra is appended to the event.
+func driveManifest(extra string) string {
+	return backgroundManifest("drive", "document_id") + `  - name: edit
     description: A watched document was edited.
     message: "{event.payload.document_id} edited by {event.payload.editor}"
 ` + extra + `    receive:
@@ -277,20 +283,7 @@ func TestSubscriptionExpiry(t *testing.T) {
 
 // feedManifest is a poll event; detect returns every item, so the seen set alone keeps items from refiring.
 func feedManifest() string {
-	return manifestHeader("feed") + `settings:
-  properties:
-    base_url: {type: string}
-parameters:
-  properties:
-    feed: {type: string, require_binding: true}
-actions:
-  - name: noop
-    description: Does nothing.
-    execute:
-      cel:
-        expression: "1"
-events:
-  - name: new_item
+	return backgroundManifest("feed", "feed") + `  - name: new_item
     description: A new feed item.
     message: "{event.title} ({event.payload.id})"
     receive:
