@@ -6,42 +6,49 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
+// A queued writer goes before readers that come after it, and a writer that gives up wakes the readers it held
+// back. synctest orders the steps: Wait returns once every goroutine of the bubble is blocked.
 func TestGateWritersGoFirstAndCancelledWaitersLeave(t *testing.T) {
-	var g gate
-	if err := g.acquire(context.Background(), true); err != nil {
-		t.Fatal(err)
-	}
-	wctx, wcancel := context.WithCancel(context.Background())
-	werr := make(chan error, 1)
-	go func() { werr <- g.acquire(wctx, false) }()
-	time.Sleep(20 * time.Millisecond)
-	rgot := make(chan error, 1)
-	go func() { rgot <- g.acquire(context.Background(), true) }()
-	select {
-	case <-rgot:
-		t.Fatal("a reader overtook a queued writer")
-	case <-time.After(30 * time.Millisecond):
-	}
-	wcancel()
-	if err := <-werr; err == nil {
-		t.Fatal("cancelled writer acquired")
-	}
-	select {
-	case err := <-rgot:
-		if err != nil {
+	synctest.Test(t, func(t *testing.T) {
+		var g gate
+		if err := g.acquire(context.Background(), true); err != nil {
 			t.Fatal(err)
 		}
-	case <-time.After(time.Second):
-		t.Fatal("reader not woken after the queued writer gave up (lost wakeup)")
-	}
-	g.release(true)
-	g.release(true)
-	if g.readers != 0 || g.writer || g.waiting != 0 {
-		t.Fatalf("state readers=%d writer=%v waiting=%d", g.readers, g.writer, g.waiting)
-	}
+		wctx, wcancel := context.WithCancel(context.Background())
+		werr := make(chan error, 1)
+		go func() { werr <- g.acquire(wctx, false) }()
+		synctest.Wait() // the writer is queued behind the reader
+		rgot := make(chan error, 1)
+		go func() { rgot <- g.acquire(context.Background(), true) }()
+		synctest.Wait() // the new reader is blocked, or got in
+		select {
+		case <-rgot:
+			t.Fatal("a reader overtook a queued writer")
+		default:
+		}
+		wcancel()
+		if err := <-werr; err == nil {
+			t.Fatal("cancelled writer acquired")
+		}
+		synctest.Wait()
+		select {
+		case err := <-rgot:
+			if err != nil {
+				t.Fatal(err)
+			}
+		default:
+			t.Fatal("reader not woken after the queued writer gave up (lost wakeup)")
+		}
+		g.release(true)
+		g.release(true)
+		if g.readers != 0 || g.writer || g.waiting != 0 {
+			t.Fatalf("state readers=%d writer=%v waiting=%d", g.readers, g.writer, g.waiting)
+		}
+	})
 }
 
 func TestGateHoldsItsInvariantUnderStress(t *testing.T) {
