@@ -170,18 +170,20 @@ func (d *drainer) stop() {
 // syncStderr waits, at most stderrSync, until the stderr the program wrote so far has been drained into p.stderr:
 // a server writes its stderr before its reply, but the two pipes are read by different goroutines.
 func (p *proc) syncStderr() {
-	var deadline *time.Timer
+	// The bytes in the pipe now were written before the reply: wait until the reader has taken that many. A
+	// server that keeps writing does not move the target, so it cannot hold the call.
+	written := p.stderr.Written()
+	n := unread(p.errR)
+	if n == 0 {
+		return
+	}
+	target := written + int64(n)
+	deadline := time.NewTimer(stderrSync)
+	defer deadline.Stop()
 	for {
-		if unread(p.errR) == 0 {
-			return
-		}
 		changed := p.stderr.changed()
-		if unread(p.errR) == 0 { // drained between the two looks
+		if p.stderr.Written() >= target {
 			return
-		}
-		if deadline == nil {
-			deadline = time.NewTimer(stderrSync)
-			defer deadline.Stop()
 		}
 		select {
 		case <-changed:
@@ -193,8 +195,9 @@ func (p *proc) syncStderr() {
 	}
 }
 
-// stderrSync bounds syncStderr.
-const stderrSync = 100 * time.Millisecond
+// stderrSync bounds syncStderr: the bytes are in the pipe already, so only a starved reader goroutine (a loaded
+// machine) takes long.
+const stderrSync = time.Second
 
 // kill ends the program and everything in its containment at once. Once done is closed the containment is gone
 // and kill does nothing.
