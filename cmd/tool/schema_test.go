@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -251,8 +252,8 @@ func TestSchemaMatchesDecoder(t *testing.T) {
 			}
 			props = def.Properties
 		}
-		want := decode.Keys(b.decodes)
-		if b.definition == "" { // the core keys, and the top-level block of each backend that takes one
+		want := slices.Clone(decode.Keys(b.decodes)) // Keys is cached: never modify it
+		if b.definition == "" {                      // the core keys, and the top-level block of each backend that takes one
 			for _, kind := range runtime.Default().Kinds() {
 				rt, _ := runtime.Default().Lookup(kind)
 				if s, ok := rt.(runtime.Schemer); ok && s.ConfigSchema().Shared != nil {
