@@ -368,7 +368,8 @@ func TestCallWaitingOnAnotherCallsInitializeKeepsItsOwnContext(t *testing.T) {
 	})
 }
 
-// slowInit is a backend whose Initialize finishes its work regardless of ctx (a handshake in a blocking call).
+// slowInit is a backend whose Initialize finishes its work regardless of ctx (a handshake in a blocking call). Its
+// delay is spent on a synctest bubble's clock.
 type slowInit struct {
 	probe
 	delay time.Duration
@@ -414,21 +415,27 @@ type cancellingStore struct {
 
 func (s *cancellingStore) Put(ctx context.Context, k string, v []byte) error {
 	s.cancel()
-	time.Sleep(5 * time.Millisecond) // let the AfterFunc goroutine be scheduled
+	synctest.Wait() // the task's AfterFunc goroutine runs now, while NewTask is still inside
 	return s.Store.Put(ctx, k, v)
 }
 
-// Once a bug: the NewTask context ending during NewTask races the write of task.stop (run with -race).
+// Once a bug: the NewTask context ending during NewTask races the write of task.stop (run with -race). The task
+// closes itself as its context ends; Close afterwards is then a no-op.
 func TestNewTaskContextEndingDuringNewTask(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	st := &cancellingStore{Store: tool.NewMemoryStore(), cancel: cancel}
-	tl := loadProbe(t, &probe{}, tool.WithStore(st))
-	task, err := tl.NewTask(ctx, tool.TaskConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(50 * time.Millisecond)
-	_ = task.Close(context.Background())
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		st := &cancellingStore{Store: tool.NewMemoryStore(), cancel: cancel}
+		tl := loadProbe(t, &probe{}, tool.WithStore(st))
+		task, err := tl.NewTask(ctx, tool.TaskConfig{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait() // the self-close the ended context started has finished
+		if _, err := task.Invoke(context.Background(), "read", nil); !errors.Is(err, tool.ErrClosed) {
+			t.Errorf("Invoke on a task whose NewTask context ended: %v, want ErrClosed", err)
+		}
+		_ = task.Close(context.Background())
+	})
 }
 
 // Once a bug: a call racing Close can be reported as unrecoverable (ErrClosed wrapped in ErrUnrecoverable).

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 	"unicode/utf8"
 
@@ -630,23 +631,26 @@ func TestFailureMessageStaysUTF8(t *testing.T) {
 // R2: a create the cluster does not answer within the request timeout is a recoverable unavailable error, and
 // the Job it may have made is found by its task, tool and call labels and deleted.
 func TestCreateThatTimesOutIsRecoverableAndCleanedUp(t *testing.T) {
-	leakcheck.Check(t)
-	e := newEnv(t, &kubernetesjob.Backend{RequestTimeout: 50 * time.Millisecond}, always(kubernetesjobtest.Outcome{}))
-	gvr := batchv1.SchemeGroupVersion.WithResource("jobs")
-	e.cluster.Client.PrependReactor("create", "jobs", func(a k8stesting.Action) (bool, k8sruntime.Object, error) {
-		job := a.(k8stesting.CreateAction).GetObject().(*batchv1.Job).DeepCopy()
-		job.Name = job.GenerateName + "slow"
-		if err := e.cluster.Client.Tracker().Create(gvr, job, job.Namespace); err != nil {
-			return true, nil, err
+	// In a synctest bubble the 150 ms the API server takes pass on the bubble's clock, which moves only once every
+	// goroutine waits: the request's 50 ms timeout has certainly fired (and cancelled its context) by then.
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, &kubernetesjob.Backend{RequestTimeout: 50 * time.Millisecond}, always(kubernetesjobtest.Outcome{}))
+		gvr := batchv1.SchemeGroupVersion.WithResource("jobs")
+		e.cluster.Client.PrependReactor("create", "jobs", func(a k8stesting.Action) (bool, k8sruntime.Object, error) {
+			job := a.(k8stesting.CreateAction).GetObject().(*batchv1.Job).DeepCopy()
+			job.Name = job.GenerateName + "slow"
+			if err := e.cluster.Client.Tracker().Create(gvr, job, job.Namespace); err != nil {
+				return true, nil, err
+			}
+			time.Sleep(150 * time.Millisecond) // a slow API server, on the bubble's clock: it answers after the timeout
+			return true, nil, fmt.Errorf("client rate limiter: %w", context.DeadlineExceeded)
+		})
+		res, err := e.task.Invoke(context.Background(), "render_report", args)
+		if err != nil || !res.IsError || res.Error.Kind != "unavailable" {
+			t.Fatalf("err %v, result %+v; want an unavailable result", err, res)
 		}
-		time.Sleep(150 * time.Millisecond) // a slow API server: the answer comes after the request timeout
-		return true, nil, fmt.Errorf("client rate limiter: %w", context.DeadlineExceeded)
+		if e.cluster.Exists("agent-jobs", "render-report-slow") {
+			t.Errorf("the Job of the timed-out create still exists; deletions %v", e.cluster.Deleted())
+		}
 	})
-	res, err := e.task.Invoke(context.Background(), "render_report", args)
-	if err != nil || !res.IsError || res.Error.Kind != "unavailable" {
-		t.Fatalf("err %v, result %+v; want an unavailable result", err, res)
-	}
-	if e.cluster.Exists("agent-jobs", "render-report-slow") {
-		t.Errorf("the Job of the timed-out create still exists; deletions %v", e.cluster.Deleted())
-	}
 }
