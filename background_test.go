@@ -20,15 +20,16 @@ import (
 )
 
 // backgroundManifest is the start of a manifest whose one event (appended after it) works in the background:
-// a base_url setting, a required bound parameter and a no-op action.
+// a base_url setting, a required bound parameter (none when param is "") and a no-op action.
 func backgroundManifest(name, param string) string {
+	params := ""
+	if param != "" {
+		params = "parameters:\n  properties:\n    " + param + ": {type: string, require_binding: true}\n"
+	}
 	return manifestHeader(name) + `settings:
   properties:
     base_url: {type: string}
-parameters:
-  properties:
-    ` + param + `: {type: string, require_binding: true}
-actions:
+` + params + `actions:
   - name: noop
     description: Does nothing.
     execute:
@@ -532,13 +533,19 @@ func TestPollLeaseSurvivesASlowSink(t *testing.T) {
 	}
 }
 
+// untilRenewal waits for the first channel and moves the clock to its renewal: 80 % of its 24 h.
+func untilRenewal(t *testing.T, clock *tooltest.Clock, obs *tooltest.Observer) {
+	t.Helper()
+	obs.Wait(t, "subscription.created", 1)
+	clock.BlockUntil(t, 1)
+	clock.Advance(19*time.Hour + 12*time.Minute)
+}
+
 func TestRenewalFailuresBackOff(t *testing.T) {
 	_, srv, clock, obs := driveTask(t, "",
 		tooltest.Response{Body: map[string]any{"resource_id": "res-1"}},
 		tooltest.Response{Status: 503, Body: "try later"}) // every renewal fails
-	obs.Wait(t, "subscription.created", 1)
-	clock.BlockUntil(t, 1)
-	clock.Advance(19*time.Hour + 12*time.Minute)
+	untilRenewal(t, clock, obs)
 	obs.Wait(t, "subscription.failed", 1)
 	// Retries 1s, 2s, then 4s after each failure. BlockUntil returns once a due retry re-armed its timer.
 	for range 7 {
@@ -570,9 +577,7 @@ func TestStaleChannelBacksOffAndLapses(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer task.Close(context.Background())
-	obs.Wait(t, "subscription.created", 1)
-	clock.BlockUntil(t, 1)
-	clock.Advance(19*time.Hour + 12*time.Minute)
+	untilRenewal(t, clock, obs)
 	obs.Wait(t, "subscription.unsubscribe_failed", 1)
 	for range 30 {
 		clock.BlockUntil(t, 1)
@@ -634,17 +639,7 @@ func TestCloseIsNotHeldBySlowSubscribe(t *testing.T) {
 }
 
 func TestResumeRearmsTheWatchdog(t *testing.T) {
-	src := manifestHeader("feed2") + `settings:
-  properties:
-    base_url: {type: string}
-actions:
-  - name: noop
-    description: Does nothing.
-    execute:
-      cel:
-        expression: "1"
-events:
-  - name: new_item
+	src := backgroundManifest("feed2", "") + `  - name: new_item
     description: A new feed item.
     message: "{event.payload.id}"
     timeout: 1h
