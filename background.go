@@ -25,61 +25,61 @@ type workers struct {
 }
 
 // background reports whether event i works in the background.
-func (t *Task) background(i int) (events.Background, bool) {
-	bg, ok := t.tool.events[i].prepared.(events.Background)
+func (e *taskEvents) background(i int) (events.Background, bool) {
+	bg, ok := e.tool.events[i].prepared.(events.Background)
 	return bg, ok
 }
 
 // startWorkers starts the background events that should run and are not running. It does nothing once the task
 // is closed or while it is interrupted.
-func (t *Task) startWorkers() {
-	t.workers.mu.Lock()
-	defer t.workers.mu.Unlock()
-	if t.workers.closed || t.isInterrupted() {
+func (e *taskEvents) startWorkers() {
+	e.workers.mu.Lock()
+	defer e.workers.mu.Unlock()
+	if e.workers.closed || e.interrupted.Load() {
 		return
 	}
-	if t.workers.running == nil {
-		t.workers.running = make([]events.Worker, len(t.tool.events))
-		t.workers.busy = make([]bool, len(t.tool.events))
+	if e.workers.running == nil {
+		e.workers.running = make([]events.Worker, len(e.tool.events))
+		e.workers.busy = make([]bool, len(e.tool.events))
 	}
-	t.events.mu.Lock()
-	expired := append([]bool(nil), t.events.expired...)
-	t.events.mu.Unlock()
+	e.mu.Lock()
+	expired := append([]bool(nil), e.expired...)
+	e.mu.Unlock()
 	watch := false
-	for i := range t.tool.events {
-		bg, ok := t.background(i)
-		if !ok || !t.events.included[i] {
+	for i := range e.tool.events {
+		bg, ok := e.background(i)
+		if !ok || !e.included[i] {
 			continue
 		}
-		watch = watch || t.events.timeouts[i] > 0
-		if expired[i] || t.workers.running[i] != nil || t.workers.busy[i] {
+		watch = watch || e.timeouts[i] > 0
+		if expired[i] || e.workers.running[i] != nil || e.workers.busy[i] {
 			continue
 		}
-		t.workers.running[i] = bg.Start(t.host(i))
+		e.workers.running[i] = bg.Start(e.seam.host(i))
 	}
-	if watch && t.workers.watchdog == nil {
-		t.workers.watchdog = events.Loop(t.newTimer, t.nextExpiry(), t.watchExpiry)
+	if watch && e.workers.watchdog == nil {
+		e.workers.watchdog = events.Loop(e.newTimer, e.nextExpiry(), e.watchExpiry)
 	}
 }
 
 // stopWorkers stops the background events for which which reports true, in parallel, each bounded by the
 // teardown bound, and returns their errors. An event whose worker is stopping does not start again before its
 // Stop returned (its state would race); then whatever should run by now is started.
-func (t *Task) stopWorkers(ctx context.Context, reason string, which func(i int) bool) error {
-	t.workers.mu.Lock()
+func (e *taskEvents) stopWorkers(ctx context.Context, reason string, which func(i int) bool) error {
+	e.workers.mu.Lock()
 	var stop []int
 	var ws []events.Worker
-	for i, w := range t.workers.running {
-		if w != nil && !t.workers.busy[i] && which(i) {
+	for i, w := range e.workers.running {
+		if w != nil && !e.workers.busy[i] && which(i) {
 			stop, ws = append(stop, i), append(ws, w)
-			t.workers.busy[i] = true
+			e.workers.busy[i] = true
 		}
 	}
-	t.workers.mu.Unlock()
+	e.workers.mu.Unlock()
 	if len(stop) == 0 {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), t.tool.opts.limits.TeardownTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.tool.opts.limits.TeardownTimeout)
 	defer cancel()
 	errs := make([]error, len(stop))
 	var wg sync.WaitGroup
@@ -87,12 +87,12 @@ func (t *Task) stopWorkers(ctx context.Context, reason string, which func(i int)
 		wg.Go(func() { errs[n] = w.Stop(ctx, reason) })
 	}
 	wg.Wait()
-	t.workers.mu.Lock()
+	e.workers.mu.Lock()
 	for _, i := range stop {
-		t.workers.running[i], t.workers.busy[i] = nil, false
+		e.workers.running[i], e.workers.busy[i] = nil, false
 	}
-	t.workers.mu.Unlock()
-	t.startWorkers()
+	e.workers.mu.Unlock()
+	e.startWorkers()
 	return errors.Join(errs...)
 }
 
@@ -100,42 +100,43 @@ func all(int) bool { return true }
 
 // stopExpired stops the workers of newly expired events in the background: expiry is noticed on hot paths (a
 // delivery) that must not wait for an unsubscribe. Close waits for these stops.
-func (t *Task) stopExpired(newly []int) {
+func (e *taskEvents) stopExpired(newly []int) {
 	which := func(i int) bool { return slices.Contains(newly, i) }
-	t.workers.mu.Lock()
-	defer t.workers.mu.Unlock()
-	if t.workers.closed || !slices.ContainsFunc(t.workers.running, func(w events.Worker) bool { return w != nil }) {
+	e.workers.mu.Lock()
+	defer e.workers.mu.Unlock()
+	if e.workers.closed || !slices.ContainsFunc(e.workers.running, func(w events.Worker) bool { return w != nil }) {
 		return
 	}
-	t.workers.stopping.Go(func() { _ = t.stopWorkers(t.ctx, events.StopExpired, which) })
+	e.workers.stopping.Go(func() { _ = e.stopWorkers(e.ctx, events.StopExpired, which) })
 }
 
 // stopWatchdog stops the expiry watchdog; startWorkers starts a new one.
-func (t *Task) stopWatchdog(ctx context.Context) {
-	t.workers.mu.Lock()
-	watchdog := t.workers.watchdog
-	t.workers.watchdog = nil
-	t.workers.mu.Unlock()
+func (e *taskEvents) stopWatchdog(ctx context.Context) {
+	e.workers.mu.Lock()
+	watchdog := e.workers.watchdog
+	e.workers.watchdog = nil
+	e.workers.mu.Unlock()
 	if watchdog != nil {
 		watchdog(ctx)
 	}
 }
 
-// closeWorkers stops the watchdog and every worker (detached: in this process only), and waits for background
-// stops, within the teardown bound.
-func (t *Task) closeWorkers(ctx context.Context, detach bool) error {
-	t.workers.mu.Lock()
-	t.workers.closed = true
-	t.workers.mu.Unlock()
-	t.stopWatchdog(ctx)
+// close ends the event side for Task.close, before the task waits for its calls: nothing starts in the
+// background any more, the watchdog and every worker stop (detached: in this process only) and background stops
+// are waited for, within the teardown bound. The event state itself is persisted or removed with the task's.
+func (e *taskEvents) close(ctx context.Context, detach bool) error {
+	e.workers.mu.Lock()
+	e.workers.closed = true
+	e.workers.mu.Unlock()
+	e.stopWatchdog(ctx)
 	reason := events.StopClosed
 	if detach {
 		reason = events.StopDetached
 	}
-	err := t.stopWorkers(ctx, reason, all)
-	bound, cancel := context.WithTimeout(context.WithoutCancel(ctx), t.tool.opts.limits.TeardownTimeout)
+	err := e.stopWorkers(ctx, reason, all)
+	bound, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.tool.opts.limits.TeardownTimeout)
 	defer cancel()
-	if !waitGroupWithin(bound, &t.workers.stopping) {
+	if !waitGroupWithin(bound, &e.workers.stopping) {
 		err = errors.Join(err, errors.New("expired subscriptions still being removed"))
 	}
 	return err
@@ -143,30 +144,30 @@ func (t *Task) closeWorkers(ctx context.Context, detach bool) error {
 
 // watchExpiry is the expiry watchdog's step: it expires the events whose timeout passed (stopping their
 // workers) and returns the delay to the next deadline.
-func (t *Task) watchExpiry(context.Context) time.Duration {
-	t.events.mu.Lock()
-	newly := t.expireLocked(t.tool.opts.clock.Now().UnixNano())
-	t.events.mu.Unlock()
-	t.expiredNow(newly)
-	return t.nextExpiry()
+func (e *taskEvents) watchExpiry(context.Context) time.Duration {
+	e.mu.Lock()
+	newly := e.expireLocked(e.tool.opts.clock.Now().UnixNano())
+	e.mu.Unlock()
+	e.expiredNow(newly)
+	return e.nextExpiry()
 }
 
 // nextExpiry is the time until the earliest deadline of an event that has not expired. Activity only moves
 // deadlines later, so waking at an old deadline is early, never late; with every event expired it is the
 // shortest timeout, which a Resume cannot undercut.
-func (t *Task) nextExpiry() time.Duration {
-	t.events.mu.Lock()
-	defer t.events.mu.Unlock()
-	idle := time.Duration(t.tool.opts.clock.Now().UnixNano() - t.lastActivity.Load())
+func (e *taskEvents) nextExpiry() time.Duration {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	idle := time.Duration(e.tool.opts.clock.Now().UnixNano() - e.lastActivity.Load())
 	var next, shortest time.Duration
-	for i, d := range t.events.timeouts {
+	for i, d := range e.timeouts {
 		if d <= 0 {
 			continue
 		}
 		if shortest == 0 || d < shortest {
 			shortest = d
 		}
-		if left := d - idle + time.Nanosecond; !t.events.expired[i] && (next == 0 || left < next) {
+		if left := d - idle + time.Nanosecond; !e.expired[i] && (next == 0 || left < next) {
 			next = max(left, time.Nanosecond)
 		}
 	}
@@ -176,7 +177,7 @@ func (t *Task) nextExpiry() time.Duration {
 	return next
 }
 
-func (t *Task) newTimer(d time.Duration) events.Timer { return t.tool.opts.clock.NewTimer(d) }
+func (e *taskEvents) newTimer(d time.Duration) events.Timer { return e.tool.opts.clock.NewTimer(d) }
 
 // host is what event i's worker gets from the task.
 func (t *Task) host(i int) *events.Host {
@@ -191,7 +192,7 @@ func (t *Task) host(i int) *events.Host {
 		},
 		Parameters: params,
 		Now:        o.clock.Now,
-		NewTimer:   t.newTimer,
+		NewTimer:   t.events.newTimer,
 		State:      &backendState{task: t, key: t.stateKey("receivers/" + name), record: recordReceiver},
 		Observe: func(ctx context.Context, fact string, data map[string]any) {
 			if data == nil {

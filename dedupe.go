@@ -27,9 +27,9 @@ type dedupeEntry struct {
 }
 
 // dedupeKey is the state key of a delivery id for one event: hashed, since ids are the sender's text.
-func (t *Task) dedupeKey(event, id string) string {
+func (e *taskEvents) dedupeKey(event, id string) string {
 	sum := sha256.Sum256([]byte(event + "\x00" + id))
-	return t.stateKey("deliveries/" + hex.EncodeToString(sum[:16]))
+	return e.seam.stateKey("deliveries/" + hex.EncodeToString(sum[:16]))
 }
 
 // claimOutcome is what claiming a delivery id found.
@@ -50,9 +50,9 @@ const (
 // Replicas share claims through the Store: a ClaimStore claims in one round trip, expiring on its own clock; a
 // SwapStore by compare-and-swap, with claim times on this host's clock. A claim older than ClaimTimeout is a
 // dead replica's, and the id is taken over.
-func (t *Task) claim(ctx context.Context, event, id string) claimOutcome {
-	key := t.dedupeKey(event, id)
-	log := &t.dedupe
+func (e *taskEvents) claim(ctx context.Context, event, id string) claimOutcome {
+	key := e.dedupeKey(event, id)
+	log := &e.dedupe
 	log.mu.Lock()
 	if log.inflight[key] {
 		log.mu.Unlock()
@@ -64,13 +64,13 @@ func (t *Task) claim(ctx context.Context, event, id string) claimOutcome {
 	log.inflight[key] = true
 	log.mu.Unlock()
 
-	ctx, cancel := t.storeContext(ctx) // a caller giving up must not make a replay look new
+	ctx, cancel := e.seam.storeContext(ctx) // a caller giving up must not make a replay look new
 	defer cancel()
-	now := t.tool.opts.clock.Now()
-	value := []byte(claimPrefix + now.UTC().Format(time.RFC3339Nano) + " " + t.tool.opts.replicaID())
-	out, claimed := t.claimIn(ctx, key, value, now)
+	now := e.tool.opts.clock.Now()
+	value := []byte(claimPrefix + now.UTC().Format(time.RFC3339Nano) + " " + e.tool.opts.replicaID())
+	out, claimed := e.claimIn(ctx, key, value, now)
 	if out != claimTaken {
-		t.release(event, id)
+		e.release(event, id)
 		return out
 	}
 	if claimed {
@@ -83,13 +83,13 @@ func (t *Task) claim(ctx context.Context, event, id string) claimOutcome {
 
 // claimIn claims key in the Store with value; claimed reports whether the Store holds the claim (to be removed
 // if the activation is refused).
-func (t *Task) claimIn(ctx context.Context, key string, value []byte, now time.Time) (out claimOutcome, claimed bool) {
-	store := t.tool.opts.store
+func (e *taskEvents) claimIn(ctx context.Context, key string, value []byte, now time.Time) (out claimOutcome, claimed bool) {
+	store := e.tool.opts.store
 	if cs, ok := store.(ClaimStore); ok {
 		ok, current, err := cs.Claim(ctx, key, value, ClaimTimeout)
 		switch {
 		case err != nil:
-			t.storeFailed(ctx, "claim", recordDelivery, err)
+			e.seam.storeFailed(ctx, "claim", recordDelivery, err)
 			return claimTaken, false
 		case ok:
 			return claimTaken, true
@@ -103,7 +103,7 @@ func (t *Task) claimIn(ctx context.Context, key string, value []byte, now time.T
 	case errors.Is(err, ErrNotFound):
 		b = nil
 	case err != nil:
-		t.storeFailed(ctx, "read", recordDelivery, err)
+		e.seam.storeFailed(ctx, "read", recordDelivery, err)
 		return claimTaken, false
 	default:
 		text, isClaim := strings.CutPrefix(string(b), claimPrefix)
@@ -112,7 +112,7 @@ func (t *Task) claimIn(ctx context.Context, key string, value []byte, now time.T
 		switch {
 		case isClaim && perr == nil && now.Sub(at) < ClaimTimeout:
 			return claimInFlight, false
-		case !isClaim && perr == nil && now.Sub(at) < t.tool.opts.limits.DedupeWindow:
+		case !isClaim && perr == nil && now.Sub(at) < e.tool.opts.limits.DedupeWindow:
 			return claimDuplicate, false
 		}
 		// An expired claim (its replica died) or record: taken over below.
@@ -124,7 +124,7 @@ func (t *Task) claimIn(ctx context.Context, key string, value []byte, now time.T
 	ok, err = swap.CompareAndSwap(ctx, key, b, value)
 	switch {
 	case err != nil:
-		t.storeFailed(ctx, "claim", recordDelivery, err)
+		e.seam.storeFailed(ctx, "claim", recordDelivery, err)
 		return claimTaken, false
 	case !ok:
 		return claimInFlight, false // another replica claimed or recorded it just now: the sender's retry tells
@@ -143,57 +143,57 @@ const ClaimTimeout = 5 * time.Minute
 
 // unclaim removes the claim that claim took in a shared Store on a delivery that did not activate, so that a retry
 // activates it. Stores without compare-and-swap hold no claims.
-func (t *Task) unclaim(ctx context.Context, event, id string) {
-	store := t.tool.opts.store
-	key := t.dedupeKey(event, id)
-	t.dedupe.mu.Lock()
-	claim := t.dedupe.claims[key]
-	delete(t.dedupe.claims, key)
-	t.dedupe.mu.Unlock()
+func (e *taskEvents) unclaim(ctx context.Context, event, id string) {
+	store := e.tool.opts.store
+	key := e.dedupeKey(event, id)
+	e.dedupe.mu.Lock()
+	claim := e.dedupe.claims[key]
+	delete(e.dedupe.claims, key)
+	e.dedupe.mu.Unlock()
 	if claim == nil {
 		return
 	}
-	ctx, cancel := t.storeContext(ctx)
+	ctx, cancel := e.seam.storeContext(ctx)
 	defer cancel()
 	b, err := store.Get(ctx, key)
 	if err == nil && string(b) == string(claim) { // ours, not a later claimant's
 		err = store.Delete(ctx, key)
 	}
 	if err != nil && !errors.Is(err, ErrNotFound) {
-		t.storeFailed(ctx, "delete", recordDelivery, err) // the claim holds off retries until ClaimTimeout
+		e.seam.storeFailed(ctx, "delete", recordDelivery, err) // the claim holds off retries until ClaimTimeout
 	}
 }
 
 // release ends the in-process claim that claim took on a delivery id.
-func (t *Task) release(event, id string) {
-	t.dedupe.mu.Lock()
-	delete(t.dedupe.inflight, t.dedupeKey(event, id))
-	t.dedupe.mu.Unlock()
+func (e *taskEvents) release(event, id string) {
+	e.dedupe.mu.Lock()
+	delete(e.dedupe.inflight, e.dedupeKey(event, id))
+	e.dedupe.mu.Unlock()
 }
 
 // remember records that the event activated for delivery id, and forgets the ids older than the window.
-func (t *Task) remember(ctx context.Context, event, id string) {
-	now := t.tool.opts.clock.Now()
-	key := t.dedupeKey(event, id)
-	store := t.tool.opts.store
-	ctx, cancel := t.storeContext(ctx)
+func (e *taskEvents) remember(ctx context.Context, event, id string) {
+	now := e.tool.opts.clock.Now()
+	key := e.dedupeKey(event, id)
+	store := e.tool.opts.store
+	ctx, cancel := e.seam.storeContext(ctx)
 	defer cancel()
 	value := []byte(now.UTC().Format(time.RFC3339Nano))
 	var err error
 	if exp, ok := store.(ExpiringStore); ok {
-		err = exp.PutTTL(ctx, key, value, t.tool.opts.limits.DedupeWindow)
+		err = exp.PutTTL(ctx, key, value, e.tool.opts.limits.DedupeWindow)
 	} else {
 		err = store.Put(ctx, key, value)
 	}
 	if err != nil {
-		t.storeFailed(ctx, "write", recordDelivery, err) // a retry within the window activates again
+		e.seam.storeFailed(ctx, "write", recordDelivery, err) // a retry within the window activates again
 	}
-	log := &t.dedupe
+	log := &e.dedupe
 	log.mu.Lock()
 	delete(log.claims, key)
 	log.entries = append(log.entries, dedupeEntry{key: key, at: now})
 	n := 0
-	for n < len(log.entries)-1 && now.Sub(log.entries[n].at) >= t.tool.opts.limits.DedupeWindow {
+	for n < len(log.entries)-1 && now.Sub(log.entries[n].at) >= e.tool.opts.limits.DedupeWindow {
 		n++
 	}
 	var old []string
@@ -206,7 +206,7 @@ func (t *Task) remember(ctx context.Context, event, id string) {
 	log.mu.Unlock()
 	for _, k := range old {
 		if err := store.Delete(ctx, k); err != nil && !errors.Is(err, ErrNotFound) {
-			t.storeFailed(ctx, "delete", recordDelivery, err)
+			e.seam.storeFailed(ctx, "delete", recordDelivery, err)
 		}
 	}
 }

@@ -321,19 +321,15 @@ func (t *Task) route(ctx context.Context, i int, pe *pushedEvent) (*Activation, 
 	discard := func(reason, detail string) (*Activation, Discard) {
 		return nil, Discard{Event: name, Reason: reason, Detail: detail}
 	}
-	switch {
-	case !t.events.included[i]:
-		return discard(ReasonExcluded, "the capability does not include this event")
-	case t.isInterrupted():
-		return discard(ReasonInterrupted, "")
-	case t.expired(i):
-		return discard(ReasonExpired, fmt.Sprintf("no task activity for longer than the event's timeout (%s)", t.events.timeouts[i]))
-	case pe.reason != "":
+	if reason, detail := t.events.admit(i); reason != "" {
+		return discard(reason, detail)
+	}
+	if pe.reason != "" {
 		return discard(pe.reason, pe.detail)
 	}
 	p := pe.parent
 	if p.deliveryID != "" {
-		switch t.claim(ctx, name, p.deliveryID) {
+		switch t.events.claim(ctx, name, p.deliveryID) {
 		case claimDuplicate:
 			return discard(ReasonDuplicate, "delivery "+p.deliveryID+" was already activated")
 		case claimInFlight:
@@ -342,8 +338,8 @@ func (t *Task) route(ctx context.Context, i int, pe *pushedEvent) (*Activation, 
 	}
 	activation, d := t.evaluate(ctx, pe)
 	if p.deliveryID != "" && activation == nil {
-		t.unclaim(ctx, name, p.deliveryID)
-		t.release(name, p.deliveryID) // activate releases it after the Sink
+		t.events.unclaim(ctx, name, p.deliveryID)
+		t.events.release(name, p.deliveryID) // activate releases it after the Sink
 	}
 	return activation, d
 }
@@ -435,12 +431,12 @@ func (pe *pushedEvent) extracted(ctx context.Context) (map[string]any, error) {
 // activate hands a to the Sink; once it is accepted the delivery id is recorded and the task's activity reset.
 func (t *Task) activate(ctx context.Context, a *Activation, pe *pushedEvent) error {
 	if a.DeliveryID != "" {
-		defer t.release(a.Event, a.DeliveryID) // after remember: a concurrent retry is a duplicate throughout
+		defer t.events.release(a.Event, a.DeliveryID) // after remember: a concurrent retry is a duplicate throughout
 	}
 	if sink := t.cfg.Sink; sink != nil {
 		if err := sink.Accept(ctx, *a); err != nil {
 			if a.DeliveryID != "" {
-				t.unclaim(ctx, a.Event, a.DeliveryID)
+				t.events.unclaim(ctx, a.Event, a.DeliveryID)
 			}
 			if t.observing() {
 				t.observe(ctx, facts.EventRefused, "", map[string]any{"event": a.Event, "delivery_id": a.DeliveryID,
@@ -450,9 +446,9 @@ func (t *Task) activate(ctx context.Context, a *Activation, pe *pushedEvent) err
 		}
 	}
 	if a.DeliveryID != "" {
-		t.remember(ctx, a.Event, a.DeliveryID)
+		t.events.remember(ctx, a.Event, a.DeliveryID)
 	}
-	t.touch()
+	t.events.touch()
 	if t.observing() {
 		t.observe(ctx, facts.EventActivated, "", map[string]any{"event": a.Event, "delivery_id": a.DeliveryID})
 	}

@@ -16,17 +16,7 @@ func (t *Task) Interrupt(ctx context.Context) error {
 		return err
 	}
 	defer t.calls.Done()
-	t.events.mu.Lock()
-	t.events.interrupted.Store(true)
-	cancels := t.events.cancels
-	t.events.cancels = nil
-	t.events.mu.Unlock()
-	for _, cancel := range cancels {
-		cancel(ErrInterrupted)
-	}
-	t.observe(ctx, facts.TaskInterrupted, "", map[string]any{"cancelled_calls": len(cancels)})
-	err := t.stopWorkers(ctx, events.StopInterrupted, all)
-	return errors.Join(err, t.saveEvents(ctx))
+	return t.events.interrupt(ctx)
 }
 
 // Resume restores the subscriptions that Interrupt removed and those that expired, and records activity. It
@@ -36,38 +26,56 @@ func (t *Task) Resume(ctx context.Context) error {
 		return err
 	}
 	defer t.calls.Done()
-	t.events.mu.Lock()
-	t.events.interrupted.Store(false)
-	clear(t.events.expired)
-	t.lastActivity.Store(t.tool.opts.clock.Now().UnixNano())
-	t.events.mu.Unlock()
-	t.observe(ctx, facts.TaskResumed, "", nil)
-	err := t.saveEvents(ctx)
-	t.stopWatchdog(ctx) // its next wake-up may be later than the deadlines Resume just set
-	t.startWorkers()
+	return t.events.resume(ctx)
+}
+
+// interrupt cancels the interruptible calls, stops the workers and persists the flag.
+func (e *taskEvents) interrupt(ctx context.Context) error {
+	e.mu.Lock()
+	e.interrupted.Store(true)
+	cancels := e.cancels
+	e.cancels = nil
+	e.mu.Unlock()
+	for _, cancel := range cancels {
+		cancel(ErrInterrupted)
+	}
+	e.seam.observe(ctx, facts.TaskInterrupted, "", map[string]any{"cancelled_calls": len(cancels)})
+	err := e.stopWorkers(ctx, events.StopInterrupted, all)
+	return errors.Join(err, e.save(ctx))
+}
+
+// resume lifts the interruption and every expiry, records activity and starts the workers again.
+func (e *taskEvents) resume(ctx context.Context) error {
+	e.mu.Lock()
+	e.interrupted.Store(false)
+	clear(e.expired)
+	e.lastActivity.Store(e.tool.opts.clock.Now().UnixNano())
+	e.mu.Unlock()
+	e.seam.observe(ctx, facts.TaskResumed, "", nil)
+	err := e.save(ctx)
+	e.stopWatchdog(ctx) // its next wake-up may be later than the deadlines Resume just set
+	e.startWorkers()
 	return err
 }
 
-func (t *Task) isInterrupted() bool { return t.events.interrupted.Load() }
-
 // interruptible registers the cancel function of a running call that Interrupt must cancel; the returned
 // function unregisters it. While the task is interrupted, such a call is cancelled at once.
-func (t *Task) interruptible(cancel context.CancelCauseFunc) (unregister func()) {
-	t.events.mu.Lock()
-	defer t.events.mu.Unlock()
-	if t.events.cancels == nil {
-		t.events.cancels = map[uint64]context.CancelCauseFunc{}
+func (e *taskEvents) interruptible(cancel context.CancelCauseFunc) (unregister func()) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.cancels == nil {
+		e.cancels = map[uint64]context.CancelCauseFunc{}
 	}
-	if t.events.interrupted.Load() { // interrupted while the call was getting ready: it must not run
+	if e.interrupted.Load() { // interrupted while the call was getting ready: it must not run
 		cancel(ErrInterrupted)
 		return func() {}
 	}
-	t.events.cancelSeq++
-	id := t.events.cancelSeq
-	t.events.cancels[id] = cancel
+	e.cancelSeq++
+	id := e.cancelSeq
+	e.cancels[id] = cancel
 	return func() {
-		t.events.mu.Lock()
-		delete(t.events.cancels, id)
-		t.events.mu.Unlock()
+		e.mu.Lock()
+		delete(e.cancels, id)
+		e.mu.Unlock()
 	}
 }

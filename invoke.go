@@ -99,7 +99,7 @@ func (t *Task) invoke(ctx context.Context, a *action, function string, args map[
 	// The allow list grows before the backend runs, so an event the call causes routes even if it arrives
 	// before the response (SPEC §6).
 	t.grow(ctx, c.id, resolved)
-	t.touch()
+	t.events.touch()
 	if t.observing() {
 		t.observe(ctx, facts.ToolStarted, c.id, map[string]any{"action": a.def.Name, "arguments": t.redactArgs(resolved)})
 	}
@@ -118,7 +118,7 @@ func (t *Task) invoke(ctx context.Context, a *action, function string, args map[
 		var cancelCause context.CancelCauseFunc
 		callCtx, cancelCause = context.WithCancelCause(callCtx)
 		defer cancelCause(nil)
-		defer t.interruptible(cancelCause)()
+		defer t.events.interruptible(cancelCause)()
 	}
 	c.run = callCtx
 

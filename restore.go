@@ -96,7 +96,7 @@ func (t *Task) restore(ctx context.Context) error {
 	}
 	slices.Sort(dropped)
 	t.observe(ctx, facts.TaskRestored, "", map[string]any{"dropped_sealed": dropped, "backends": kinds,
-		"last_activity_at": time.Unix(0, t.lastActivity.Load()).UTC().Format(time.RFC3339Nano)})
+		"last_activity_at": time.Unix(0, t.events.lastActivity.Load()).UTC().Format(time.RFC3339Nano)})
 	return nil
 }
 
@@ -113,16 +113,7 @@ func (t *Task) restoreEvents(ctx context.Context) error {
 	if err := json.Unmarshal(b, &s); err != nil {
 		return fmt.Errorf("decode event state: %w", err)
 	}
-	t.events.mu.Lock()
-	defer t.events.mu.Unlock()
-	t.events.interrupted.Store(s.Interrupted)
-	for i, ev := range t.tool.events {
-		t.events.expired[i] = slices.Contains(s.Expired, ev.def.Name)
-	}
-	if !s.LastActivityAt.IsZero() {
-		t.lastActivity.Store(s.LastActivityAt.UnixNano())
-	}
-	t.expireLocked(t.tool.opts.clock.Now().UnixNano()) // the time the earlier process was gone counts
+	t.events.restore(s)
 	return nil
 }
 
@@ -147,15 +138,8 @@ func (t *Task) retireReceivers(ctx context.Context) {
 				"detail": "the manifest has no such event any more: what it registered cannot be removed"})
 			continue
 		}
-		var reason string
-		switch {
-		case !t.events.included[i]:
-			reason = "excluded"
-		case t.events.expired[i]:
-			reason = events.StopExpired
-		case t.isInterrupted():
-			reason = events.StopInterrupted
-		default:
+		reason := t.events.idleReason(i)
+		if reason == "" {
 			continue // its worker runs and takes the records over
 		}
 		if r, ok := t.tool.events[i].prepared.(events.Retirer); ok {

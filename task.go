@@ -91,8 +91,7 @@ type Task struct {
 	allow     *allowlist.List
 	secrets   *redact.Set
 	values    taskValues
-	events    eventState
-	workers   workers
+	events    taskEvents     // the event side: timeouts, interruption, delivery ids, background receivers
 	snap      *stateSnapshot // the state RestoreTasks read ahead, while the task is being resumed; else nil
 
 	gate   gate
@@ -108,14 +107,12 @@ type Task struct {
 	closeOnce sync.Once
 	closeErr  error
 
-	callSeq      atomic.Uint64
-	factSeq      atomic.Uint64
-	callCount    atomic.Int64
-	failures     atomic.Int64
-	lastActivity atomic.Int64 // unix nanoseconds
-	allowMu      sync.Mutex   // serialises allow-list persistence
-	dedupe       dedupeLog
-	encCache     atomic.Pointer[encodings] // call_secrets.go
+	callSeq   atomic.Uint64
+	factSeq   atomic.Uint64
+	callCount atomic.Int64
+	failures  atomic.Int64
+	allowMu   sync.Mutex                // serialises allow-list persistence
+	encCache  atomic.Pointer[encodings] // call_secrets.go
 }
 
 // instance is a backend initialized for the task, or being initialized.
@@ -158,7 +155,8 @@ func (t *Tool) startTask(ctx context.Context, cfg TaskConfig, resume bool, snap 
 	if task.id == "" {
 		task.id = newID("task_")
 	}
-	task.events.init(t, cfg.Capability)
+	task.ctx, task.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	task.events.init(task, t, task.ctx, cfg.Capability)
 	task.functions, task.funcNames = t.functionTable(cfg.Capability)
 	for name, v := range task.bindings {
 		task.allow.Seal(name, v)
@@ -167,8 +165,6 @@ func (t *Tool) startTask(ctx context.Context, cfg TaskConfig, resume bool, snap 
 		}
 	}
 	task.values = newTaskValues(task)
-	task.ctx, task.cancel = context.WithCancel(context.WithoutCancel(ctx))
-	task.lastActivity.Store(t.opts.clock.Now().UnixNano())
 	if resume {
 		if err := task.restore(ctx); err != nil {
 			task.cancel()
@@ -180,15 +176,12 @@ func (t *Tool) startTask(ctx context.Context, cfg TaskConfig, resume bool, snap 
 			return nil, err
 		}
 	}
-	if task.events.anyLimit { // the start is the first activity: a resumed task's timeouts count from it
-		task.events.savedActivity.Store(task.lastActivity.Load())
-	}
 	// A task resumed from a snapshot that holds its state already writes nothing back.
-	keepEvents := !task.events.anyLimit || task.unchanged("events", task.eventsJSON)
+	keepEvents := !task.events.anyLimit || task.unchanged("events", task.events.marshal)
 	keepAllow := task.unchanged("allowlist", task.allow.MarshalJSON)
 	task.snap = nil // from here on the task reads and writes the Store
 	if !keepEvents {
-		if err := task.saveEvents(ctx); err != nil {
+		if err := task.events.save(ctx); err != nil {
 			task.cancel()
 			return nil, err
 		}
@@ -210,7 +203,7 @@ func (t *Tool) startTask(ctx context.Context, cfg TaskConfig, resume bool, snap 
 		_ = task.Close(tctx)
 	})
 	task.mu.Unlock()
-	task.startWorkers()
+	task.events.started() // the start is the first activity: a resumed task's timeouts count from it
 	return task, nil
 }
 
@@ -260,7 +253,7 @@ func (t *Task) close(ctx context.Context, detach bool) error {
 	}
 
 	var errs []error
-	if err := t.closeWorkers(ctx, detach); err != nil {
+	if err := t.events.close(ctx, detach); err != nil {
 		errs = append(errs, err)
 	}
 	if !waitGroupWithin(ctx, &t.calls) {
@@ -303,7 +296,7 @@ func (t *Task) close(ctx context.Context, detach bool) error {
 		}
 	}
 	if detach {
-		if err := t.saveEvents(ctx); err != nil { // the last activity, for the resumed task's timeouts
+		if err := t.events.save(ctx); err != nil { // the last activity, for the resumed task's timeouts
 			errs = append(errs, err)
 		}
 		t.observe(ctx, facts.TaskDetached, "", nil)
