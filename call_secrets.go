@@ -20,13 +20,13 @@ type callSecrets struct {
 	masks   redact.List // the needles' encodings, and the rendered texts holding a needle with theirs
 }
 
-// resolved records a task secret that the call's templates resolved; enc are its encodings.
-func (c *callSecrets) resolved(secret string, enc []string) {
+// resolved records a task secret that the call's templates resolved.
+func (c *callSecrets) resolved(secret string) {
+	forms := c.cache.of(secret) // the task's cached slice: shared, not copied
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.needles.Add(secret)
-	c.needles.Add(enc...)
-	c.masks.Add(enc...)
+	c.needles.Add(forms...)
+	c.masks.Add(forms...)
 }
 
 // rendered makes each text of req and body that holds a resolved secret, in any of its forms, a secret of the
@@ -48,7 +48,6 @@ func (c *callSecrets) rendered(req *http.Request, body []byte) {
 // derive adds text and its encodings when it holds a needle; c.mu is held.
 func (c *callSecrets) derive(text string) {
 	if c.needles.Contains(text) {
-		c.masks.Add(text)
 		c.masks.Add(c.cache.of(text)...)
 	}
 }
@@ -73,8 +72,7 @@ func (v *callValues) noteSecret(val any) {
 	if !ok || s == "" {
 		return
 	}
-	enc := v.task.secrets.EncodingsOf(s) // nil unless s is a secret
-	if enc == nil && !v.task.secrets.Has(s) {
+	if !v.task.secrets.Has(s) {
 		return
 	}
 	d := v.derived.Load()
@@ -82,7 +80,7 @@ func (v *callValues) noteSecret(val any) {
 		v.derived.CompareAndSwap(nil, &callSecrets{cache: v.task.encodings()})
 		d = v.derived.Load()
 	}
-	d.resolved(s, enc)
+	d.resolved(s)
 }
 
 // scrub masks the call's derived secrets in v; v is never modified.
@@ -111,12 +109,13 @@ type encodings struct {
 
 const maxEncodings = 256
 
-// of returns redact.Encodings(text), from the cache when it holds it.
+// of returns text followed by redact.Encodings(text), from the cache when it holds it. The slice is shared:
+// read only.
 func (e *encodings) of(text string) []string {
 	if v, ok := e.m.Load(text); ok {
 		return v.([]string)
 	}
-	enc := redact.Encodings(text)
+	enc := append([]string{text}, redact.Encodings(text)...)
 	if e.n.Add(1) <= maxEncodings {
 		e.m.Store(text, enc)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"sync/atomic"
 )
 
 // ErrPrefix is returned, wrapped with the token text, when a URL's trusted prefix token does not render an absolute
@@ -45,7 +46,13 @@ type URL struct {
 	hasFragment bool
 	authRefs    []Ref
 	size        int // capacity estimate for a rendering
+
+	lastPrefix atomic.Pointer[checkedPrefix] // the last prefix value that passed its checks
 }
+
+// checkedPrefix is a trusted prefix's value that parsed as an http(s) URL, with its scheme and host: a base URL
+// from the settings is the same in every call, so it is parsed once.
+type checkedPrefix struct{ text, scheme, host string }
 
 // seg is literal text (ref < 0) or the token t.refs[ref].
 type seg struct {
@@ -340,11 +347,16 @@ func (u *URL) renderPrefix(b *strings.Builder, r Resolver) (scheme, host string,
 		return "", "", err
 	}
 	s := Text(v)
+	if last := u.lastPrefix.Load(); last != nil && last.text == s {
+		b.WriteString(strings.TrimRight(s, "/"))
+		return last.scheme, last.host, nil
+	}
 	p, err := url.Parse(s)
 	if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" || p.Opaque != "" ||
 		strings.ContainsAny(s, "?#") {
 		return "", "", fmt.Errorf("{%s}: %w", u.t.refs[u.prefix].Text, ErrPrefix)
 	}
+	u.lastPrefix.Store(&checkedPrefix{text: s, scheme: p.Scheme, host: p.Host})
 	b.WriteString(strings.TrimRight(s, "/"))
 	return p.Scheme, p.Host, nil
 }

@@ -10,8 +10,10 @@ package httpspec
 
 import (
 	"net/textproto"
+	"slices"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/net/http/httpguts"
@@ -35,6 +37,28 @@ type Compiled struct {
 	URL     *interp.URL
 	Headers map[string]*interp.Template
 	Body    *interp.Value // nil when the request has no body
+
+	headers atomic.Pointer[[]header] // Headers in name order, with canonical keys: made on first Build
+}
+
+// header is one of Headers, with its canonical key.
+type header struct {
+	name, key string
+	t         *interp.Template
+}
+
+// headerList returns Headers in name order with their canonical keys, computed once.
+func (c *Compiled) headerList() []header {
+	if h := c.headers.Load(); h != nil {
+		return *h
+	}
+	list := make([]header, 0, len(c.Headers))
+	for name, t := range c.Headers {
+		list = append(list, header{name: name, key: textproto.CanonicalMIMEHeaderKey(name), t: t})
+	}
+	slices.SortFunc(list, func(a, b header) int { return strings.Compare(a.name, b.name) })
+	c.headers.Store(&list)
+	return list
 }
 
 // Methods are the HTTP methods a manifest may use.

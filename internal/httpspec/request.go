@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/textproto"
 	"strings"
 
 	"github.com/commonagents-go/tool/interp"
@@ -53,18 +52,17 @@ func (c *Compiled) Build(ctx context.Context, values interp.Resolver) (*http.Req
 	}
 	req.URL, req.Host = u, u.Host
 	typed := false
-	for name, t := range c.Headers {
-		v, err := t.RenderString(values)
+	for _, h := range c.headerList() {
+		v, err := h.t.RenderString(values)
 		if err != nil {
-			return nil, renderError(ctx, "header "+name, err)
+			return nil, renderError(ctx, "header "+h.name, err)
 		}
 		if !validHeaderValue(v) {
 			return nil, runtime.Errorf(runtime.KindInvalidArguments,
-				"header %s: value contains a control character such as CR, LF or NUL", name)
+				"header %s: value contains a control character such as CR, LF or NUL", h.name)
 		}
-		key := textproto.CanonicalMIMEHeaderKey(name)
-		typed = typed || key == "Content-Type"
-		req.Header[key] = []string{v}
+		typed = typed || h.key == "Content-Type"
+		req.Header[h.key] = []string{v}
 	}
 	if encoded != nil && !typed {
 		req.Header["Content-Type"] = jsonContentType

@@ -70,12 +70,29 @@ type Response struct {
 //
 // Messages name the method and host, never the URL's path or query (they can carry secrets).
 func Do(ctx context.Context, client *http.Client, req *http.Request, limit int64) (*Response, error) {
+	tctx, sent := traced(req.Context())
+	return do(ctx, client, req.WithContext(tctx), limit, sent)
+}
+
+// sentTrace records whether a request got a connection: without one it provably was not written.
+type sentTrace struct {
+	connected atomic.Bool
+	trace     httptrace.ClientTrace
+}
+
+// traced returns ctx with a ClientTrace that records in sent whether the request got a connection.
+func traced(ctx context.Context) (_ context.Context, sent *sentTrace) {
+	sent = &sentTrace{}
+	sent.trace.GotConn = func(httptrace.GotConnInfo) { sent.connected.Store(true) }
+	return httptrace.WithClientTrace(ctx, &sent.trace), sent
+}
+
+// do is Do for a request whose context traced made.
+func do(ctx context.Context, client *http.Client, req *http.Request, limit int64, sent *sentTrace) (*Response, error) {
 	if limit <= 0 {
 		limit = DefaultResponseLimit
 	}
-	var connected atomic.Bool // else the request provably was not written
-	req = req.WithContext(httptrace.WithClientTrace(req.Context(),
-		&httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { connected.Store(true) }}))
+	connected := &sent.connected
 	resp, err := client.Do(req)
 	if err != nil {
 		var denied *runtime.Error // a refused redirect: the response that asked for it, body closed, comes too
@@ -84,7 +101,7 @@ func Do(ctx context.Context, client *http.Client, req *http.Request, limit int64
 		}
 		return nil, transportError(ctx, req, err, connected.Load())
 	}
-	defer closeBody(resp.Body)
+	defer func() { closeBody(resp.Body) }() // resp.Body as it is then: drained once read to its end
 	out := &Response{Status: resp.StatusCode, Header: resp.Header}
 	if resp.StatusCode >= 400 {
 		// An error body is only ever shown in part: read a bounded prefix and never fail on its size.
@@ -98,6 +115,9 @@ func Do(ctx context.Context, client *http.Client, req *http.Request, limit int64
 	}
 	raw, err := read(resp, limit+1)
 	out.Size = int64(len(raw))
+	if err == nil && out.Size <= limit {
+		resp.Body = drained{resp.Body} // read to its end: closeBody has nothing to drain
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return out, sentContextError(ctx, where(req), true)
@@ -128,9 +148,14 @@ func tooLarge(limit int64) *runtime.Error {
 
 // closeBody drains a little so the connection can be reused, then closes.
 func closeBody(body io.ReadCloser) {
-	_, _ = io.Copy(io.Discard, io.LimitReader(body, 4<<10))
+	if _, ok := body.(drained); !ok {
+		_, _ = io.Copy(io.Discard, io.LimitReader(body, 4<<10))
+	}
 	_ = body.Close()
 }
+
+// drained is a body read to its end.
+type drained struct{ io.ReadCloser }
 
 // where names a request in messages: method and host, never path or query.
 func where(req *http.Request) string { return req.Method + " " + req.URL.Host }

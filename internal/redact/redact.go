@@ -302,28 +302,48 @@ func (e *scrubbed) Unwrap() []error { return e.is }
 // List is a short list of secrets that belong to one call, cheap to scrub with when none of them occurs: a
 // replacer is built only when one does. The zero value is empty. It is not safe for concurrent use.
 type List struct {
-	values []string
+	groups [][]string        // as given to Add: shared, never modified
+	buf    [4][]string       // the first groups, without an allocation
+	min    int               // the length of the shortest value: a shorter text holds none
 	r      *strings.Replacer // built on first need; nil after Add
 }
 
-// Add records values; empty strings are ignored.
+// Add records values; empty strings are ignored. l keeps the slice itself (a call adds the same cached
+// encodings every time, so they are not copied): the caller must not modify it afterwards.
 func (l *List) Add(values ...string) {
-	for _, v := range values {
-		if v != "" && !slices.Contains(l.values, v) {
-			l.values = append(l.values, v)
-			l.r = nil
+	if len(values) > 0 {
+		if l.groups == nil {
+			l.groups = l.buf[:0]
+		}
+		l.groups = append(l.groups, values)
+		l.r = nil
+		for _, v := range values {
+			if v != "" && (l.min == 0 || len(v) < l.min) {
+				l.min = len(v)
+			}
 		}
 	}
 }
 
-// Len is how many values l holds.
-func (l *List) Len() int { return len(l.values) }
+// Len is how many values l holds, duplicates included.
+func (l *List) Len() int {
+	n := 0
+	for _, g := range l.groups {
+		n += len(g)
+	}
+	return n
+}
 
 // Contains reports whether text holds one of the values of l.
 func (l *List) Contains(text string) bool {
-	for _, v := range l.values {
-		if strings.Contains(text, v) {
-			return true
+	if len(text) < l.min || l.min == 0 {
+		return false
+	}
+	for _, g := range l.groups {
+		for _, v := range g {
+			if v != "" && strings.Contains(text, v) {
+				return true
+			}
 		}
 	}
 	return false
@@ -335,7 +355,14 @@ func (l *List) Replace(text string) string {
 		return text
 	}
 	if l.r == nil {
-		all := append([]string(nil), l.values...)
+		var all []string
+		for _, g := range l.groups {
+			for _, v := range g {
+				if v != "" && !slices.Contains(all, v) {
+					all = append(all, v)
+				}
+			}
+		}
 		sort.Slice(all, func(i, j int) bool { return len(all[i]) > len(all[j]) })
 		pairs := make([]string, 0, 2*len(all))
 		for _, v := range all {
@@ -348,7 +375,7 @@ func (l *List) Replace(text string) string {
 
 // Value returns v with every value of l masked, as Set.Value does.
 func (l *List) Value(v any) any {
-	if len(l.values) == 0 {
+	if len(l.groups) == 0 {
 		return v
 	}
 	out, _ := scrub(l, v)
@@ -357,7 +384,7 @@ func (l *List) Value(v any) any {
 
 // Error returns err with its message scrubbed, as Set.Error does.
 func (l *List) Error(err error, sentinels ...error) error {
-	if err == nil || len(l.values) == 0 {
+	if err == nil || len(l.groups) == 0 {
 		return err
 	}
 	return scrubError(err, l.Replace, sentinels)
