@@ -45,7 +45,7 @@ func (c *call) finish(rr *runtime.Result, te *ToolError) *Result {
 			r.Telemetry.Attempts = rr.Attempts
 		}
 		if r.ServerData != nil {
-			r.ServerData, _ = t.secrets.Value(c.scrub(r.ServerData)).(map[string]any)
+			r.ServerData, _ = c.scrub(r.ServerData).(map[string]any)
 		}
 	}
 	if te != nil {
@@ -59,7 +59,7 @@ func (c *call) finish(rr *runtime.Result, te *ToolError) *Result {
 		output = map[string]any{"error": te}
 		t.failures.Add(1)
 	} else {
-		output = t.secrets.Value(c.scrub(output))
+		output = c.scrub(output)
 		t.failures.Store(0)
 	}
 	c.setOutput(output)

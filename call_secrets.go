@@ -52,11 +52,11 @@ func (c *callSecrets) derive(text string) {
 	}
 }
 
-// value masks the call's derived secrets in v; v is never modified.
-func (c *callSecrets) value(v any) any {
+// value masks the call's derived secrets and the task's secrets in v; v is never modified.
+func (c *callSecrets) value(task *redact.Set, v any) any {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.masks.Value(v)
+	return task.ValueWith(&c.masks, v)
 }
 
 // Rendered implements runtime.RequestRecorder: the requests of a call feed its derived secrets.
@@ -83,12 +83,12 @@ func (v *callValues) noteSecret(val any) {
 	d.resolved(s)
 }
 
-// scrub masks the call's derived secrets in v; v is never modified.
+// scrub masks the call's derived secrets and the task's secrets in v; v is never modified.
 func (c *call) scrub(v any) any {
 	if d := c.derived(); d != nil {
-		return d.value(v)
+		return d.value(c.task.secrets, v)
 	}
-	return v
+	return c.task.secrets.Value(v)
 }
 
 // derived is the call's derived secrets, nil when it has none.

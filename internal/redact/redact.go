@@ -183,6 +183,28 @@ func (s *Set) Value(v any) any {
 	return out
 }
 
+// ValueWith is s.Value(l.Value(v)) in one walk over v: the values of l and the secrets of s are masked. l may be
+// nil.
+func (s *Set) ValueWith(l *List, v any) any {
+	r := s.r.Load()
+	switch {
+	case l == nil || len(l.groups) == 0:
+		return s.Value(v)
+	case r == nil:
+		return l.Value(v)
+	}
+	out, _ := scrub(&both{list: l, set: r}, v)
+	return out
+}
+
+// both masks a List's values, then a Set's secrets.
+type both struct {
+	list *List
+	set  *strings.Replacer
+}
+
+func (b *both) Replace(text string) string { return b.set.Replace(b.list.Replace(text)) }
+
 // replacer masks secrets in a string: a *strings.Replacer, or a List.
 type replacer interface{ Replace(string) string }
 

@@ -70,3 +70,28 @@ func TestEncodedForms(t *testing.T) {
 		t.Errorf("a value without secrets changed: %v", got)
 	}
 }
+
+func TestValueWithMasksBothInOneWalk(t *testing.T) {
+	t.Parallel()
+	var s Set
+	s.Add("task-secret")
+	var l List
+	l.Add("", "call-derived", "c2")
+	l.Add("longer-call-value")
+	in := map[string]any{"a": "task-secret and call-derived", "b": []any{"longer-call-value"}, "c": "c", "d": "clean"}
+	got := fmt.Sprint(s.ValueWith(&l, in))
+	want := "map[a:[redacted] and [redacted] b:[[redacted]] c:c d:clean]"
+	if got != want {
+		t.Errorf("ValueWith = %s, want %s", got, want)
+	}
+	if fmt.Sprint(s.ValueWith(nil, in)) != "map[a:[redacted] and call-derived b:[longer-call-value] c:c d:clean]" {
+		t.Errorf("ValueWith(nil) = %v", s.ValueWith(nil, in))
+	}
+	var none Set
+	if fmt.Sprint(none.ValueWith(&l, in)) != "map[a:task-secret and [redacted] b:[[redacted]] c:c d:clean]" {
+		t.Errorf("ValueWith without task secrets = %v", none.ValueWith(&l, in))
+	}
+	if l.Contains("c") || !l.Contains("xc2x") || l.Len() != 4 {
+		t.Errorf("Contains(c) = %v, Contains(xc2x) = %v, Len = %d", l.Contains("c"), l.Contains("xc2x"), l.Len())
+	}
+}
