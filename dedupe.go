@@ -26,7 +26,8 @@ type dedupeEntry struct {
 	at  time.Time
 }
 
-// dedupeKey is the state key of a delivery id for one event: hashed, since ids are the sender's text.
+// dedupeKey is the state key of a delivery id for one event: hashed, since ids are the sender's text. It names
+// the delivery in claim, unclaim, release and remember; a delivery computes it once.
 func (e *taskEvents) dedupeKey(event, id string) string {
 	sum := sha256.Sum256([]byte(event + "\x00" + id))
 	return e.seam.stateKey("deliveries/" + hex.EncodeToString(sum[:16]))
@@ -41,7 +42,7 @@ const (
 	claimInFlight                      // an attempt whose Sink has not accepted yet holds the id (here or at a replica)
 )
 
-// claim claims delivery id for the event until release, so that the same id arriving meanwhile — a sender
+// claim claims the delivery id of key (dedupeKey) until release, so that the same id arriving meanwhile — a sender
 // retrying while a Sink still works on the first attempt, here or at another replica sharing the Store — is
 // answered "in flight" (503: retry later), never "duplicate". An id already activated within the dedupe window
 // is a duplicate. A Store failure is reported (store.failed) and counts as taken: a rare duplicate beats a lost
@@ -50,8 +51,7 @@ const (
 // Replicas share claims through the Store: a ClaimStore claims in one round trip, expiring on its own clock; a
 // SwapStore by compare-and-swap, with claim times on this host's clock. A claim older than ClaimTimeout is a
 // dead replica's, and the id is taken over.
-func (e *taskEvents) claim(ctx context.Context, event, id string) claimOutcome {
-	key := e.dedupeKey(event, id)
+func (e *taskEvents) claim(ctx context.Context, key string) claimOutcome {
 	log := &e.dedupe
 	log.mu.Lock()
 	if log.inflight[key] {
@@ -70,7 +70,7 @@ func (e *taskEvents) claim(ctx context.Context, event, id string) claimOutcome {
 	value := []byte(claimPrefix + now.UTC().Format(time.RFC3339Nano) + " " + e.tool.opts.replicaID())
 	out, claimed := e.claimIn(ctx, key, value, now)
 	if out != claimTaken {
-		e.release(event, id)
+		e.release(key)
 		return out
 	}
 	if claimed {
@@ -143,9 +143,8 @@ const ClaimTimeout = 5 * time.Minute
 
 // unclaim removes the claim that claim took in a shared Store on a delivery that did not activate, so that a retry
 // activates it. Stores without compare-and-swap hold no claims.
-func (e *taskEvents) unclaim(ctx context.Context, event, id string) {
+func (e *taskEvents) unclaim(ctx context.Context, key string) {
 	store := e.tool.opts.store
-	key := e.dedupeKey(event, id)
 	e.dedupe.mu.Lock()
 	claim := e.dedupe.claims[key]
 	delete(e.dedupe.claims, key)
@@ -165,16 +164,15 @@ func (e *taskEvents) unclaim(ctx context.Context, event, id string) {
 }
 
 // release ends the in-process claim that claim took on a delivery id.
-func (e *taskEvents) release(event, id string) {
+func (e *taskEvents) release(key string) {
 	e.dedupe.mu.Lock()
-	delete(e.dedupe.inflight, e.dedupeKey(event, id))
+	delete(e.dedupe.inflight, key)
 	e.dedupe.mu.Unlock()
 }
 
 // remember records that the event activated for delivery id, and forgets the ids older than the window.
-func (e *taskEvents) remember(ctx context.Context, event, id string) {
+func (e *taskEvents) remember(ctx context.Context, key string) {
 	now := e.tool.opts.clock.Now()
-	key := e.dedupeKey(event, id)
 	store := e.tool.opts.store
 	ctx, cancel := e.seam.storeContext(ctx)
 	defer cancel()

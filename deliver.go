@@ -299,7 +299,7 @@ func (t *Task) deliver(ctx context.Context, p *inbound) (*Delivery, error) {
 // handle routes a payload prepared for event i and hands the activation to the Sink, recording the outcome in d.
 // It returns an error when the Sink refused the activation.
 func (t *Task) handle(ctx context.Context, d *Delivery, i int, pe *pushedEvent) error {
-	a, discard := t.route(ctx, i, pe)
+	a, discard, key := t.route(ctx, i, pe)
 	if a == nil {
 		d.Discarded = append(d.Discarded, discard)
 		if t.observing() {
@@ -308,18 +308,19 @@ func (t *Task) handle(ctx context.Context, d *Delivery, i int, pe *pushedEvent) 
 		}
 		return nil
 	}
-	if err := t.activate(ctx, a, pe); err != nil {
+	if err := t.activate(ctx, a, key); err != nil {
 		return err
 	}
 	d.Activations = append(d.Activations, *a)
 	return nil
 }
 
-// route decides whether event i activates the task: the Activation, or the Discard saying why not.
-func (t *Task) route(ctx context.Context, i int, pe *pushedEvent) (*Activation, Discard) {
+// route decides whether event i activates the task: the Activation, or the Discard saying why not. A payload
+// with a delivery id activates holding the id's claim, whose key (dedupeKey) it returns for activate.
+func (t *Task) route(ctx context.Context, i int, pe *pushedEvent) (_ *Activation, _ Discard, key string) {
 	name := pe.ev.def.Name
-	discard := func(reason, detail string) (*Activation, Discard) {
-		return nil, Discard{Event: name, Reason: reason, Detail: detail}
+	discard := func(reason, detail string) (*Activation, Discard, string) {
+		return nil, Discard{Event: name, Reason: reason, Detail: detail}, ""
 	}
 	if reason, detail := t.events.admit(i); reason != "" {
 		return discard(reason, detail)
@@ -329,7 +330,8 @@ func (t *Task) route(ctx context.Context, i int, pe *pushedEvent) (*Activation, 
 	}
 	p := pe.parent
 	if p.deliveryID != "" {
-		switch t.events.claim(ctx, name, p.deliveryID) {
+		key = t.events.dedupeKey(name, p.deliveryID)
+		switch t.events.claim(ctx, key) {
 		case claimDuplicate:
 			return discard(ReasonDuplicate, "delivery "+p.deliveryID+" was already activated")
 		case claimInFlight:
@@ -337,11 +339,12 @@ func (t *Task) route(ctx context.Context, i int, pe *pushedEvent) (*Activation, 
 		}
 	}
 	activation, d := t.evaluate(ctx, pe)
-	if p.deliveryID != "" && activation == nil {
-		t.events.unclaim(ctx, name, p.deliveryID)
-		t.events.release(name, p.deliveryID) // activate releases it after the Sink
+	if key != "" && activation == nil {
+		t.events.unclaim(ctx, key)
+		t.events.release(key) // activate releases it after the Sink
+		key = ""
 	}
-	return activation, d
+	return activation, d, key
 }
 
 // evaluate runs the filter, the extractions and the message of a payload the event takes.
@@ -428,15 +431,16 @@ func (pe *pushedEvent) extracted(ctx context.Context) (map[string]any, error) {
 	return x.values, x.err
 }
 
-// activate hands a to the Sink; once it is accepted the delivery id is recorded and the task's activity reset.
-func (t *Task) activate(ctx context.Context, a *Activation, pe *pushedEvent) error {
-	if a.DeliveryID != "" {
-		defer t.events.release(a.Event, a.DeliveryID) // after remember: a concurrent retry is a duplicate throughout
+// activate hands a to the Sink; once it is accepted the delivery id (claimed under key, "" when a has none) is
+// recorded and the task's activity reset.
+func (t *Task) activate(ctx context.Context, a *Activation, key string) error {
+	if key != "" {
+		defer t.events.release(key) // after remember: a concurrent retry is a duplicate throughout
 	}
 	if sink := t.cfg.Sink; sink != nil {
 		if err := sink.Accept(ctx, *a); err != nil {
-			if a.DeliveryID != "" {
-				t.events.unclaim(ctx, a.Event, a.DeliveryID)
+			if key != "" {
+				t.events.unclaim(ctx, key)
 			}
 			if t.observing() {
 				t.observe(ctx, facts.EventRefused, "", map[string]any{"event": a.Event, "delivery_id": a.DeliveryID,
@@ -445,8 +449,8 @@ func (t *Task) activate(ctx context.Context, a *Activation, pe *pushedEvent) err
 			return fmt.Errorf("event %s: %w", a.Event, err)
 		}
 	}
-	if a.DeliveryID != "" {
-		t.events.remember(ctx, a.Event, a.DeliveryID)
+	if key != "" {
+		t.events.remember(ctx, key)
 	}
 	t.events.touch()
 	if t.observing() {

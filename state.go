@@ -16,9 +16,8 @@ func (t *Task) stateKey(part string) string {
 	return t.statePrefix() + part
 }
 
-func (t *Task) statePrefix() string {
-	return "tasks/" + t.tool.Namespace() + "/" + t.tool.Name() + "/" + t.id + "/"
-}
+// statePrefix is the prefix of every key of the task's state, computed at its start.
+func (t *Task) statePrefix() string { return t.prefix }
 
 // saveAllowList writes the allow list to the Store. Concurrent calls that grew it are written in order, each
 // writing at least the state it saw. With a SwapStore, which replicas share (SPEC §13), the stored list is merged

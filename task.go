@@ -84,6 +84,7 @@ type Activation struct {
 type Task struct {
 	tool      *Tool
 	id        string
+	prefix    string // of the keys of the task's state in the Store (state.go)
 	cfg       TaskConfig
 	bindings  map[string]any
 	functions map[string]*action // by LLM-facing name
@@ -155,6 +156,7 @@ func (t *Tool) startTask(ctx context.Context, cfg TaskConfig, resume bool, snap 
 	if task.id == "" {
 		task.id = newID("task_")
 	}
+	task.prefix = "tasks/" + t.Namespace() + "/" + t.Name() + "/" + task.id + "/"
 	task.ctx, task.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	task.events.init(task, t, task.ctx, cfg.Capability)
 	task.functions, task.funcNames = t.functionTable(cfg.Capability)
