@@ -106,8 +106,7 @@ func (t *Task) invoke(ctx context.Context, a *action, function string, args map[
 
 	callCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	stop := context.AfterFunc(t.ctx, cancel) // Close cancels running calls
-	defer stop()
+	defer t.untrack(t.track(cancel)) // Close cancels running calls
 	if d := t.tool.opts.limits.ActionTimeouts[a.def.Name]; d > 0 {
 		var cancelT context.CancelFunc
 		callCtx, cancelT = context.WithTimeout(callCtx, d)

@@ -102,6 +102,8 @@ type Task struct {
 
 	mu        sync.Mutex
 	closed    bool
+	running   map[uint64]context.CancelFunc // the running calls' cancellations, for close
+	runSeq    uint64
 	watchers  []watcher // routers holding the task
 	instances map[string]*instance
 	calls     sync.WaitGroup
@@ -246,7 +248,12 @@ func (t *Task) close(ctx context.Context, detach bool) error {
 	watchers := t.watchers
 	t.watchers = nil
 	t.cancel() // under mu: a call that sees closed also sees its context cancelled
+	running := t.running
+	t.running = nil
 	t.mu.Unlock()
+	for _, cancel := range running {
+		cancel()
+	}
 	if stop != nil {
 		stop()
 	}
@@ -383,6 +390,29 @@ func (t *Task) teardown(ctx context.Context, kind string, inst runtime.Instance)
 		t.observe(ctx, facts.RuntimeTeardownFailed, "", map[string]any{"backend": kind, "error": t.secrets.String(err.Error())})
 	}
 	return err
+}
+
+// track registers the cancellation of a running call, which close calls, until untrack(id). On a closed task it
+// cancels at once.
+func (t *Task) track(cancel context.CancelFunc) (id uint64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		cancel()
+		return 0
+	}
+	if t.running == nil {
+		t.running = map[uint64]context.CancelFunc{}
+	}
+	t.runSeq++
+	t.running[t.runSeq] = cancel
+	return t.runSeq
+}
+
+func (t *Task) untrack(id uint64) {
+	t.mu.Lock()
+	delete(t.running, id)
+	t.mu.Unlock()
 }
 
 // enter registers a call; it fails once the task is closed.
