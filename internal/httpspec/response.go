@@ -132,13 +132,32 @@ func do(ctx context.Context, client *http.Client, req *http.Request, limit int64
 	return out, nil
 }
 
-// read reads at most n bytes of resp's body.
+// read reads at most n bytes of resp's body. A body of announced length is read into a buffer of that size (and
+// to its end, so the connection is reused).
 func read(resp *http.Response, n int64) ([]byte, error) {
-	var buf bytes.Buffer
-	if resp.ContentLength > 0 {
-		buf.Grow(int(min(resp.ContentLength, n)) + bytes.MinRead)
+	if cl := resp.ContentLength; cl >= 0 && cl < n {
+		buf := make([]byte, cl+1) // one byte more: reading stops at the body's end, not before it
+		m, err := io.ReadFull(resp.Body, buf)
+		switch {
+		case err == io.EOF || err == io.ErrUnexpectedEOF:
+			return buf[:m], nil
+		case err != nil:
+			return buf[:m], err
+		}
+		// A body longer than announced: read on, within n.
+		rest, err := readAll(resp.Body, n-int64(m), 0)
+		return append(buf, rest...), err
 	}
-	_, err := buf.ReadFrom(io.LimitReader(resp.Body, n))
+	return readAll(resp.Body, n, max(resp.ContentLength, 0))
+}
+
+// readAll reads at most n bytes of r; size is the expected length, 0 when unknown.
+func readAll(r io.Reader, n, size int64) ([]byte, error) {
+	var buf bytes.Buffer
+	if size > 0 {
+		buf.Grow(int(min(size, n)) + bytes.MinRead)
+	}
+	_, err := buf.ReadFrom(io.LimitReader(r, n))
 	return buf.Bytes(), err
 }
 
