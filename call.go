@@ -144,6 +144,9 @@ var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 // encodeJSON encodes v compactly without HTML escaping.
 func encodeJSON(v any) ([]byte, error) {
+	if s, ok := v.(string); ok && plainASCII(s) { // a common output: quoted as it is
+		return append(append(append(make([]byte, 0, len(s)+2), '"'), s...), '"'), nil
+	}
 	buf := bufPool.Get().(*bytes.Buffer)
 	defer bufPool.Put(buf)
 	buf.Reset()
@@ -153,6 +156,16 @@ func encodeJSON(v any) ([]byte, error) {
 		return nil, err
 	}
 	return bytes.Clone(bytes.TrimSuffix(buf.Bytes(), []byte("\n"))), nil
+}
+
+// plainASCII reports whether s is printable ASCII that JSON quotes without escaping anything.
+func plainASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
 }
 
 // Call is a call started with Task.Start.
