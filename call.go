@@ -20,7 +20,10 @@ type call struct {
 	run    context.Context // the backend's context, once made: its cause tells an interrupt from a timeout
 	sent   bool            // the backend has the call: it may have reached the server
 	result *Result
-	values *callValues // the call's template values, once made; they hold its derived secrets
+	values *callValues // the call's template values, once made (&vals); they hold its derived secrets
+
+	vals        callValues   // allocated with the call
+	backendCall runtime.Call // what the backend gets
 }
 
 func (t *Task) newCall(ctx context.Context, a *action, function string) *call {

@@ -126,8 +126,10 @@ func (t *Task) invoke(ctx context.Context, a *action, function string, args map[
 	}
 	defer t.gate.release(a.shared)
 
-	c.values = &callValues{ctx: callCtx, task: t, action: a.def.Name, args: resolved, encoded: true}
-	call := &runtime.Call{ID: c.id, Action: a.def.Name, Args: resolved, Idempotent: a.retrySafe, Values: c.values}
+	c.vals = callValues{ctx: callCtx, task: t, action: a.def.Name, args: resolved, encoded: true}
+	c.values = &c.vals
+	c.backendCall = runtime.Call{ID: c.id, Action: a.def.Name, Args: resolved, Idempotent: a.retrySafe, Values: c.values}
+	call := &c.backendCall
 	inst, err := t.instance(callCtx, a, call)
 	if err != nil {
 		if errors.Is(err, ErrClosed) {

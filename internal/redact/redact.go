@@ -193,17 +193,11 @@ func (s *Set) ValueWith(l *List, v any) any {
 	case r == nil:
 		return l.Value(v)
 	}
-	out, _ := scrub(&both{list: l, set: r}, v)
+	l.then = r // l is not shared while this runs: see List
+	defer func() { l.then = nil }()
+	out, _ := scrub(l, v)
 	return out
 }
-
-// both masks a List's values, then a Set's secrets.
-type both struct {
-	list *List
-	set  *strings.Replacer
-}
-
-func (b *both) Replace(text string) string { return b.set.Replace(b.list.Replace(text)) }
 
 // replacer masks secrets in a string: a *strings.Replacer, or a List.
 type replacer interface{ Replace(string) string }
@@ -328,6 +322,7 @@ type List struct {
 	buf    [4][]string       // the first groups, without an allocation
 	min    int               // the length of the shortest value: a shorter text holds none
 	r      *strings.Replacer // built on first need; nil after Add
+	then   *strings.Replacer // while Set.ValueWith runs: the Set's secrets, masked after l's values
 }
 
 // Add records values; empty strings are ignored. l keeps the slice itself (a call adds the same cached
@@ -373,6 +368,13 @@ func (l *List) Contains(text string) bool {
 
 // Replace returns text with every value of l masked.
 func (l *List) Replace(text string) string {
+	if l.then != nil {
+		return l.then.Replace(l.replace(text))
+	}
+	return l.replace(text)
+}
+
+func (l *List) replace(text string) string {
 	if !l.Contains(text) {
 		return text
 	}
