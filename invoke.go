@@ -239,5 +239,6 @@ func (t *Task) nextCallID(ctx context.Context) string {
 	if id, ok := ctx.Value(callIDKey{}).(string); ok && id != "" {
 		return id
 	}
-	return "call_" + strconv.FormatUint(t.callSeq.Add(1), 10)
+	var b [32]byte
+	return string(strconv.AppendUint(append(b[:0], "call_"...), t.callSeq.Add(1), 10))
 }
