@@ -80,3 +80,36 @@ func TestLostHTTPReplyOutcomeUnknown(t *testing.T) {
 		}
 	}
 }
+
+// TestCutShortHTTPReplyOutcomeUnknown: a reply whose body ends before its announced length (the connection broke
+// mid-body) is lost too, never taken for the whole body.
+func TestCutShortHTTPReplyOutcomeUnknown(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conn, buf, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		_, _ = buf.WriteString("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"id\": 1}")
+		_ = buf.Flush()
+	}))
+	t.Cleanup(srv.Close)
+	tl, err := tool.Load(context.Background(), []byte(lostReplyManifest),
+		tool.WithSettings(map[string]any{"base_url": srv.URL}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	task, err := tl.NewTask(context.Background(), tool.TaskConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = task.Close(context.Background()) })
+	res, err := task.Invoke(context.Background(), "replace", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := res.Error; e == nil || e.Kind != tool.KindUnavailable || !e.OutcomeUnknown {
+		t.Errorf("result %+v (error %+v), want unavailable with the outcome unknown", res.Output, res.Error)
+	}
+}

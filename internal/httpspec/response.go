@@ -142,8 +142,10 @@ func read(resp *http.Response, n int64) ([]byte, error) {
 		buf := make([]byte, cl+1) // one byte more: reading stops at the body's end, not before it
 		m, err := io.ReadFull(resp.Body, buf)
 		switch {
-		case err == io.EOF || err == io.ErrUnexpectedEOF:
-			return buf[:m], nil
+		case (err == io.EOF || err == io.ErrUnexpectedEOF) && int64(m) == cl:
+			return buf[:m], nil // the whole body, and its end
+		case err == io.EOF:
+			return buf[:m], io.ErrUnexpectedEOF // cut short: the connection broke
 		case err != nil:
 			return buf[:m], err
 		}
