@@ -316,7 +316,8 @@ func (e *scrubbed) Error() string   { return e.msg }
 func (e *scrubbed) Unwrap() []error { return e.is }
 
 // List is a short list of secrets that belong to one call, cheap to scrub with when none of them occurs: a
-// replacer is built only when one does. The zero value is empty. It is not safe for concurrent use.
+// replacer is built only when one does. The zero value is empty. It is not safe for concurrent use, and must not
+// be copied once used (it points into itself).
 type List struct {
 	groups [][]string        // as given to Add: shared, never modified
 	buf    [4][]string       // the first groups, without an allocation
