@@ -26,7 +26,7 @@ func (c *callSecrets) resolved(secret string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.needles.Add(forms...)
-	c.masks.Add(forms...)
+	c.masks.Add(forms[1:]...) // the secret itself is the task's: scrubbing with the task's set masks it
 }
 
 // rendered makes each text of req and body that holds a resolved secret, in any of its forms, a secret of the
