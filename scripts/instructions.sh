@@ -11,8 +11,9 @@
 #
 # Go 1.26's runtime reads the clock with RDTSCP, which valgrind 3.19 cannot run (SIGILL), and preempts
 # goroutines with signals: GODEBUG turns both off for the counted runs. (callgrind 3.19 also asserts on the
-# signals of a child process, hence cachegrind.) Programs that start processes through a pidfd (exec, stdio MCP)
-# fail under valgrind 3.19, which lacks pidfd_open.
+# signals of a child process, hence cachegrind.) Only the test process counts, not the processes it starts (a
+# stdio MCP server): valgrind counts a child only when it exits by itself, and Task.Close kills. A process
+# started into a cgroup (clone3) fails under valgrind 3.19: benchmarks that count start theirs in a process group.
 set -euo pipefail
 pkg=${1:?package} re=${2:?benchmark regex} n=${3:-1000}
 command -v valgrind >/dev/null || { echo "valgrind is needed (Debian package valgrind)" >&2; exit 2; }
