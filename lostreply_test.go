@@ -40,23 +40,12 @@ actions:
 func TestLostHTTPReplyOutcomeUnknown(t *testing.T) {
 	t.Parallel()
 	var runs atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	task := lostReplyTask(t, func(w http.ResponseWriter, r *http.Request) {
 		runs.Add(1) // the server acted on the request
 		if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
 			_ = conn.Close()
 		}
-	}))
-	t.Cleanup(srv.Close)
-	tl, err := tool.Load(context.Background(), []byte(lostReplyManifest),
-		tool.WithSettings(map[string]any{"base_url": srv.URL}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	task, err := tl.NewTask(context.Background(), tool.TaskConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = task.Close(context.Background()) })
+	})
 	for _, c := range []struct {
 		action    string
 		retryable bool
@@ -85,7 +74,7 @@ func TestLostHTTPReplyOutcomeUnknown(t *testing.T) {
 // mid-body) is lost too, never taken for the whole body.
 func TestCutShortHTTPReplyOutcomeUnknown(t *testing.T) {
 	t.Parallel()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	task := lostReplyTask(t, func(w http.ResponseWriter, r *http.Request) {
 		conn, buf, err := http.NewResponseController(w).Hijack()
 		if err != nil {
 			return
@@ -93,7 +82,20 @@ func TestCutShortHTTPReplyOutcomeUnknown(t *testing.T) {
 		defer conn.Close()
 		_, _ = buf.WriteString("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"id\": 1}")
 		_ = buf.Flush()
-	}))
+	})
+	res, err := task.Invoke(context.Background(), "replace", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := res.Error; e == nil || e.Kind != tool.KindUnavailable || !e.OutcomeUnknown {
+		t.Errorf("result %+v (error %+v), want unavailable with the outcome unknown", res.Output, res.Error)
+	}
+}
+
+// lostReplyTask is a task of lostReplyManifest whose server is handler.
+func lostReplyTask(t *testing.T, handler http.HandlerFunc) *tool.Task {
+	t.Helper()
+	srv := httptest.NewServer(handler)
 	t.Cleanup(srv.Close)
 	tl, err := tool.Load(context.Background(), []byte(lostReplyManifest),
 		tool.WithSettings(map[string]any{"base_url": srv.URL}))
@@ -105,11 +107,5 @@ func TestCutShortHTTPReplyOutcomeUnknown(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = task.Close(context.Background()) })
-	res, err := task.Invoke(context.Background(), "replace", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if e := res.Error; e == nil || e.Kind != tool.KindUnavailable || !e.OutcomeUnknown {
-		t.Errorf("result %+v (error %+v), want unavailable with the outcome unknown", res.Output, res.Error)
-	}
+	return task
 }
