@@ -18,14 +18,14 @@ import (
 func (t *Tool) checkBindings(bindings map[string]any) []Problem {
 	var errs field.List
 	root := field.NewPath("bindings")
-	for _, name := range slices.Sorted(maps.Keys(bindings)) {
+	for name := range bindings { // the problems are sorted by path at the end
 		if _, ok := t.declared[name]; !ok {
 			errs.Add(field.Invalid(root.Key(name), "binding %q names no parameter the tool declares (declared: %s)",
 				name, strings.Join(slices.Sorted(maps.Keys(t.declared)), ", ")))
 		}
 	}
-	for _, name := range slices.Sorted(maps.Keys(t.declared)) {
-		if _, bound := bindings[name]; !bound && t.declared[name].RequireBinding {
+	for name, p := range t.declared {
+		if _, bound := bindings[name]; !bound && p.RequireBinding {
 			errs.Add(field.Required(root.Key(name), "parameter %q has require_binding: the capability must bind it", name))
 		}
 	}
