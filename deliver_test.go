@@ -604,3 +604,25 @@ events:
 		t.Errorf("activation carries the secret: %+v", a)
 	}
 }
+
+// TestPayloadsDecodeAsEncodingJSONDoes: a payload is decoded as encoding/json decodes it, whatever its sender
+// escapes. Python's json.dumps, for one, writes an emoji as a \uD83D\uDE00 surrogate pair; the message and the
+// filter see the character itself.
+func TestPayloadsDecodeAsEncodingJSONDoes(t *testing.T) {
+	t.Parallel()
+	src := manifestHeader("unsigned") + `events:
+  - name: note
+    description: A note.
+    message: "{event.payload.title} #{event.payload.n}"
+    receive:
+      webhook:
+        filter: event.payload.title.startsWith("😀") && event.payload.n == 7 && event.payload.ratio > 0.5
+`
+	task := newTask(t, mustLoadSrc(t, src), tool.TaskConfig{})
+	body := `{"title": "\ud83d\ude00 caf\u00e9", "n": 7, "ratio": 0.75}`
+	d := deliver(t, task, &tool.Inbound{Body: []byte(body)})
+	wantOutcome(t, d, "note:activated")
+	if got, want := d.Activations[0].Message, "😀 café #7"; got != want {
+		t.Errorf("message = %q, want %q", got, want)
+	}
+}

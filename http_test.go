@@ -184,6 +184,35 @@ func TestStatelessHTTPRequest(t *testing.T) {
 
 // TestStatelessHTTPInjection sends hostile LLM values: none may change the host, add a path segment "..", add
 // query keys or headers, or break out of a JSON string.
+// TestResponsesDecodeAsEncodingJSONDoes: a JSON response is decoded as encoding/json decodes it: escaped
+// surrogate pairs are the character, integers are int64, other numbers float64 (1e0 too), and an integer beyond
+// int64 keeps its digits (json.Number). Each body is one the fast decoder would get wrong on its own.
+func TestResponsesDecodeAsEncodingJSONDoes(t *testing.T) {
+	t.Parallel()
+	bodies := map[string]string{
+		"/repos/files/emoji": `{"content": {"title": "\ud83d\ude00 caf\u00e9", "n": 7, "ratio": 0.5}}`,
+		"/repos/files/exp":   `{"content": {"one": 1e0, "n": 7}}`,
+		"/repos/files/big":   `{"content": {"big": 123456789012345678901234567890, "n": 7}}`,
+		"/repos/files/inf":   `{"content": {"huge": 1e400, "n": 7}}`,
+	}
+	srv := newRecorder(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, bodies[r.URL.Path])
+	})
+	task := newTask(t, filesTool(t, srv), tool.TaskConfig{})
+	for path, want := range map[string]any{
+		"emoji": map[string]any{"title": "😀 café", "n": int64(7), "ratio": 0.5},
+		"exp":   map[string]any{"one": 1.0, "n": int64(7)},
+		"big":   map[string]any{"big": json.Number("123456789012345678901234567890"), "n": int64(7)},
+		"inf":   map[string]any{"huge": json.Number("1e400"), "n": int64(7)},
+	} {
+		res := mustInvoke(t, task, "get_file", map[string]any{"path": path})
+		if res.IsError || !reflect.DeepEqual(res.Output, want) {
+			t.Errorf("%s: output = %#v (error %+v), want %#v", path, res.Output, res.Error, want)
+		}
+	}
+}
+
 func TestStatelessHTTPInjection(t *testing.T) {
 	t.Parallel()
 	srv := newRecorder(t, jsonReply)

@@ -6,18 +6,26 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/ohler55/ojg/oj"
-
 	"github.com/commonagents-go/tool/events/webhook"
+	"github.com/commonagents-go/tool/internal/jsonvalue"
+	"github.com/ohler55/ojg/oj"
 )
 
 // parsePayload is the payload of a body: its JSON value, or the body as text when it is not JSON (SPEC §9.1),
-// empty included.
+// empty included. ojg parses it (a payload is parsed once per delivery, on the hot path), except a body with an
+// escaped UTF-16 surrogate (\uD83D\uDE00, as Python's json.dumps writes an emoji), which ojg decodes wrongly:
+// jsonvalue decodes that one as encoding/json does.
 func parsePayload(body []byte) any {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return string(body)
 	}
-	v, err := oj.Parse(body) // copies what it keeps: the payload never aliases the caller's Body
+	var v any // both copy what they keep: the payload never aliases the caller's Body
+	var err error
+	if bytes.Contains(body, []byte(`\ud`)) || bytes.Contains(body, []byte(`\uD`)) {
+		v, err = jsonvalue.Decode(body)
+	} else {
+		v, err = oj.Parse(body)
+	}
 	if err != nil {
 		return string(body)
 	}
