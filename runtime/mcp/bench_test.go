@@ -2,6 +2,9 @@ package mcp_test
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"strconv"
 	"testing"
 
 	"github.com/commonagents-go/tool"
@@ -14,6 +17,19 @@ import (
 // BenchmarkCall compares Task.Invoke of an mcp action with a raw mcp-go CallTool of the same tool on the same
 // server program, in the same run: over stdio (one process each) and streamable HTTP (one server process for both).
 // The raw client speaks the same protocol revision as the backend (the handshake protocol).
+// inherited returns the manifest env lines that pass this process's value of each named variable that is set to
+// the server, as the raw client's server inherits the whole environment: under scripts/instructions.sh both
+// servers then run on one thread, so that their instructions compare.
+func inherited(names ...string) []string {
+	var lines []string
+	for _, name := range names {
+		if v, ok := os.LookupEnv(name); ok {
+			lines = append(lines, fmt.Sprintf("%s: %q", name, v))
+		}
+	}
+	return lines
+}
+
 func BenchmarkCall(b *testing.B) {
 	httpURL, _ := remoteServer(b, "-http")
 	servers := []struct {
@@ -21,7 +37,7 @@ func BenchmarkCall(b *testing.B) {
 		block string
 		raw   func() transport.Interface
 	}{
-		{"stdio", stdioServer(), func() transport.Interface { return transport.NewStdio(serverBin, nil) }},
+		{"stdio", stdioServer(inherited("GOMAXPROCS", "GODEBUG")...), func() transport.Interface { return transport.NewStdio(serverBin, nil) }},
 		{"streamable_http", "  transport: streamable_http\n  url: " + httpURL + "\n", func() transport.Interface {
 			t, err := transport.NewStreamableHTTP(httpURL)
 			if err != nil {
@@ -44,10 +60,14 @@ func BenchmarkCall(b *testing.B) {
 			req := mcp.CallToolRequest{}
 			req.Params.Name = "echo"
 			req.Params.Arguments = map[string]any{"text": "hello"}
-			req.Params.Meta = &mcp.Meta{ProgressToken: "x"}
 			b.ReportAllocs()
 			b.ResetTimer()
+			seq := 0
 			for b.Loop() {
+				// A progress token must be unique among the requests in flight (MCP's progress utility): numbered,
+				// as the task numbers its calls.
+				seq++
+				req.Params.Meta = &mcp.Meta{ProgressToken: "call_" + strconv.Itoa(seq)}
 				res, err := c.CallTool(ctx, req)
 				if err != nil || res.IsError {
 					b.Fatal(err, res)

@@ -49,7 +49,7 @@ type session struct {
 	// waiting are the calls waiting for a reply, ended with errUnreadable when the session's stream carries a
 	// message that is not JSON: mcp-go skips it, and the reply it may have been cannot be matched to its call.
 	waitMu  sync.Mutex
-	waiting map[*probe]context.CancelCauseFunc
+	waiting map[*probe]context.CancelFunc
 	// lost is set when the session's SSE stream ended on its own: the session is of no further use.
 	lost atomic.Bool
 }
@@ -61,19 +61,20 @@ var (
 	errStreamLost = errors.New("the server's event stream ended")
 )
 
-// wait registers a call waiting for its reply; the returned func unregisters it.
-func (s *session) wait(p *probe, cancel context.CancelCauseFunc) func() {
+// wait registers a call waiting for its reply, under its probe; unwait unregisters it.
+func (s *session) wait(p *probe, cancel context.CancelFunc) {
 	s.waitMu.Lock()
 	if s.waiting == nil {
-		s.waiting = map[*probe]context.CancelCauseFunc{}
+		s.waiting = map[*probe]context.CancelFunc{}
 	}
 	s.waiting[p] = cancel
 	s.waitMu.Unlock()
-	return func() {
-		s.waitMu.Lock()
-		delete(s.waiting, p)
-		s.waitMu.Unlock()
-	}
+}
+
+func (s *session) unwait(p *probe) {
+	s.waitMu.Lock()
+	delete(s.waiting, p)
+	s.waitMu.Unlock()
 }
 
 // unreadable ends the calls waiting on s with errUnreadable.
@@ -89,8 +90,8 @@ func (s *session) streamLost(error) {
 func (s *session) endWaits(cause error) {
 	s.waitMu.Lock()
 	defer s.waitMu.Unlock()
-	for _, cancel := range s.waiting {
-		cancel(cause)
+	for p, cancel := range s.waiting {
+		p.end(cause, cancel)
 	}
 }
 

@@ -270,71 +270,108 @@ func (i *instance) Invoke(ctx context.Context, a runtime.Action, call *runtime.C
 	if err != nil {
 		return nil, err
 	}
+	st := &callState{} // one allocation for the first attempt's probe and the progress token
 	req := mcp.CallToolRequest{}
 	req.Params.Name = act.ToolName
 	req.Params.Arguments = call.Args
 	if call.ID != "" {
-		req.Params.Meta = &mcp.Meta{ProgressToken: call.ID}
+		st.meta.ProgressToken = call.ID
+		req.Params.Meta = &st.meta
 		i.track(call.ID, progressTarget{ctx: ctx, callID: call.ID, action: call.Action})
 		defer i.untrack(call.ID)
 	}
-	cctx, cancel := context.WithTimeout(ctx, i.callTimeout(act))
-	defer cancel()
+	deadline := time.Now().Add(i.callTimeout(act))
 	for attempt := 1; ; attempt++ {
-		sess, err := i.session(cctx, act, call.Values)
+		p := &st.probe
+		if attempt > 1 {
+			p = &probe{}
+		}
+		o, err := i.attempt(ctx, deadline, act, call.Values, req, p)
 		if err != nil {
-			if ctx.Err() == nil && cctx.Err() != nil {
-				return nil, runtime.Errorf(runtime.KindTimeout, "mcp: no connection to the server before the call's deadline")
-			}
 			return nil, err
 		}
-		p, exited := &probe{}, sess.exited()
-		wctx, unreadable := context.WithCancelCause(cctx)
-		done := sess.wait(p, unreadable)
-		if sess.lost.Load() { // the stream ended before the call registered: nothing is sent
-			unreadable(errStreamLost)
-		}
-		res, err := sess.client.CallTool(withProbe(wctx, p), req)
-		done()
-		unreadable(nil)
-		if err == nil {
-			out := convert(res, i.limits.ResponseBytes)
+		if o.err == nil {
+			out := convert(o.res, i.limits.ResponseBytes)
 			out.Attempts = attempt
 			return out, nil
 		}
-		if errors.Is(context.Cause(wctx), errUnreadable) {
-			p.sawMalformed()
-		}
-		if e := i.callError(ctx, cctx, act, err, p); e != nil {
+		if e := i.callError(ctx, o.timedOut, act, o.err, p); e != nil {
 			return nil, e
 		}
 		// The connection is lost.
+		sess := o.sess
 		i.drop(act, sess)
 		// Provably unsent: no HTTP connection was made; the server answered 404 for a session it no longer knows
 		// (it ran nothing); for stdio: the server had exited before the call.
-		unsent := !p.written() || errors.Is(err, transport.ErrSessionTerminated)
+		unsent := !p.written() || errors.Is(o.err, transport.ErrSessionTerminated)
 		if act.Server.Transport == TransportStdio {
-			unsent = exited && errors.Is(err, transport.ErrTransportClosed)
+			unsent = o.exited && errors.Is(o.err, transport.ErrTransportClosed)
 		}
 		if !unsent && !call.Idempotent {
 			i.logger.Warn("mcp: server connection lost with a call in flight; not sending it again",
-				"server", act.Key, "tool", act.ToolName, "error", err)
+				"server", act.Key, "tool", act.ToolName, "error", o.err)
 			return nil, runtime.LostReply(runtime.KindUnavailable,
 				"mcp: the connection to the server of tool %s was lost before its reply", act.ToolName)
 		}
 		if attempt == 2 {
-			return nil, runtime.Unrecoverable(sess.failure(fmt.Sprintf("mcp: server %s lost twice", act.Key), err))
+			return nil, runtime.Unrecoverable(sess.failure(fmt.Sprintf("mcp: server %s lost twice", act.Key), o.err))
 		}
-		i.logger.Warn("mcp: server connection lost; reconnecting", "server", act.Key, "error", err, "sent", !unsent)
+		i.logger.Warn("mcp: server connection lost; reconnecting", "server", act.Key, "error", o.err, "sent", !unsent)
 	}
 }
 
-// callError classifies a failed tools/call, nil when the connection is lost. p is the call's probe.
-func (i *instance) callError(ctx, cctx context.Context, act *Action, err error, p *probe) error {
+// callState is what one tools/call allocates once: the progress token's Meta and the first attempt's probe.
+type callState struct {
+	meta  mcp.Meta
+	probe probe
+}
+
+// sent is one attempt of a tools/call: the session it went to, whether that session's server had exited before
+// it (stdio), and mcp-go's answer; timedOut says the call's deadline passed while ctx had not ended.
+type sent struct {
+	sess     *session
+	exited   bool
+	res      *mcp.CallToolResult
+	err      error
+	timedOut bool
+}
+
+// attempt sends req once, on the session of act's server (connecting first when there is none), bounded by ctx
+// and the call's deadline; p is the attempt's probe, which also ends it when the session's stream carries an
+// unreadable reply or is lost. The error is that of getting a session; the call's own is in the sent.
+func (i *instance) attempt(ctx context.Context, deadline time.Time, act *Action, values interp.Resolver,
+	req mcp.CallToolRequest, p *probe) (sent, error) {
+	actx, cancel := context.WithDeadline(ctx, deadline) // one context per attempt: the session's waits end it too
+	defer cancel()
+	sess, err := i.session(actx, act, values)
+	if err != nil {
+		if ctx.Err() == nil && actx.Err() != nil {
+			return sent{}, runtime.Errorf(runtime.KindTimeout, "mcp: no connection to the server before the call's deadline")
+		}
+		return sent{}, err
+	}
+	o := sent{sess: sess, exited: sess.exited()}
+	sess.wait(p, cancel)
+	if sess.lost.Load() { // the stream ended before the call registered: nothing is sent
+		p.end(errStreamLost, cancel)
+	}
+	cctx := actx
+	if act.Server.Transport != TransportStdio { // only HTTP requests feed a probe
+		cctx = withProbe(actx, p)
+	}
+	o.res, o.err = sess.client.CallTool(cctx, req)
+	sess.unwait(p)
+	o.timedOut = o.err != nil && ctx.Err() == nil && errors.Is(actx.Err(), context.DeadlineExceeded)
+	return o, nil
+}
+
+// callError classifies a failed tools/call, nil when the connection is lost; timedOut says the call's deadline
+// passed. p is the call's probe.
+func (i *instance) callError(ctx context.Context, timedOut bool, act *Action, err error, p *probe) error {
 	if ctx.Err() != nil {
 		return callContextError(ctx, act)
 	}
-	if cctx.Err() != nil {
+	if timedOut {
 		return runtime.LostReply(runtime.KindTimeout, "mcp: tool %s did not answer within %s", act.ToolName, i.callTimeout(act))
 	}
 	if sseReplyTimeout(err) {

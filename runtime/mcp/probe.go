@@ -78,6 +78,15 @@ func (t probing) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
+// end ends the call waiting on the probe's session (cancel is its attempt's), for cause: errUnreadable records a
+// reply that is not JSON.
+func (p *probe) end(cause error, cancel context.CancelFunc) {
+	if cause == errUnreadable {
+		p.sawMalformed()
+	}
+	cancel()
+}
+
 // sawMalformed records a reply that is not JSON.
 func (p *probe) sawMalformed() {
 	p.mu.Lock()
