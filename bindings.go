@@ -29,16 +29,25 @@ func (t *Tool) checkBindings(bindings map[string]any) []Problem {
 			errs.Add(field.Required(root.Key(name), "parameter %q has require_binding: the capability must bind it", name))
 		}
 	}
-	seen := map[string]bool{}
+	var seen map[string]bool
 	for _, level := range t.levels {
-		obj := map[string]any{}
-		for name, v := range bindings {
+		obj := bindings // when the level declares every bound name, as it usually does: no copy
+		n := 0
+		for name := range bindings {
 			if _, ok := level.Property(name); ok {
-				obj[name] = v
+				n++
 			}
 		}
-		if len(obj) == 0 {
+		if n == 0 {
 			continue
+		}
+		if n < len(bindings) {
+			obj = make(map[string]any, n)
+			for name, v := range bindings {
+				if _, ok := level.Property(name); ok {
+					obj[name] = v
+				}
+			}
 		}
 		for _, v := range level.Validate(obj) {
 			name := v.Path
@@ -50,6 +59,9 @@ func (t *Tool) checkBindings(bindings map[string]any) []Problem {
 			}
 			e := field.Invalid(root.Key(name), "binding %s", v.String())
 			if !seen[e.Path+e.Detail] {
+				if seen == nil {
+					seen = map[string]bool{}
+				}
 				seen[e.Path+e.Detail] = true
 				errs.Add(e)
 			}

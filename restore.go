@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/commonagents-go/tool/allowlist"
@@ -66,17 +65,18 @@ func (t *Task) fresh(ctx context.Context) error {
 func (t *Task) restore(ctx context.Context) error {
 	sctx, cancel := t.storeContext(ctx)
 	defer cancel()
-	b, err := t.readState(sctx, t.stateKey("allowlist"))
+	b, err := t.readState(sctx, "allowlist")
 	if errors.Is(err, ErrNotFound) {
 		return fmt.Errorf("the Store holds no task %q of tool %s/%s: %w", t.id, t.tool.Namespace(), t.tool.Name(), ErrNotFound)
 	}
 	if err != nil {
 		return fmt.Errorf("read allow list: %w", err)
 	}
-	sealed, _, err := t.allow.RestoreFrom(b) // decoded once: the stored list and its sealed values
+	restored, err := t.allow.RestoreFrom(b) // decoded once: the stored list and its sealed values
 	if err != nil {
 		return err
 	}
+	t.allowKept = restored.Unchanged
 	if err := t.restoreEvents(sctx); err != nil {
 		return err
 	}
@@ -89,7 +89,7 @@ func (t *Task) restore(ctx context.Context) error {
 		return nil
 	}
 	var dropped []string
-	for name, v := range sealed {
+	for name, v := range restored.Sealed() {
 		if bound, ok := t.bindings[name]; !ok || allowlist.Canonical(bound) != allowlist.Canonical(v) {
 			dropped = append(dropped, name)
 		}
@@ -102,7 +102,7 @@ func (t *Task) restore(ctx context.Context) error {
 
 // restoreEvents loads the interrupted flag, the expired events and the last activity.
 func (t *Task) restoreEvents(ctx context.Context) error {
-	b, err := t.readState(ctx, t.stateKey("events"))
+	b, err := t.readState(ctx, "events")
 	if errors.Is(err, ErrNotFound) {
 		return nil
 	}
@@ -124,14 +124,12 @@ func (t *Task) restoreEvents(ctx context.Context) error {
 func (t *Task) retireReceivers(ctx context.Context) {
 	sctx, cancel := t.storeContext(ctx)
 	defer cancel()
-	prefix := t.stateKey("receivers/")
-	keys, err := t.listState(sctx, prefix)
+	names, err := t.listState(sctx, "receivers/")
 	if err != nil {
 		t.storeFailed(ctx, "list", recordReceiver, err)
 		return
 	}
-	for _, key := range keys {
-		name := strings.TrimPrefix(key, prefix)
+	for _, name := range names {
 		i := slices.IndexFunc(t.tool.events, func(ev *event) bool { return ev.def.Name == name })
 		if i < 0 {
 			t.observe(ctx, facts.SubscriptionOrphaned, "", map[string]any{"event": name,
@@ -155,14 +153,12 @@ func (t *Task) retireReceivers(ctx context.Context) {
 func (t *Task) resumeBackends(ctx context.Context) ([]string, error) {
 	sctx, cancel := t.storeContext(ctx)
 	defer cancel()
-	prefix := t.stateKey("runtime/")
-	keys, err := t.listState(sctx, prefix)
+	stored, err := t.listState(sctx, "runtime/")
 	if err != nil {
 		return nil, fmt.Errorf("list backend state: %w", err)
 	}
 	var kinds []string
-	for _, key := range keys {
-		kind := strings.TrimPrefix(key, prefix)
+	for _, kind := range stored {
 		backend, ok := t.tool.opts.runtimes.Lookup(kind)
 		r, canResume := backend.(runtime.Resumer)
 		actions := t.tool.preparedOf(kind)

@@ -116,31 +116,36 @@ func (s *stateSnapshot) get(part string) ([]byte, bool) {
 	return s.parts[i].Value, true
 }
 
-// readState returns the stored value of the task's state key (ErrNotFound when absent): from the snapshot the
+// readState returns the stored value of the task's state part (ErrNotFound when absent): from the snapshot the
 // task is being resumed from, else from the Store.
-func (t *Task) readState(ctx context.Context, key string) ([]byte, error) {
+func (t *Task) readState(ctx context.Context, part string) ([]byte, error) {
 	if t.snap == nil {
-		return t.tool.opts.store.Get(ctx, key)
+		return t.tool.opts.store.Get(ctx, t.stateKey(part))
 	}
-	if v, ok := t.snap.get(strings.TrimPrefix(key, t.statePrefix())); ok {
+	if v, ok := t.snap.get(part); ok {
 		return v, nil
 	}
 	return nil, ErrNotFound
 }
 
-// listState returns the task's state keys that start with prefix, sorted: from the snapshot the task is being
-// resumed from, else from the Store.
-func (t *Task) listState(ctx context.Context, prefix string) ([]string, error) {
+// listState returns the names under the task's state part dir ("receivers/": the key's rest), sorted: from the
+// snapshot the task is being resumed from, else from the Store.
+func (t *Task) listState(ctx context.Context, dir string) ([]string, error) {
+	var names []string
 	if t.snap == nil {
-		return t.tool.opts.store.List(ctx, prefix)
+		prefix := t.stateKey(dir)
+		keys, err := t.tool.opts.store.List(ctx, prefix)
+		for _, key := range keys {
+			names = append(names, strings.TrimPrefix(key, prefix))
+		}
+		return names, err
 	}
-	var keys []string
 	for _, e := range t.snap.parts {
-		if key := t.statePrefix() + e.Key; strings.HasPrefix(key, prefix) {
-			keys = append(keys, key)
+		if name, ok := strings.CutPrefix(e.Key, dir); ok {
+			names = append(names, name)
 		}
 	}
-	return keys, nil
+	return names, nil
 }
 
 // unchanged reports whether the task, resumed from a snapshot, holds exactly the stored value of part, which then

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -166,5 +167,56 @@ func TestResumeTasksReadsOnce(t *testing.T) {
 			}
 			_ = task.Close(ctx)
 		})
+	}
+}
+
+// TestRestoreTasksWritesBackWhatChanged: RestoreTasks writes a task's allow list back only when restoring changed
+// it — here a binding that now seals another repository (the stored sealed value is dropped) — and leaves the
+// others as stored.
+func TestRestoreTasksWritesBackWhatChanged(t *testing.T) {
+	ctx := context.Background()
+	counted := &countingStore{Store: tool.NewMemoryStore()}
+	store := scanning{counted}
+	storeTasks(t, store, 3)
+	stored := func(id string) string {
+		b, err := store.Get(ctx, "tasks/tests/hooks/"+id+"/allowlist")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	before := map[string]string{}
+	for _, id := range []string{"task00", "task01", "task02"} {
+		before[id] = stored(id)
+	}
+	tl, err := tool.Load(ctx, []byte(resumeManifest), tool.WithStore(store))
+	if err != nil {
+		t.Fatal(err)
+	}
+	counted.puts.Store(0)
+	tasks, err := tl.RestoreTasks(ctx, func(id string) (tool.TaskConfig, bool) {
+		cfg := resumeConfig(id)
+		if id == "task01" {
+			cfg.Capability.Bindings = map[string]any{"repo": "o/moved"}
+		}
+		return cfg, true
+	})
+	if err != nil || len(tasks) != 3 {
+		t.Fatalf("RestoreTasks: %d tasks, %v", len(tasks), err)
+	}
+	if n := counted.puts.Load(); n != 1 {
+		t.Errorf("%d puts, want 1: only task01's allow list changed", n)
+	}
+	for id, old := range before {
+		now := stored(id)
+		switch {
+		case id != "task01" && now != old:
+			t.Errorf("%s: stored allow list rewritten from %s to %s", id, old, now)
+		case id == "task01" && (!strings.Contains(now, `"o/moved"`) || strings.Contains(now, `"o/r"`) || !strings.Contains(now, `"ltask01"`)):
+			t.Errorf("task01: stored allow list %s, want the new sealed repo and the tag, without the old repo", now)
+		}
+	}
+	for _, task := range tasks {
+		_ = task.Detach(ctx)
 	}
 }

@@ -94,6 +94,7 @@ type Task struct {
 	values    taskValues
 	events    taskEvents     // the event side: timeouts, interruption, delivery ids, background receivers
 	snap      *stateSnapshot // the state RestoreTasks read ahead, while the task is being resumed; else nil
+	allowKept bool           // the resumed allow list holds exactly the stored one
 
 	gate   gate
 	ctx    context.Context // ends when the task closes; calls derive their cancellation from it
@@ -182,7 +183,7 @@ func (t *Tool) startTask(ctx context.Context, cfg TaskConfig, resume bool, snap 
 	}
 	// A task resumed from a snapshot that holds its state already writes nothing back.
 	keepEvents := !task.events.anyLimit || task.unchanged("events", task.events.marshal)
-	keepAllow := task.unchanged("allowlist", task.allow.MarshalJSON)
+	keepAllow := task.snap != nil && task.allowKept
 	task.snap = nil // from here on the task reads and writes the Store
 	if !keepEvents {
 		if err := task.events.save(ctx); err != nil {

@@ -318,3 +318,54 @@ func TestRebaseKeepsOwnValuesNewest(t *testing.T) {
 		t.Errorf("SealedValues = %v, %v", sealed, err)
 	}
 }
+
+// TestRestoreFromUnchanged: RestoreFrom reports the list unchanged exactly when it holds what the stored form
+// holds, so that a resumed task writes back only a list that differs.
+func TestRestoreFromUnchanged(t *testing.T) {
+	saved := New(3)
+	saved.Seal("repo", "o/r")
+	saved.Add("label", "a")
+	saved.Add("label", "b")
+	saved.Add("n", 1.5)
+	saved.Add("obj", map[string]any{"k": []any{true, "x"}})
+	data, err := saved.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		data string
+		seal map[string]any
+		max  int
+		want bool
+	}{
+		{"as saved", string(data), map[string]any{"repo": "o/r"}, 3, true},
+		{"sealed value moved", string(data), map[string]any{"repo": "o/x"}, 3, false},
+		{"sealed name no longer bound", string(data), nil, 3, false},
+		{"a new binding", string(data), map[string]any{"repo": "o/r", "label": "c"}, 3, false},
+		{"a duplicate value", `{"label":{"values":["a","a"]}}`, nil, 3, false},
+		{"a null value", `{"label":{"values":["a",null]}}`, nil, 3, false},
+		{"over the cap", `{"label":{"values":["a","b","c","d"]}}`, nil, 3, false},
+		{"numbers kept as written", `{"n":{"values":[1.50,2]}}`, nil, 3, true},
+	} {
+		l := New(c.max)
+		for name, v := range c.seal {
+			l.Seal(name, v)
+		}
+		r, err := l.RestoreFrom([]byte(c.data))
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if r.Unchanged != c.want {
+			t.Errorf("%s: Unchanged = %v, want %v", c.name, r.Unchanged, c.want)
+		}
+		// Unchanged must mean what comparing the encodings would say.
+		now, _ := l.MarshalJSON()
+		var a, b any
+		_ = json.Unmarshal(now, &a)
+		_ = json.Unmarshal([]byte(c.data), &b)
+		if eq := reflect.DeepEqual(a, b); eq != r.Unchanged {
+			t.Errorf("%s: Unchanged = %v, but the encodings are equal: %v (%s against %s)", c.name, r.Unchanged, eq, now, c.data)
+		}
+	}
+}

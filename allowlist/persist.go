@@ -83,13 +83,51 @@ func (l *List) Rebase(data []byte) (added map[string][]any, err error) {
 	return l.rebase(in), nil
 }
 
-// RestoreFrom is Rebase returning SealedValues(data) too, decoding data once: a resumed task needs both.
-func (l *List) RestoreFrom(data []byte) (sealed map[string]any, added map[string][]any, err error) {
+// Restored is what RestoreFrom did.
+type Restored struct {
+	// Added holds, by name, the values that were new to the list, as Rebase returns them.
+	Added map[string][]any
+	// Unchanged reports that the list now holds exactly what data holds (the same names, sealed flags and values
+	// in order), so that data needs no writing back.
+	Unchanged bool
+	stored    map[string]stored
+}
+
+// Sealed returns the values of the sealed names in data, as SealedValues does.
+func (r Restored) Sealed() map[string]any { return sealedOf(r.stored) }
+
+// RestoreFrom is Rebase for a task resumed from data, decoding data once: it also says whether the list is
+// unchanged, and gives the stored sealed values.
+func (l *List) RestoreFrom(data []byte) (Restored, error) {
 	in, err := decodeStored(data)
 	if err != nil {
-		return nil, nil, err
+		return Restored{}, err
 	}
-	return sealedOf(in), l.rebase(in), nil
+	added := l.rebase(in)
+	l.mu.RLock()
+	unchanged := holds(l.entries, in)
+	l.mu.RUnlock()
+	return Restored{Added: added, Unchanged: unchanged, stored: in}, nil
+}
+
+// holds reports whether entries hold exactly in: the same names and sealed flags, each name's values in the same
+// order. MarshalJSON's encoding of such entries is in's.
+func holds(entries map[string]*entry, in map[string]stored) bool {
+	if len(entries) != len(in) {
+		return false
+	}
+	for name, s := range in {
+		e := entries[name]
+		if e == nil || e.sealed != s.Sealed || len(e.order) != len(s.Values) {
+			return false
+		}
+		for i, v := range s.Values {
+			if text, _, ok := normalize(v); !ok || text != e.order[i].text {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // decodeStored decodes MarshalJSON's form, numbers as json.Number.
