@@ -440,14 +440,18 @@ func (t *Task) instance(ctx context.Context, a *action, call *runtime.Call) (run
 	if ok {
 		t.mu.Unlock()
 		select {
-		case <-in.done:
-			if in.err != nil && t.ctx.Err() != nil {
-				return nil, ErrClosed
+		case <-in.done: // initialized: the usual case, which need not wait on ctx
+		default:
+			select {
+			case <-in.done:
+			case <-ctx.Done():
+				return nil, ctx.Err()
 			}
-			return in.inst, in.err
-		case <-ctx.Done():
-			return nil, ctx.Err()
 		}
+		if in.err != nil && t.ctx.Err() != nil {
+			return nil, ErrClosed
+		}
+		return in.inst, in.err
 	}
 	in = &instance{done: make(chan struct{})}
 	t.instances[a.kind] = in

@@ -26,6 +26,7 @@ type Set struct {
 	secrets []string
 	tokens  []string                         // the latest MaxTokens auth tokens, oldest first
 	r       atomic.Pointer[strings.Replacer] // nil while the set is empty
+	min     atomic.Int64                     // the length of the shortest secret or token: a shorter text holds none
 	has     atomic.Pointer[map[string]bool]  // every secret and token, for Has
 	enc     sync.Map                         // secret or token → its Encodings, filled on first need
 }
@@ -44,6 +45,7 @@ func (s *Set) Clone() *Set {
 	c.secrets = append([]string(nil), s.secrets...)
 	c.tokens = append([]string(nil), s.tokens...)
 	c.r.Store(s.r.Load())
+	c.min.Store(s.min.Load())
 	c.has.Store(s.has.Load())
 	return c
 }
@@ -90,6 +92,7 @@ func (s *Set) rebuild() {
 		pairs = append(pairs, v, Mask)
 		has[v] = true
 	}
+	s.min.Store(int64(len(all[len(all)-1]))) // sorted longest first; Add and AddToken keep no empty value
 	s.r.Store(strings.NewReplacer(pairs...))
 	s.has.Store(&has)
 	s.enc.Range(func(k, _ any) bool { // forget the encodings of tokens beyond MaxTokens
@@ -166,7 +169,7 @@ func (s *Set) Replace(text string) string { return s.String(text) }
 // String returns text with every secret masked.
 func (s *Set) String(text string) string {
 	r := s.r.Load()
-	if r == nil || text == "" {
+	if r == nil || int64(len(text)) < s.min.Load() {
 		return text
 	}
 	return r.Replace(text)
@@ -175,25 +178,23 @@ func (s *Set) String(text string) string {
 // Value returns v with every secret masked in its strings and map keys. Containers are copied only when
 // something in them changes; v is never modified.
 func (s *Set) Value(v any) any {
-	r := s.r.Load()
-	if r == nil {
+	if s.r.Load() == nil {
 		return v
 	}
-	out, _ := scrub(r, v)
+	out, _ := scrub(s, v)
 	return out
 }
 
 // ValueWith is s.Value(l.Value(v)) in one walk over v: the values of l and the secrets of s are masked. l may be
 // nil.
 func (s *Set) ValueWith(l *List, v any) any {
-	r := s.r.Load()
 	switch {
 	case l == nil || len(l.groups) == 0:
 		return s.Value(v)
-	case r == nil:
+	case s.r.Load() == nil:
 		return l.Value(v)
 	}
-	l.then = r // l is not shared while this runs: see List
+	l.then = s // l is not shared while this runs: see List
 	defer func() { l.then = nil }()
 	out, _ := scrub(l, v)
 	return out
@@ -228,7 +229,7 @@ func scrub(r replacer, v any) (any, bool) {
 		}
 		return out, true
 	case map[string]any:
-		return scrubMap(r, x, func(e any) (any, bool) { return scrub(r, e) })
+		return scrubAnyMap(r, x)
 	case map[string]string:
 		return scrubMap(r, x, func(e string) (string, bool) { y := r.Replace(e); return y, y != e })
 	case map[string][]string: // http.Header
@@ -255,6 +256,30 @@ func scrub(r replacer, v any) (any, bool) {
 		return out, true
 	}
 	return v, false
+}
+
+// scrubAnyMap is scrubMap for the most common map, without a func value.
+func scrubAnyMap(r replacer, m map[string]any) (any, bool) {
+	var out map[string]any
+	for k, e := range m {
+		nk := r.Replace(k)
+		ne, changed := scrub(r, e)
+		if !changed && nk == k {
+			continue
+		}
+		if out == nil {
+			out = make(map[string]any, len(m))
+			for k2, e2 := range m {
+				out[k2] = e2
+			}
+		}
+		delete(out, k)
+		out[nk] = ne
+	}
+	if out == nil {
+		return m, false
+	}
+	return out, true
 }
 
 // scrubMap scrubs the keys of m and its values with value; m itself is never changed: a copy is made on the first
@@ -323,7 +348,7 @@ type List struct {
 	buf    [4][]string       // the first groups, without an allocation
 	min    int               // the length of the shortest value: a shorter text holds none
 	r      *strings.Replacer // built on first need; nil after Add
-	then   *strings.Replacer // while Set.ValueWith runs: the Set's secrets, masked after l's values
+	then   *Set              // while Set.ValueWith runs: its secrets, masked after l's values
 }
 
 // Add records values; empty strings are ignored. l keeps the slice itself (a call adds the same cached
@@ -370,7 +395,7 @@ func (l *List) Contains(text string) bool {
 // Replace returns text with every value of l masked.
 func (l *List) Replace(text string) string {
 	if l.then != nil {
-		return l.then.Replace(l.replace(text))
+		return l.then.String(l.replace(text))
 	}
 	return l.replace(text)
 }
