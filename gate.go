@@ -16,7 +16,8 @@ type gate struct {
 	changed chan struct{} // closed on every release; nil when nobody waits
 }
 
-func (g *gate) acquire(ctx context.Context, shared bool) error {
+// acquire waits until the call may run, or until ctx ends or closed (the task's end; nil for none) is closed.
+func (g *gate) acquire(ctx context.Context, closed <-chan struct{}, shared bool) error {
 	queued := false
 	for {
 		g.mu.Lock()
@@ -43,17 +44,22 @@ func (g *gate) acquire(ctx context.Context, shared bool) error {
 		ch := g.changed
 		g.mu.Unlock()
 
+		var err error
 		select {
 		case <-ch:
+			continue
 		case <-ctx.Done():
-			if queued {
-				g.mu.Lock()
-				g.waiting--
-				g.broadcast()
-				g.mu.Unlock()
-			}
-			return ctx.Err()
+			err = ctx.Err()
+		case <-closed:
+			err = ErrClosed
 		}
+		if queued {
+			g.mu.Lock()
+			g.waiting--
+			g.broadcast()
+			g.mu.Unlock()
+		}
+		return err
 	}
 }
 

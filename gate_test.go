@@ -15,15 +15,15 @@ import (
 func TestGateWritersGoFirstAndCancelledWaitersLeave(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var g gate
-		if err := g.acquire(context.Background(), true); err != nil {
+		if err := g.acquire(context.Background(), nil, true); err != nil {
 			t.Fatal(err)
 		}
 		wctx, wcancel := context.WithCancel(context.Background())
 		werr := make(chan error, 1)
-		go func() { werr <- g.acquire(wctx, false) }()
+		go func() { werr <- g.acquire(wctx, nil, false) }()
 		synctest.Wait() // the writer is queued behind the reader
 		rgot := make(chan error, 1)
-		go func() { rgot <- g.acquire(context.Background(), true) }()
+		go func() { rgot <- g.acquire(context.Background(), nil, true) }()
 		synctest.Wait() // the new reader is blocked, or got in
 		select {
 		case <-rgot:
@@ -63,7 +63,7 @@ func TestGateHoldsItsInvariantUnderStress(t *testing.T) {
 			for j := 0; j < 300; j++ {
 				shared := r.Intn(3) != 0
 				ctx, cancel := context.WithTimeout(context.Background(), time.Duration(r.Intn(300))*time.Microsecond)
-				if err := g.acquire(ctx, shared); err != nil {
+				if err := g.acquire(ctx, nil, shared); err != nil {
 					cancel()
 					continue
 				}

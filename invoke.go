@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/commonagents-go/tool/facts"
 	"github.com/commonagents-go/tool/internal/decode"
@@ -104,27 +105,39 @@ func (t *Task) invoke(ctx context.Context, a *action, function string, args map[
 		t.observe(ctx, facts.ToolStarted, c.id, map[string]any{"action": a.def.Name, "arguments": t.redactArgs(resolved)})
 	}
 
-	callCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	defer t.untrack(t.track(cancel)) // Close cancels running calls
-	if d := t.tool.opts.limits.ActionTimeouts[a.def.Name]; d > 0 {
-		var cancelT context.CancelFunc
-		callCtx, cancelT = context.WithTimeout(callCtx, d)
-		defer cancelT()
+	return t.run(ctx, c, a, resolved)
+}
+
+// run runs the call on its backend, once its arguments are resolved and it is approved.
+//
+// The call's context ends when the task closes: Close cancels it through the registry. For a backend that states
+// the bound of its calls (runtime.Bounded), it is made once the call no longer waits (for the gate, for its
+// backend) and carries that bound, so that the backend needs no context of its own; otherwise it is made first,
+// with the host's time limit and the interruption the call may have. stop is the context whose end stops the
+// call from outside (its caller, Close, the host's limit, an interruption), not by its own bound. What the call
+// holds is released by one deferred callEnd, so that the defer stays open-coded.
+func (t *Task) run(ctx context.Context, c *call, a *action, resolved map[string]any) (*Result, error) {
+	end := callEnd{task: t, shared: a.shared}
+	defer end.run()
+	bound := t.bound(a)
+	callCtx, stop := ctx, ctx
+	if bound == 0 {
+		callCtx, end.cancel = context.WithCancel(ctx)
+		end.tracked = t.track(end.cancel)
+		if d := t.tool.opts.limits.ActionTimeouts[a.def.Name]; d > 0 {
+			callCtx, end.cancelT = context.WithTimeout(callCtx, d)
+		}
+		if a.cancelOnInterrupt {
+			callCtx, end.cancelCause = context.WithCancelCause(callCtx)
+			end.uninterruptible = t.events.interruptible(end.cancelCause)
+		}
+		c.run, stop = callCtx, callCtx
 	}
 
-	if a.cancelOnInterrupt {
-		var cancelCause context.CancelCauseFunc
-		callCtx, cancelCause = context.WithCancelCause(callCtx)
-		defer cancelCause(nil)
-		defer t.events.interruptible(cancelCause)()
-	}
-	c.run = callCtx
-
-	if err := t.gate.acquire(callCtx, a.shared); err != nil {
+	if err := t.gate.acquire(callCtx, t.ctx.Done(), a.shared); err != nil {
 		return c.interrupted(ctx, err)
 	}
-	defer t.gate.release(a.shared)
+	end.gated = true
 
 	c.vals = callValues{ctx: callCtx, task: t, action: a.def.Name, args: resolved, encoded: true}
 	c.values = &c.vals
@@ -141,6 +154,11 @@ func (t *Task) invoke(ctx context.Context, a *action, function string, args map[
 		}
 		return nil, c.fail(runtime.Unrecoverable(err))
 	}
+	if bound > 0 {
+		callCtx, end.cancel = context.WithTimeout(ctx, bound)
+		end.tracked = t.track(end.cancel)
+		c.vals.ctx, call.Bounded = callCtx, true
+	}
 	c.sent = true
 	rr, err := invokeBackend(callCtx, inst, a, call)
 	if err != nil {
@@ -149,7 +167,7 @@ func (t *Task) invoke(ctx context.Context, a *action, function string, args map[
 		}
 	}
 	if err != nil {
-		if callCtx.Err() != nil && !errors.Is(err, ErrUnrecoverable) {
+		if (stop.Err() != nil || t.ctx.Err() != nil) && !errors.Is(err, ErrUnrecoverable) {
 			return c.interrupted(ctx, err)
 		}
 		return nil, c.fail(runtime.Unrecoverable(err))
@@ -158,6 +176,49 @@ func (t *Task) invoke(ctx context.Context, a *action, function string, args map[
 		return nil, c.fail(runtime.Unrecoverable(fmt.Errorf("backend %s returned no result", a.kind)))
 	}
 	return c.finish(rr, toolError(rr.Error, a.retrySafe)), nil
+}
+
+// callEnd is what a running call holds, released when it ends, in this order: its gate, its interruptibility, its
+// contexts, its registration for Close.
+type callEnd struct {
+	task            *Task
+	shared, gated   bool
+	uninterruptible func()
+	cancelCause     context.CancelCauseFunc
+	cancelT         context.CancelFunc
+	tracked         uint64 // the registry's id; 0 for none
+	cancel          context.CancelFunc
+}
+
+func (e *callEnd) run() {
+	if e.gated {
+		e.task.gate.release(e.shared)
+	}
+	if e.uninterruptible != nil {
+		e.uninterruptible()
+	}
+	if e.cancelCause != nil {
+		e.cancelCause(nil)
+	}
+	if e.cancelT != nil {
+		e.cancelT()
+	}
+	if e.tracked != 0 {
+		e.task.untrack(e.tracked)
+	}
+	if e.cancel != nil {
+		e.cancel()
+	}
+}
+
+// bound is the bound of a's calls when its backend states it (runtime.Bounded) and the call needs no context of
+// the task's own (no host time limit for the action, no cancellation on interrupt); else 0.
+func (t *Task) bound(a *action) time.Duration {
+	b, ok := a.prepared.(runtime.Bounded)
+	if !ok || a.cancelOnInterrupt || t.tool.opts.limits.ActionTimeouts[a.def.Name] > 0 {
+		return 0
+	}
+	return b.CallTimeout(t.runtimeLimits())
 }
 
 // invokeBackend calls the backend; a panic becomes an unrecoverable error without its value, which could hold a

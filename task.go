@@ -446,6 +446,8 @@ func (t *Task) instance(ctx context.Context, a *action, call *runtime.Call) (run
 			case <-in.done:
 			case <-ctx.Done():
 				return nil, ctx.Err()
+			case <-t.ctx.Done():
+				return nil, ErrClosed
 			}
 		}
 		if in.err != nil && t.ctx.Err() != nil {
@@ -484,6 +486,12 @@ func (t *Task) initialize(ctx context.Context, a *action, call *runtime.Call, in
 	}
 }
 
+// runtimeLimits are the host's limits as backends see them.
+func (t *Task) runtimeLimits() runtime.Limits {
+	l := t.tool.opts.limits
+	return runtime.Limits{CallTimeout: l.CallTimeout, ResponseBytes: l.ResponseBytes, TeardownTimeout: l.TeardownTimeout}
+}
+
 func (t *Task) initFor(ctx context.Context, a *action, call *runtime.Call) *runtime.Init {
 	o := t.tool.opts
 	in := &runtime.Init{
@@ -491,14 +499,13 @@ func (t *Task) initFor(ctx context.Context, a *action, call *runtime.Call) *runt
 		// Not bound to the triggering call's context: a session's destroy renders with these values at Close.
 		Values:     &callValues{ctx: context.WithoutCancel(ctx), task: t, action: a.def.Name, args: call.Args},
 		HTTPClient: t.tool.httpClient,
-		Limits: runtime.Limits{CallTimeout: o.limits.CallTimeout, ResponseBytes: o.limits.ResponseBytes,
-			TeardownTimeout: o.limits.TeardownTimeout},
-		State:   &backendState{task: t, key: t.stateKey("runtime/" + a.kind), record: recordBackend},
-		Context: t.cfg.Context,
-		Runtime: t.values.runtime,
-		Now:     o.clock.Now,
-		Observe: func(ctx context.Context, name string, data map[string]any) { t.observe(ctx, name, "", data) },
-		Logger:  o.logger.With("tool", t.tool.Name(), "task", t.id, "backend", a.kind),
+		Limits:     t.runtimeLimits(),
+		State:      &backendState{task: t, key: t.stateKey("runtime/" + a.kind), record: recordBackend},
+		Context:    t.cfg.Context,
+		Runtime:    t.values.runtime,
+		Now:        o.clock.Now,
+		Observe:    func(ctx context.Context, name string, data map[string]any) { t.observe(ctx, name, "", data) },
+		Logger:     o.logger.With("tool", t.tool.Name(), "task", t.id, "backend", a.kind),
 	}
 	if t.cfg.Mount != nil && t.cfg.Mount.Files != nil {
 		in.Mount = t.cfg.Mount.Files

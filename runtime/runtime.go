@@ -191,11 +191,22 @@ type Call struct {
 	// traits): only then may a backend send again a request that may have reached the server. A request that
 	// provably was not written (no connection was made, the transport was closed before it) may always be sent.
 	Idempotent bool
+	// Bounded is set when the call's context already carries the action's time bound (the action is Bounded and
+	// the task applied its CallTimeout): Invoke need not bound the call again.
+	Bounded bool
 	// Values resolves every template root of SPEC §4.2 except session, which belongs to the stateful_session
 	// backend: parameters (from Args), settings, runtime, agent, mount, context and auth (which fetches a token
 	// through the host's provider, bounded by the call's context). Its errors are *Error when the call can be
 	// corrected (a missing auth token), else they wrap ErrUnrecoverable; they never carry a value.
 	Values interp.Resolver
+}
+
+// Bounded is implemented by an Action whose calls have a time bound known before they run. The task creates a
+// context for every call anyway (to cancel it when the task closes); for such an action it creates it with that
+// bound and sets Call.Bounded, so that one context serves both.
+type Bounded interface {
+	// CallTimeout is the bound of one call of the action under l.
+	CallTimeout(l Limits) time.Duration
 }
 
 // RequestRecorder is implemented by the Values of a call (Call.Values) whose secrets are scrubbed in encoded forms

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/commonagents-go/tool/internal/httpspec"
 	"github.com/commonagents-go/tool/interp"
@@ -104,7 +105,7 @@ type instance struct {
 }
 
 // Invoke sends one request for the operation, bounded by the block's timeout (else Limits.CallTimeout, else 30s)
-// and by ctx. The base URL, the block's headers and the auth they use render as in stateless_http; path
+// and by ctx (which carries that bound already when call.Bounded). The base URL, the block's headers and the auth they use render as in stateless_http; path
 // parameters are each escaped as one path segment ("/" as %2F, so a value never adds a segment), and a value with
 // a "." or ".." piece between its slashes, or parameters that together make one, is a recoverable
 // invalid_arguments error and nothing is sent (SPEC §4.4); query, header and cookie parameters follow their
@@ -115,8 +116,11 @@ func (i *instance) Invoke(ctx context.Context, a runtime.Action, call *runtime.C
 	if !ok {
 		return nil, runtime.Unrecoverable(fmt.Errorf("openapi: action of type %T", a))
 	}
-	ctx, cancel := context.WithTimeout(ctx, statelesshttp.CallTimeout(act.Timeout, i.limits))
-	defer cancel()
+	if !call.Bounded {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, act.CallTimeout(i.limits))
+		defer cancel()
+	}
 	req, err := act.Request.Build(ctx, call.Values)
 	if err != nil {
 		if rerr := httpspec.Recoverable(err); rerr != nil {
@@ -312,3 +316,10 @@ func validHeaderValue(v string) bool {
 	}
 	return true
 }
+
+// CallTimeout is the bound of one call: the block's timeout, else l.CallTimeout, else statelesshttp.DefaultTimeout.
+func (a *Action) CallTimeout(l runtime.Limits) time.Duration {
+	return statelesshttp.CallTimeout(a.Timeout, l)
+}
+
+var _ runtime.Bounded = (*Action)(nil)

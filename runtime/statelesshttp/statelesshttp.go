@@ -119,17 +119,23 @@ type instance struct {
 }
 
 // Invoke sends one request, bounded by the action's timeout (else Limits.CallTimeout, else DefaultTimeout) and
-// by ctx. Errors are classified as httpspec.Compiled.Exchange classifies them; a deadline is a recoverable
+// by ctx (which carries that bound already when call.Bounded). Errors are classified as httpspec.Compiled.Exchange classifies them; a deadline is a recoverable
 // timeout, a cancellation of ctx an error wrapping context.Canceled.
 func (i *instance) Invoke(ctx context.Context, a runtime.Action, call *runtime.Call) (*runtime.Result, error) {
 	act, ok := a.(*Action)
 	if !ok {
 		return nil, runtime.Unrecoverable(fmt.Errorf("stateless_http: action of type %T", a))
 	}
-	ctx, cancel := context.WithTimeout(ctx, CallTimeout(act.Timeout, i.limits))
-	defer cancel()
+	if !call.Bounded {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, act.CallTimeout(i.limits))
+		defer cancel()
+	}
 	return act.Request.Exchange(ctx, i.client, call.Values, i.limits.ResponseBytes, act.ResponsePath)
 }
+
+// CallTimeout is the bound of one call: the action's timeout, else l.CallTimeout, else DefaultTimeout.
+func (a *Action) CallTimeout(l runtime.Limits) time.Duration { return CallTimeout(a.Timeout, l) }
 
 // Teardown does nothing: the instance holds no resources.
 func (*instance) Teardown(context.Context) error { return nil }
@@ -148,6 +154,7 @@ func CallTimeout(own time.Duration, l runtime.Limits) time.Duration {
 var (
 	_ runtime.Runtime   = Backend{}
 	_ runtime.Describer = (*Action)(nil)
+	_ runtime.Bounded   = (*Action)(nil)
 	_ runtime.Instance  = (*instance)(nil)
 )
 
