@@ -119,7 +119,7 @@ func (t *Task) invoke(ctx context.Context, a *action, function string, args map[
 func (t *Task) run(ctx context.Context, c *call, a *action, resolved map[string]any) (*Result, error) {
 	end := callEnd{task: t, shared: a.shared}
 	defer end.run()
-	bound := t.bound(a)
+	bound := a.bound
 	callCtx, stop := ctx, ctx
 	if bound == 0 {
 		callCtx, end.cancel = context.WithCancel(ctx)
@@ -211,14 +211,14 @@ func (e *callEnd) run() {
 	}
 }
 
-// bound is the bound of a's calls when its backend states it (runtime.Bounded) and the call needs no context of
+// boundOf is the bound of a's calls when its backend states it (runtime.Bounded) and the call needs no context of
 // the task's own (no host time limit for the action, no cancellation on interrupt); else 0.
-func (t *Task) bound(a *action) time.Duration {
+func (t *Tool) boundOf(a *action) time.Duration {
 	b, ok := a.prepared.(runtime.Bounded)
-	if !ok || a.cancelOnInterrupt || t.tool.opts.limits.ActionTimeouts[a.def.Name] > 0 {
+	if !ok || a.cancelOnInterrupt || t.opts.limits.ActionTimeouts[a.def.Name] > 0 {
 		return 0
 	}
-	return b.CallTimeout(t.runtimeLimits())
+	return b.CallTimeout(t.opts.runtimeLimits())
 }
 
 // invokeBackend calls the backend; a panic becomes an unrecoverable error without its value, which could hold a

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"reflect"
 	"slices"
+	"time"
 
 	"github.com/commonagents-go/tool/field"
 	"github.com/commonagents-go/tool/internal/funcname"
@@ -29,6 +30,7 @@ type action struct {
 	cancelOnInterrupt bool           // interrupt_behavior: cancel — Task.Interrupt cancels its running calls
 	retrySafe         bool           // idempotent or read-only: a request that may have arrived can be sent again
 	function          string         // the LLM-facing name under the manifest's name (no Capability.Key)
+	bound             time.Duration  // the bound of a call, made by the task (Tool.boundOf); 0: the backend's own
 }
 
 func (a *action) index() {

@@ -487,8 +487,8 @@ func (t *Task) initialize(ctx context.Context, a *action, call *runtime.Call, in
 }
 
 // runtimeLimits are the host's limits as backends see them.
-func (t *Task) runtimeLimits() runtime.Limits {
-	l := t.tool.opts.limits
+func (o *options) runtimeLimits() runtime.Limits {
+	l := o.limits
 	return runtime.Limits{CallTimeout: l.CallTimeout, ResponseBytes: l.ResponseBytes, TeardownTimeout: l.TeardownTimeout}
 }
 
@@ -499,7 +499,7 @@ func (t *Task) initFor(ctx context.Context, a *action, call *runtime.Call) *runt
 		// Not bound to the triggering call's context: a session's destroy renders with these values at Close.
 		Values:     &callValues{ctx: context.WithoutCancel(ctx), task: t, action: a.def.Name, args: call.Args},
 		HTTPClient: t.tool.httpClient,
-		Limits:     t.runtimeLimits(),
+		Limits:     o.runtimeLimits(),
 		State:      &backendState{task: t, key: t.stateKey("runtime/" + a.kind), record: recordBackend},
 		Context:    t.cfg.Context,
 		Runtime:    t.values.runtime,

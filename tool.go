@@ -49,6 +49,7 @@ func (t *Tool) index() {
 		t.addLevel(a.own)
 		a.index()
 		a.function = t.functionName(Capability{}, a)
+		a.bound = t.boundOf(a)
 	}
 	for _, e := range t.events {
 		t.addLevel(e.own)

@@ -63,16 +63,23 @@ func decodeFast(raw []byte) (any, bool) {
 	return ojgNumbers(v)
 }
 
-// zeroExponent reports whether a number of the valid JSON text raw has an exponent of zero (1e0, 2E-00).
+// zeroExponent reports whether a number of the valid JSON text raw has an exponent of zero (1e0, 2E-00). Strings
+// are skipped whole: raw being valid, each ends at the next quote that no backslash escapes.
 func zeroExponent(raw []byte) bool {
-	inString := false
 	for i := 0; i < len(raw); i++ {
 		switch c := raw[i]; {
-		case inString && c == '\\':
-			i++ // the escaped byte
 		case c == '"':
-			inString = !inString
-		case !inString && (c == 'e' || c == 'E') && i > 0 && raw[i-1] >= '0' && raw[i-1] <= '9': // not true, false
+			for {
+				j := bytes.IndexByte(raw[i+1:], '"')
+				if j < 0 {
+					return false
+				}
+				i += 1 + j
+				if !escaped(raw, i) {
+					break
+				}
+			}
+		case (c == 'e' || c == 'E') && i > 0 && raw[i-1] >= '0' && raw[i-1] <= '9': // not true, false
 			j := i + 1
 			if j < len(raw) && (raw[j] == '+' || raw[j] == '-') {
 				j++
@@ -88,6 +95,15 @@ func zeroExponent(raw []byte) bool {
 		}
 	}
 	return false
+}
+
+// escaped reports whether the byte at i follows an odd number of backslashes.
+func escaped(raw []byte, i int) bool {
+	n := 0
+	for k := i - 1; k >= 0 && raw[k] == '\\'; k-- {
+		n++
+	}
+	return n%2 == 1
 }
 
 // exactFloats tells whether ojg parses floats with strconv.ParseFloat here (see decodeFast).

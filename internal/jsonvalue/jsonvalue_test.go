@@ -19,6 +19,7 @@ func TestDecodeFastMatchesEncodingJSON(t *testing.T) {
 		`{"a":1,"a":2}`, `"\u00e9\u0000\n"`, `"\ud83d\ude00"`, `"\uD83D"`, "\"caf\xc3\xa9\"", "\"bad \xff\"",
 		"\xef\xbb\xbf{}", `1.`, `01`, `.5`, `[1,]`, `{"a":1} x`, `{"a":1}{"b":2}`, "\"a\x01b\"", `nul`, `true`,
 		`null`, " \t\n[ ] ", `{"nested":{"deep":[[[{"x":[1,{"y":null}]}]]]}}`,
+		`1e0`, `[1E+00]`, `{"a\"b": 1e0}`, `["x\\", 2e-0]`, `"\\\"1e0"`, `{"e":"1e0","f":3e00}`,
 	}
 	cases = append(cases, strings.Repeat("[", 10001)+strings.Repeat("]", 10001)) // beyond encoding/json's depth
 	for _, file := range []string{"octokit-github-payloads.json.gz", "json-schema-draft7.json.gz"} {
@@ -69,6 +70,22 @@ func corpus(t *testing.T, name string) map[string]string {
 		}
 	}
 	return out
+}
+
+// TestZeroExponent: only a number's exponent counts, however the strings before it end.
+func TestZeroExponent(t *testing.T) {
+	for raw, want := range map[string]bool{
+		`1e0`: true, `[1, 2E-00]`: true, `{"a\"b": 1e0}`: true, `["x\\", 2e+0]`: true, `["\\\"", 3e0]`: true,
+		`1e1`: false, `10`: false, `"1e0"`: false, `["x\"1e0"]`: false, `{"1e0": true}`: false, `[true, false]`: false,
+		`"\\"`: false, `["a\\\"1e0"]`: false,
+	} {
+		if !json.Valid([]byte(raw)) {
+			t.Fatalf("%s is not JSON", raw)
+		}
+		if got := zeroExponent([]byte(raw)); got != want {
+			t.Errorf("zeroExponent(%s) = %v, want %v", raw, got, want)
+		}
+	}
 }
 
 func FuzzDecodeFast(f *testing.F) {
