@@ -24,15 +24,18 @@ type call struct {
 
 	vals        callValues   // allocated with the call
 	backendCall runtime.Call // what the backend gets
+	res         Result       // what result points to: allocated with the call
 }
 
 func (t *Task) newCall(ctx context.Context, a *action, function string) *call {
 	id := t.nextCallID(ctx)
 	ctx = t.startCall(ctx, a, id, function)
-	return &call{task: t, a: a, id: id, ctx: ctx, result: &Result{
+	c := &call{task: t, a: a, id: id, ctx: ctx, res: Result{
 		CallID: id, Action: a.def.Name, Function: function,
 		Telemetry: Telemetry{Start: t.tool.opts.clock.Now(), Backend: a.kind, Attempts: 1},
 	}}
+	c.result = &c.res
+	return c
 }
 
 // finish completes a call that produced a backend result (rr, nil when the pipeline refused the call) or a

@@ -18,13 +18,13 @@ import (
 // body as in Do.
 func (c *Compiled) Exchange(ctx context.Context, client *http.Client, values interp.Resolver, limit int64,
 	path *Path) (*runtime.Result, error) {
-	tctx, sent := traced(ctx) // built on the traced context, the request is not copied to trace it
-	req, err := c.Build(tctx, values)
+	x := &exchange{}
+	req, err := c.Build(x.traced(ctx), values) // built on the traced context, the request is not copied to trace it
 	if err != nil {
 		return fail(err)
 	}
 	res := &runtime.Result{BytesOut: max(req.ContentLength, 0)}
-	resp, err := do(ctx, client, req, limit, sent)
+	resp, err := x.do(ctx, client, req, limit)
 	if resp != nil {
 		res.BytesIn = resp.Size
 		// The plain map type, not http.Header, so that generic walkers (the root's secret scrubbing) see it.

@@ -52,7 +52,9 @@ func (c *Compiled) Build(ctx context.Context, values interp.Resolver) (*http.Req
 	}
 	req.URL, req.Host = u, u.Host
 	typed := false
-	for _, h := range c.headerList() {
+	headers := c.headerList()
+	vals := make([]string, len(headers)) // one array for every header's value
+	for i, h := range headers {
 		v, err := h.t.RenderString(values)
 		if err != nil {
 			return nil, renderError(ctx, "header "+h.name, err)
@@ -62,7 +64,8 @@ func (c *Compiled) Build(ctx context.Context, values interp.Resolver) (*http.Req
 				"header %s: value contains a control character such as CR, LF or NUL", h.name)
 		}
 		typed = typed || h.key == "Content-Type"
-		req.Header[h.key] = []string{v}
+		vals[i] = v
+		req.Header[h.key] = vals[i : i+1 : i+1]
 	}
 	if encoded != nil && !typed {
 		req.Header["Content-Type"] = jsonContentType

@@ -70,39 +70,43 @@ type Response struct {
 //
 // Messages name the method and host, never the URL's path or query (they can carry secrets).
 func Do(ctx context.Context, client *http.Client, req *http.Request, limit int64) (*Response, error) {
-	tctx, sent := traced(req.Context())
-	return do(ctx, client, req.WithContext(tctx), limit, sent)
+	x := &exchange{}
+	return x.do(ctx, client, req.WithContext(x.traced(req.Context())), limit)
 }
 
-// sentTrace records whether a request got a connection: without one it provably was not written.
-type sentTrace struct {
+// exchange is what one request allocates once: the trace that records whether it got a connection (without one
+// it provably was not written) and its Response.
+type exchange struct {
 	connected atomic.Bool
 	trace     httptrace.ClientTrace
+	resp      Response
 }
 
-// traced returns ctx with a ClientTrace that records in sent whether the request got a connection.
-func traced(ctx context.Context) (_ context.Context, sent *sentTrace) {
-	sent = &sentTrace{}
-	sent.trace.GotConn = func(httptrace.GotConnInfo) { sent.connected.Store(true) }
-	return httptrace.WithClientTrace(ctx, &sent.trace), sent
+// traced returns ctx with a ClientTrace that records in x whether the request got a connection.
+func (x *exchange) traced(ctx context.Context) context.Context {
+	x.trace.GotConn = func(httptrace.GotConnInfo) { x.connected.Store(true) }
+	return httptrace.WithClientTrace(ctx, &x.trace)
 }
 
-// do is Do for a request whose context traced made.
-func do(ctx context.Context, client *http.Client, req *http.Request, limit int64, sent *sentTrace) (*Response, error) {
+// do is Do for a request whose context x.traced made.
+func (x *exchange) do(ctx context.Context, client *http.Client, req *http.Request, limit int64) (*Response, error) {
 	if limit <= 0 {
 		limit = DefaultResponseLimit
 	}
-	connected := &sent.connected
+	connected := &x.connected
 	resp, err := client.Do(req)
 	if err != nil {
 		var denied *runtime.Error // a refused redirect: the response that asked for it, body closed, comes too
 		if resp != nil && errors.As(err, &denied) {
-			return &Response{Status: resp.StatusCode, Header: resp.Header}, transportError(ctx, req, err, connected.Load())
+			x.resp = Response{Status: resp.StatusCode, Header: resp.Header}
+			return &x.resp, transportError(ctx, req, err, connected.Load())
 		}
 		return nil, transportError(ctx, req, err, connected.Load())
 	}
-	defer func() { closeBody(resp.Body) }() // resp.Body as it is then: drained once read to its end
-	out := &Response{Status: resp.StatusCode, Header: resp.Header}
+	readToEnd := false
+	defer func() { closeBody(resp.Body, readToEnd) }()
+	x.resp = Response{Status: resp.StatusCode, Header: resp.Header}
+	out := &x.resp
 	if resp.StatusCode >= 400 {
 		// An error body is only ever shown in part: read a bounded prefix and never fail on its size.
 		out.Raw, _ = read(resp, min(limit, ErrorBodyLimit))
@@ -115,9 +119,7 @@ func do(ctx context.Context, client *http.Client, req *http.Request, limit int64
 	}
 	raw, err := read(resp, limit+1)
 	out.Size = int64(len(raw))
-	if err == nil && out.Size <= limit {
-		resp.Body = drained{resp.Body} // read to its end: closeBody has nothing to drain
-	}
+	readToEnd = err == nil && out.Size <= limit // closeBody then has nothing to drain
 	if err != nil {
 		if ctx.Err() != nil {
 			return out, sentContextError(ctx, where(req), true)
@@ -167,16 +169,13 @@ func tooLarge(limit int64) *runtime.Error {
 	return runtime.Errorf(runtime.KindResultTooLarge, "the response body is larger than the limit of %d bytes", limit)
 }
 
-// closeBody drains a little so the connection can be reused, then closes.
-func closeBody(body io.ReadCloser) {
-	if _, ok := body.(drained); !ok {
+// closeBody drains a little so the connection can be reused (unless the body was read to its end), then closes.
+func closeBody(body io.ReadCloser, readToEnd bool) {
+	if !readToEnd {
 		_, _ = io.Copy(io.Discard, io.LimitReader(body, 4<<10))
 	}
 	_ = body.Close()
 }
-
-// drained is a body read to its end.
-type drained struct{ io.ReadCloser }
 
 // where names a request in messages: method and host, never path or query.
 func where(req *http.Request) string { return req.Method + " " + req.URL.Host }

@@ -206,8 +206,10 @@ type replacer interface{ Replace(string) string }
 func scrub(r replacer, v any) (any, bool) {
 	switch x := v.(type) {
 	case string:
-		y := r.Replace(x)
-		return y, y != x
+		if y := r.Replace(x); y != x {
+			return y, true
+		}
+		return v, false // v itself: no new interface value
 	case json.Number:
 		y := r.Replace(string(x))
 		if y != string(x) {
