@@ -25,6 +25,7 @@ type call struct {
 	vals        callValues   // allocated with the call
 	backendCall runtime.Call // what the backend gets
 	res         Result       // what result points to: allocated with the call
+	secrets     callSecrets  // what vals.derived points to once the call resolves a secret
 }
 
 func (t *Task) newCall(ctx context.Context, a *action, function string) *call {

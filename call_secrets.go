@@ -14,7 +14,7 @@ import (
 // errors and facts. They belong to the call, so the task's set does not grow with every request. Safe for
 // concurrent use.
 type callSecrets struct {
-	cache   *encodings // the task's: a rendered text comes back with every call, its encodings once
+	task    *Task      // its encodings cache: a rendered text comes back with every call, its encodings once
 	mu      sync.Mutex
 	needles redact.List // the resolved task secrets and their encodings: what makes a rendered text secret
 	masks   redact.List // the needles' encodings, and the rendered texts holding a needle with theirs
@@ -22,7 +22,7 @@ type callSecrets struct {
 
 // resolved records a task secret that the call's templates resolved.
 func (c *callSecrets) resolved(secret string) {
-	forms := c.cache.of(secret) // the task's cached slice: shared, not copied
+	forms := c.task.encodings().of(secret) // the task's cached slice: shared, not copied
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.needles.Add(forms...)
@@ -48,7 +48,7 @@ func (c *callSecrets) rendered(req *http.Request, body []byte) {
 // derive adds text and its encodings when it holds a needle; c.mu is held.
 func (c *callSecrets) derive(text string) {
 	if c.needles.Contains(text) {
-		c.masks.Add(c.cache.of(text)...)
+		c.masks.Add(c.task.encodings().of(text)...)
 	}
 }
 
@@ -77,7 +77,11 @@ func (v *callValues) noteSecret(val any) {
 	}
 	d := v.derived.Load()
 	if d == nil {
-		v.derived.CompareAndSwap(nil, &callSecrets{cache: v.task.encodings()})
+		fresh := v.spare // an Invoke call's own storage
+		if fresh == nil {
+			fresh = &callSecrets{task: v.task}
+		}
+		v.derived.CompareAndSwap(nil, fresh)
 		d = v.derived.Load()
 	}
 	d.resolved(s)

@@ -139,7 +139,8 @@ func (t *Task) run(ctx context.Context, c *call, a *action, resolved map[string]
 	}
 	end.gated = true
 
-	c.vals = callValues{ctx: callCtx, task: t, action: a.def.Name, args: resolved, encoded: true}
+	c.secrets.task = t
+	c.vals = callValues{ctx: callCtx, task: t, action: a.def.Name, args: resolved, encoded: true, spare: &c.secrets}
 	c.values = &c.vals
 	c.backendCall = runtime.Call{ID: c.id, Action: a.def.Name, Args: resolved, Idempotent: a.retrySafe, Values: c.values}
 	call := &c.backendCall

@@ -54,6 +54,7 @@ type callValues struct {
 	// encoded turns on the call's derived secrets (call_secrets.go): set for Invoke's calls.
 	encoded bool
 	derived atomic.Pointer[callSecrets]
+	spare   *callSecrets // storage for derived, allocated with the call; nil when none
 }
 
 // Resolve implements interp.Resolver.

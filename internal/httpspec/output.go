@@ -6,6 +6,10 @@ func Output(body any, path *Path) any {
 	if path == nil {
 		return body
 	}
+	if path.direct != nil { // one node at most: no list
+		v, _ := selectDirect(body, path.direct)
+		return v
+	}
 	switch got := path.Select(body); len(got) {
 	case 0:
 		return nil
