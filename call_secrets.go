@@ -22,11 +22,11 @@ type callSecrets struct {
 
 // resolved records a task secret that the call's templates resolved.
 func (c *callSecrets) resolved(secret string) {
-	forms := c.task.encodings().of(secret) // the task's cached slice: shared, not copied
+	f := c.task.encodings().of(secret) // the task's cached forms: shared, not copied
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.needles.Add(forms...)
-	c.masks.Add(forms[1:]...) // the secret itself is the task's: scrubbing with the task's set masks it
+	c.needles.AddProbed(f.all, f.probes)
+	c.masks.AddProbed(f.all[1:], f.encodedProbes) // the secret itself is the task's: its set masks it
 }
 
 // rendered makes each text of req and body that holds a resolved secret, in any of its forms, a secret of the
@@ -48,7 +48,8 @@ func (c *callSecrets) rendered(req *http.Request, body []byte) {
 // derive adds text and its encodings when it holds a needle; c.mu is held.
 func (c *callSecrets) derive(text string) {
 	if c.needles.Contains(text) {
-		c.masks.Add(c.task.encodings().of(text)...)
+		f := c.task.encodings().of(text)
+		c.masks.AddProbed(f.all, f.probes)
 	}
 }
 
@@ -107,23 +108,30 @@ func (c *call) derived() *callSecrets {
 // "Bearer <token>" is the same in every call): computing them is most of what deriving costs. It keeps at most
 // maxEncodings texts; past that, texts are encoded each time.
 type encodings struct {
-	m sync.Map // text → []string
+	m sync.Map // text → *forms
 	n atomic.Int32
 }
 
 const maxEncodings = 256
 
-// of returns text followed by redact.Encodings(text), from the cache when it holds it. The slice is shared:
-// read only.
-func (e *encodings) of(text string) []string {
+// forms are a text and its encodings, with what a search for them needs to look for (redact.Probes): read only.
+type forms struct {
+	all           []string // the text, then redact.Encodings(text)
+	probes        []string // redact.Probes(all)
+	encodedProbes []string // redact.Probes(all[1:])
+}
+
+// of returns the forms of text, from the cache when it holds them.
+func (e *encodings) of(text string) *forms {
 	if v, ok := e.m.Load(text); ok {
-		return v.([]string)
+		return v.(*forms)
 	}
-	enc := append([]string{text}, redact.Encodings(text)...)
+	all := append([]string{text}, redact.Encodings(text)...)
+	f := &forms{all: all, probes: redact.Probes(all), encodedProbes: redact.Probes(all[1:])}
 	if e.n.Add(1) <= maxEncodings {
-		e.m.Store(text, enc)
+		e.m.Store(text, f)
 	}
-	return enc
+	return f
 }
 
 // encodings returns the task's cache, made on first use so that an idle task carries only a pointer.

@@ -347,7 +347,9 @@ func (e *scrubbed) Unwrap() []error { return e.is }
 // be copied once used (it points into itself).
 type List struct {
 	groups [][]string        // as given to Add: shared, never modified
+	probes [][]string        // what Contains searches: for each group, the values that hold no other (AddProbed)
 	buf    [4][]string       // the first groups, without an allocation
+	pbuf   [4][]string       // the first probes, likewise
 	min    int               // the length of the shortest value: a shorter text holds none
 	r      *strings.Replacer // built on first need; nil after Add
 	then   *Set              // while Set.ValueWith runs: its secrets, masked after l's values
@@ -355,12 +357,17 @@ type List struct {
 
 // Add records values; empty strings are ignored. l keeps the slice itself (a call adds the same cached
 // encodings every time, so they are not copied): the caller must not modify it afterwards.
-func (l *List) Add(values ...string) {
+func (l *List) Add(values ...string) { l.AddProbed(values, values) }
+
+// AddProbed is Add for values of which searching probes tells whether a text holds one: each value holds one of
+// probes (Probes(values) gives the fewest). Both slices are kept, as Add keeps values.
+func (l *List) AddProbed(values, probes []string) {
 	if len(values) > 0 {
 		if l.groups == nil {
-			l.groups = l.buf[:0]
+			l.groups, l.probes = l.buf[:0], l.pbuf[:0]
 		}
 		l.groups = append(l.groups, values)
+		l.probes = append(l.probes, probes)
 		l.r = nil
 		for _, v := range values {
 			if v != "" && (l.min == 0 || len(v) < l.min) {
@@ -368,6 +375,28 @@ func (l *List) Add(values ...string) {
 			}
 		}
 	}
+}
+
+// Probes returns the values of vs that hold no other value of vs, once each: a text holds a value of vs exactly
+// when it holds one of them. Empty values are left out.
+func Probes(vs []string) []string {
+	var out []string
+	for i, v := range vs {
+		if v == "" || slices.Contains(out, v) {
+			continue
+		}
+		minimal := true
+		for j, w := range vs {
+			if j != i && w != "" && w != v && strings.Contains(v, w) {
+				minimal = false
+				break
+			}
+		}
+		if minimal {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // Len is how many values l holds, duplicates included.
@@ -384,7 +413,7 @@ func (l *List) Contains(text string) bool {
 	if len(text) < l.min || l.min == 0 {
 		return false
 	}
-	for _, g := range l.groups {
+	for _, g := range l.probes {
 		for _, v := range g {
 			if v != "" && strings.Contains(text, v) {
 				return true

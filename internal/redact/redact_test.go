@@ -2,6 +2,7 @@ package redact
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -93,5 +94,45 @@ func TestValueWithMasksBothInOneWalk(t *testing.T) {
 	}
 	if l.Contains("c") || !l.Contains("xc2x") || l.Len() != 4 {
 		t.Errorf("Contains(c) = %v, Contains(xc2x) = %v, Len = %d", l.Contains("c"), l.Contains("xc2x"), l.Len())
+	}
+}
+
+// TestProbes: searching a value set's probes tells whether a text holds one of the values, as searching them all
+// does, and probes are fewer when forms hold one another (a raw base64 form is in its padded one).
+func TestProbes(t *testing.T) {
+	sets := [][]string{
+		append([]string{"sk-SECRET-123"}, Encodings("sk-SECRET-123")...),
+		append([]string{"Bearer sk-SECRET-123"}, Encodings("Bearer sk-SECRET-123")...),
+		Encodings("p@ss/wörd?&"),
+		{"ab", "abc", "xabcx", "", "ab", "zz"},
+	}
+	for _, vs := range sets {
+		probes := Probes(vs)
+		if len(probes) == 0 || len(probes) > len(vs) {
+			t.Fatalf("Probes(%q) = %q", vs, probes)
+		}
+		var all, probed List
+		all.Add(vs...)
+		probed.AddProbed(vs, probes)
+		texts := []string{"", "nothing here", "x" + vs[0] + "y", "ab", "zzz", "QmVhcmVyIHNrLVNFQ1JFVC0xMjM", "c2stU0VDUkVULTEyMw=="}
+		for _, v := range vs {
+			if len(v) > 1 {
+				texts = append(texts, "<"+v+">", v[1:], v[:len(v)-1])
+			}
+		}
+		for _, text := range texts {
+			if got, want := probed.Contains(text), all.Contains(text); got != want {
+				t.Errorf("values %q, probes %q: Contains(%q) = %v, want %v", vs, probes, text, got, want)
+			}
+			if got, want := probed.Replace(text), all.Replace(text); got != want {
+				t.Errorf("values %q: Replace(%q) = %q, want %q", vs, text, got, want)
+			}
+		}
+	}
+	if got := Probes([]string{"ab", "abc", "xabcx", "", "ab", "zz"}); !slices.Equal(got, []string{"ab", "zz"}) {
+		t.Errorf("Probes = %q, want [ab zz]", got)
+	}
+	if b64 := Encodings("sk-SECRET-123"); len(Probes(b64)) >= len(b64) {
+		t.Errorf("Probes(%q) = %q: the raw base64 forms hold no padding, so the padded ones need no search", b64, Probes(b64))
 	}
 }
