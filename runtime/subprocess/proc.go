@@ -45,7 +45,7 @@ type proc struct {
 	box    *contain.Box
 	stdin  *os.File // write end; closed by the owner
 	stderr *tail
-	errR   *os.File         // read end of stderr, drained into stderr
+	errs   *drainer         // reads the read end of stderr into stderr
 	state  *os.ProcessState // set before done is closed; nil when Wait failed
 	exited chan struct{}    // closed when the program itself has exited and been reaped
 	done   chan struct{}
@@ -104,9 +104,10 @@ func startIn(box *contain.Box, s spec, readStdout func(io.Reader)) (*proc, error
 		return nil, err
 	}
 	box.Started(cmd.Process.Pid)
-	p := &proc{cmd: cmd, pid: cmd.Process.Pid, box: box, stdin: inW, stderr: newTail(StderrBytes), errR: errR,
+	p := &proc{cmd: cmd, pid: cmd.Process.Pid, box: box, stdin: inW, stderr: newTail(StderrBytes),
 		exited: make(chan struct{}), done: make(chan struct{})}
 	out, errs := &drainer{f: outR}, &drainer{f: errR}
+	p.errs = errs
 	outDone, errDone := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(outDone)
@@ -114,7 +115,7 @@ func startIn(box *contain.Box, s spec, readStdout func(io.Reader)) (*proc, error
 	}()
 	go func() {
 		defer close(errDone)
-		_, _ = io.Copy(p.stderr, errs)
+		p.copyStderr()
 	}()
 	go p.reap(out, errs, outDone, errDone)
 	return p, nil
@@ -150,6 +151,8 @@ func (p *proc) reap(out, errs *drainer, outDone, errDone chan struct{}) {
 type drainer struct {
 	f       *os.File
 	stopped atomic.Bool
+	mu      sync.Mutex
+	syncs   []chan int64 // syncStderr's requests, answered by copyStderr
 }
 
 // Read implements io.Reader.
@@ -167,19 +170,58 @@ func (d *drainer) stop() {
 	_ = d.f.SetReadDeadline(time.Unix(1, 0))
 }
 
-// syncStderr waits, at most stderrSync, until the stderr the program wrote so far has been drained into p.stderr:
-// a server writes its stderr before its reply, but the two pipes are read by different goroutines.
-func (p *proc) syncStderr() {
-	// The bytes in the pipe now were written before the reply: wait until the reader has taken that many. A
-	// server that keeps writing does not move the target, so it cannot hold the call.
-	written := p.stderr.Written()
-	n := unread(p.errR)
-	if n == 0 {
-		return
+// copyStderr copies the program's stderr into p.stderr until the pipe ends. A sync (syncStderr) makes its read
+// return: it is answered with what p.stderr will hold once the bytes in the pipe are taken too, computed while no
+// byte is between the pipe and p.stderr.
+func (p *proc) copyStderr() {
+	d, buf := p.errs, make([]byte, 32<<10)
+	for {
+		n, err := d.Read(buf)
+		if n > 0 {
+			_, _ = p.stderr.Write(buf[:n])
+		}
+		switch {
+		case err == nil:
+		case errors.Is(err, os.ErrDeadlineExceeded) && !d.stopped.Load():
+			_ = d.f.SetReadDeadline(time.Time{}) // before taking the requests: a later one sets it again
+			if d.stopped.Load() {
+				d.stop() // stop came in between: keep its deadline
+			}
+			d.mu.Lock()
+			syncs := d.syncs
+			d.syncs = nil
+			d.mu.Unlock()
+			target := p.stderr.Written() + int64(unread(d.f))
+			for _, s := range syncs {
+				s <- target
+			}
+		default:
+			return
+		}
 	}
-	target := written + int64(n)
+}
+
+// syncStderr waits, at most stderrSync, until the stderr the program wrote so far has been drained into p.stderr:
+// a server writes its stderr before its reply, but the two pipes are read by different goroutines. The stderr
+// reader is woken (a read deadline in the past) and says how much p.stderr will hold once it has taken what is in
+// the pipe; bytes it had read but not stored yet are stored by then. A server that keeps writing does not move
+// the target, so it cannot hold the call.
+func (p *proc) syncStderr() {
 	deadline := time.NewTimer(stderrSync)
 	defer deadline.Stop()
+	answer := make(chan int64, 1)
+	p.errs.mu.Lock()
+	p.errs.syncs = append(p.errs.syncs, answer)
+	p.errs.mu.Unlock()
+	_ = p.errs.f.SetReadDeadline(time.Unix(1, 0))
+	var target int64
+	select {
+	case target = <-answer:
+	case <-deadline.C:
+		return
+	case <-p.done:
+		return
+	}
 	for {
 		changed := p.stderr.changed()
 		if p.stderr.Written() >= target {
