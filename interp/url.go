@@ -282,35 +282,62 @@ func (u *URL) RenderParsed(r Resolver) (*url.URL, error) {
 }
 
 func (u *URL) render(r Resolver) (string, *url.URL, error) {
+	x, err := u.RenderUnchecked(r)
+	if err != nil {
+		return "", nil, err
+	}
+	parsed, err := url.Parse(x.Text)
+	if err := x.Check(parsed, err); err != nil {
+		return "", nil, err
+	}
+	return x.Text, parsed, nil
+}
+
+// Rendering is a URL rendered but not yet checked: its Text is to be parsed as net/http parses it (NewRequest
+// does) and the result given to Check.
+type Rendering struct {
+	Text         string
+	scheme, host string // what the template fixes
+}
+
+// RenderUnchecked renders u without the final check, for a caller that parses the text anyway (to build a
+// request): it must then call Check with the parse. Its errors are Render's, but for those of Check.
+func (u *URL) RenderUnchecked(r Resolver) (Rendering, error) {
 	var b strings.Builder
 	b.Grow(u.size)
 	scheme, host, err := u.renderAuthority(&b, r)
 	if err != nil {
-		return "", nil, err
+		return Rendering{}, err
 	}
 	if err := u.renderPath(&b, r); err != nil {
-		return "", nil, err
+		return Rendering{}, err
 	}
 	if err := u.renderQuery(&b, r); err != nil {
-		return "", nil, err
+		return Rendering{}, err
 	}
 	if u.hasFragment {
 		b.WriteByte('#')
 		if err := u.renderEscaped(&b, r, u.fragment); err != nil {
-			return "", nil, err
+			return Rendering{}, err
 		}
 	}
-	out := b.String()
-	// The structure above already keeps values out of scheme and host; this re-parse checks the result the way
-	// net/http will read it. Its error is not wrapped: net/url errors quote the URL, values included.
-	parsed, err := url.Parse(out)
-	if err != nil {
-		return "", nil, errors.New("rendered url does not parse")
+	return Rendering{Text: b.String(), scheme: scheme, host: host}, nil
+}
+
+// Check returns what Render returns for this rendering, given its parse: parsed, or the error of parsing it. The
+// structure the template fixes already keeps values out of scheme and host; this checks the text the way net/http
+// reads it. A host that net/http stripped of an empty port ("h:" → "h") counts as kept. The parse error is not
+// wrapped: net/url errors quote the URL, values included.
+func (x Rendering) Check(parsed *url.URL, parseErr error) error {
+	if parseErr != nil || parsed == nil {
+		return errors.New("rendered url does not parse")
 	}
-	if !strings.EqualFold(parsed.Scheme, scheme) || parsed.Host != host || parsed.Host == "" || parsed.Opaque != "" {
-		return "", nil, &UnsafeValueError{Reason: "rendered url does not keep the template's scheme and host"}
+	host := parsed.Host
+	if !strings.EqualFold(parsed.Scheme, x.scheme) || host != x.host && host != strings.TrimSuffix(x.host, ":") ||
+		host == "" || parsed.Opaque != "" {
+		return &UnsafeValueError{Reason: "rendered url does not keep the template's scheme and host"}
 	}
-	return out, parsed, nil
+	return nil
 }
 
 // renderAuthority writes scheme://host[:port] (or the trusted prefix) and returns the scheme and host the rest

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/commonagents-go/tool/interp"
@@ -28,7 +29,7 @@ import (
 // prefix that is not an absolute http(s) URL included, wraps runtime.ErrUnrecoverable. No error carries a
 // rendered value.
 func (c *Compiled) Build(ctx context.Context, values interp.Resolver) (*http.Request, error) {
-	u, err := c.URL.RenderParsed(values)
+	u, err := c.URL.RenderUnchecked(values)
 	if err != nil {
 		return nil, renderError(ctx, "url", err)
 	}
@@ -44,13 +45,12 @@ func (c *Compiled) Build(ctx context.Context, values interp.Resolver) (*http.Req
 		}
 		body = bytes.NewReader(encoded)
 	}
-	// The URL is set after NewRequestWithContext so that it is not parsed a second time.
-	req, err := http.NewRequestWithContext(ctx, c.Method, "", body)
-	if err != nil {
-		// The error quotes neither value nor URL.
-		return nil, runtime.Unrecoverable(errors.New("building request: invalid method"))
+	// NewRequestWithContext parses the URL (once: the check uses its parse). The method was checked at load, so
+	// an error is the URL's; it quotes the URL, and is not kept.
+	req, err := http.NewRequestWithContext(ctx, c.Method, u.Text, body)
+	if err := u.Check(reqURL(req), err); err != nil {
+		return nil, renderError(ctx, "url", err)
 	}
-	req.URL, req.Host = u, u.Host
 	typed := false
 	headers := c.headerList()
 	vals := make([]string, len(headers)) // one array for every header's value
@@ -75,6 +75,14 @@ func (c *Compiled) Build(ctx context.Context, values interp.Resolver) (*http.Req
 }
 
 var jsonContentType = []string{"application/json"}
+
+// reqURL is req's URL, nil for no request.
+func reqURL(req *http.Request) *url.URL {
+	if req == nil {
+		return nil
+	}
+	return req.URL
+}
 
 // bodyAllowed reports whether a request with method carries the compiled body.
 func bodyAllowed(method string) bool { return method != http.MethodGet && method != http.MethodHead }
