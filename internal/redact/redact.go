@@ -346,14 +346,15 @@ func (e *scrubbed) Unwrap() []error { return e.is }
 // replacer is built only when one does. The zero value is empty. It is not safe for concurrent use, and must not
 // be copied once used (it points into itself).
 type List struct {
-	groups [][]string        // as given to Add: shared, never modified
-	probes [][]string        // what Contains searches: for each group, the values that hold no other (AddProbed)
-	buf    [4][]string       // the first groups, without an allocation
-	pbuf   [4][]string       // the first probes, likewise
+	groups []group           // as given to Add: shared, never modified
+	buf    [3]group          // the first groups, without an allocation
 	min    int               // the length of the shortest value: a shorter text holds none
 	r      *strings.Replacer // built on first need; nil after Add
 	then   *Set              // while Set.ValueWith runs: its secrets, masked after l's values
 }
+
+// group is what one Add gave: the values, and those of them Contains searches.
+type group struct{ values, probes []string }
 
 // Add records values; empty strings are ignored. l keeps the slice itself (a call adds the same cached
 // encodings every time, so they are not copied): the caller must not modify it afterwards.
@@ -364,10 +365,9 @@ func (l *List) Add(values ...string) { l.AddProbed(values, values) }
 func (l *List) AddProbed(values, probes []string) {
 	if len(values) > 0 {
 		if l.groups == nil {
-			l.groups, l.probes = l.buf[:0], l.pbuf[:0]
+			l.groups = l.buf[:0]
 		}
-		l.groups = append(l.groups, values)
-		l.probes = append(l.probes, probes)
+		l.groups = append(l.groups, group{values, probes})
 		l.r = nil
 		for _, v := range values {
 			if v != "" && (l.min == 0 || len(v) < l.min) {
@@ -403,7 +403,7 @@ func Probes(vs []string) []string {
 func (l *List) Len() int {
 	n := 0
 	for _, g := range l.groups {
-		n += len(g)
+		n += len(g.values)
 	}
 	return n
 }
@@ -413,8 +413,8 @@ func (l *List) Contains(text string) bool {
 	if len(text) < l.min || l.min == 0 {
 		return false
 	}
-	for _, g := range l.probes {
-		for _, v := range g {
+	for _, g := range l.groups {
+		for _, v := range g.probes {
 			if v != "" && strings.Contains(text, v) {
 				return true
 			}
@@ -438,7 +438,7 @@ func (l *List) replace(text string) string {
 	if l.r == nil {
 		var all []string
 		for _, g := range l.groups {
-			for _, v := range g {
+			for _, v := range g.values {
 				if v != "" && !slices.Contains(all, v) {
 					all = append(all, v)
 				}
