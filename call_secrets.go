@@ -14,7 +14,7 @@ import (
 // errors and facts. They belong to the call, so the task's set does not grow with every request. Safe for
 // concurrent use.
 type callSecrets struct {
-	task    *Task      // its encodings cache: a rendered text comes back with every call, its encodings once
+	task    *Task // its encodings cache: a rendered text comes back with every call, its encodings once
 	mu      sync.Mutex
 	needles redact.List // the resolved task secrets and their encodings: what makes a rendered text secret
 	masks   redact.List // the needles' encodings, and the rendered texts holding a needle with theirs
