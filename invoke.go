@@ -100,7 +100,11 @@ func (t *Task) invoke(ctx context.Context, a *action, function string, args map[
 	// The allow list grows before the backend runs, so an event the call causes routes even if it arrives
 	// before the response (SPEC §6).
 	t.grow(ctx, c.id, resolved)
-	t.events.touch()
+	if t.cfg.Capability.approves(a.def.Name) {
+		t.events.touch() // after the approval's wait
+	} else {
+		t.events.touchAt(c.res.Telemetry.Start) // the clock was read at the call's start, a moment ago
+	}
 	if t.observing() {
 		t.observe(ctx, facts.ToolStarted, c.id, map[string]any{"action": a.def.Name, "arguments": t.redactArgs(resolved)})
 	}

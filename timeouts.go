@@ -29,8 +29,11 @@ func effectiveTimeout(requested time.Duration, ev *event, hostMax time.Duration)
 // activity stays expired until Resume.
 func (t *Task) Touch() { t.events.touch() }
 
-func (e *taskEvents) touch() {
-	now := e.tool.opts.clock.Now().UnixNano()
+func (e *taskEvents) touch() { e.touchAt(e.tool.opts.clock.Now()) }
+
+// touchAt is touch for an activity at t (a call's start, read from the clock already).
+func (e *taskEvents) touchAt(t time.Time) {
+	now := t.UnixNano()
 	if !e.anyLimit {
 		e.lastActivity.Store(now)
 		return
