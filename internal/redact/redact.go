@@ -231,9 +231,9 @@ func scrub(r replacer, v any) (any, bool) {
 		}
 		return out, true
 	case map[string]any:
-		return scrubAnyMap(r, x)
+		return scrubMap(r, x, scrub)
 	case map[string]string:
-		return scrubMap(r, x, func(e string) (string, bool) { y := r.Replace(e); return y, y != e })
+		return scrubMap(r, x, replaceString)
 	case map[string][]string: // http.Header
 		var out map[string][]string
 		for k, vals := range x {
@@ -260,37 +260,13 @@ func scrub(r replacer, v any) (any, bool) {
 	return v, false
 }
 
-// scrubAnyMap is scrubMap for the most common map, without a func value.
-func scrubAnyMap(r replacer, m map[string]any) (any, bool) {
-	var out map[string]any
-	for k, e := range m {
-		nk := r.Replace(k)
-		ne, changed := scrub(r, e)
-		if !changed && nk == k {
-			continue
-		}
-		if out == nil {
-			out = make(map[string]any, len(m))
-			for k2, e2 := range m {
-				out[k2] = e2
-			}
-		}
-		delete(out, k)
-		out[nk] = ne
-	}
-	if out == nil {
-		return m, false
-	}
-	return out, true
-}
-
-// scrubMap scrubs the keys of m and its values with value; m itself is never changed: a copy is made on the first
-// change.
-func scrubMap[V any](r replacer, m map[string]V, value func(V) (V, bool)) (any, bool) {
+// scrubMap scrubs the keys of m and its values with value (a function, not a closure: nothing to allocate); m
+// itself is never changed: a copy is made on the first change.
+func scrubMap[V any](r replacer, m map[string]V, value func(replacer, V) (V, bool)) (any, bool) {
 	var out map[string]V
 	for k, e := range m {
 		nk := r.Replace(k)
-		ne, changed := value(e)
+		ne, changed := value(r, e)
 		if !changed && nk == k {
 			continue
 		}
@@ -307,6 +283,11 @@ func scrubMap[V any](r replacer, m map[string]V, value func(V) (V, bool)) (any, 
 		return m, false
 	}
 	return out, true
+}
+
+func replaceString(r replacer, s string) (string, bool) {
+	y := r.Replace(s)
+	return y, y != s
 }
 
 // Error returns err with its message scrubbed. The result keeps errors.Is answers for the sentinels given (such
