@@ -2,6 +2,7 @@ package tool
 
 import (
 	"net/http"
+	"net/url"
 	"sync"
 	"sync/atomic"
 
@@ -30,11 +31,15 @@ func (c *callSecrets) resolved(secret string) {
 }
 
 // rendered makes each text of req and body that holds a resolved secret, in any of its forms, a secret of the
-// call, with its encodings.
+// call, with its encodings: each header value, the body, and the URL both whole and as the request target the
+// server receives (path and query).
 func (c *callSecrets) rendered(req *http.Request, body []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.derive(req.URL.String())
+	if c.urlMayHold(req.URL) {
+		c.derive(req.URL.String())
+		c.derive(req.URL.RequestURI()) // what the server receives: path and query
+	}
 	for _, vs := range req.Header {
 		for _, v := range vs {
 			c.derive(v)
@@ -43,6 +48,18 @@ func (c *callSecrets) rendered(req *http.Request, body []byte) {
 	if len(body) > 0 {
 		c.derive(string(body))
 	}
+}
+
+// urlMayHold reports whether u's text can hold a needle: only when one of its parts does, since a needle is a form
+// of one secret, which a template renders whole into one part. It spares encoding u for a URL without a secret.
+// c.mu is held.
+func (c *callSecrets) urlMayHold(u *url.URL) bool {
+	for _, part := range [...]string{u.Host, u.Path, u.RawPath, u.RawQuery, u.Fragment, u.RawFragment, u.Opaque} {
+		if c.needles.Contains(part) {
+			return true
+		}
+	}
+	return u.User != nil
 }
 
 // derive adds text and its encodings when it holds a needle; c.mu is held.

@@ -74,6 +74,7 @@ func echoEncoded(w http.ResponseWriter, r *http.Request) {
 		"query": r.URL.RawQuery, "uri": r.RequestURI, "body": body.String(),
 		"body_b64":      base64.StdEncoding.EncodeToString(body.Bytes()),
 		"key_b64":       base64.RawURLEncoding.EncodeToString([]byte(r.URL.Query().Get("key"))),
+		"uri_b64":       base64.StdEncoding.EncodeToString([]byte(r.RequestURI)),
 		"token_b64":     base64.StdEncoding.EncodeToString([]byte(strings.TrimPrefix(token, "tok "))),
 		"token_escaped": url.QueryEscape(token),
 	}
