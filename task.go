@@ -160,7 +160,11 @@ func (t *Tool) startTask(ctx context.Context, cfg TaskConfig, resume bool, snap 
 		task.id = newID("task_")
 	}
 	task.prefix = "tasks/" + t.Namespace() + "/" + t.Name() + "/" + task.id + "/"
-	task.ctx, task.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	base := ctx // the task keeps ctx's values, not its end: Close ends the task (and the watch below, ctx's end)
+	if ctx.Done() != nil {
+		base = context.WithoutCancel(ctx)
+	}
+	task.ctx, task.cancel = context.WithCancel(base)
 	task.events.init(task, t, task.ctx, cfg.Capability)
 	task.functions, task.funcNames = t.functionTable(cfg.Capability)
 	for name, v := range task.bindings {
@@ -201,13 +205,15 @@ func (t *Tool) startTask(ctx context.Context, cfg TaskConfig, resume bool, snap 
 		task.observe(ctx, facts.CatalogResolved, "", map[string]any{"catalog": t.Catalog(cfg.Capability)})
 	}
 	t.openTasks.Add(1) // from here on the task ends only by close
-	task.mu.Lock()
-	task.stop = context.AfterFunc(ctx, func() {
-		tctx, cancel := context.WithTimeout(context.Background(), t.opts.limits.TeardownTimeout)
-		defer cancel()
-		_ = task.Close(tctx)
-	})
-	task.mu.Unlock()
+	if ctx.Done() != nil { // a context that can never end (Background, WithoutCancel) needs no watch
+		task.mu.Lock()
+		task.stop = context.AfterFunc(ctx, func() {
+			tctx, cancel := context.WithTimeout(context.Background(), t.opts.limits.TeardownTimeout)
+			defer cancel()
+			_ = task.Close(tctx)
+		})
+		task.mu.Unlock()
+	}
 	task.events.started() // the start is the first activity: a resumed task's timeouts count from it
 	return task, nil
 }
