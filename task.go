@@ -204,7 +204,7 @@ func (t *Tool) startTask(ctx context.Context, cfg TaskConfig, resume bool, snap 
 	if t.opts.observer != nil { // the catalog is built only for an Observer
 		task.observe(ctx, facts.CatalogResolved, "", map[string]any{"catalog": t.Catalog(cfg.Capability)})
 	}
-	t.openTasks.Add(1) // from here on the task ends only by close
+	t.openTasks.Add(1)     // from here on the task ends only by close
 	if ctx.Done() != nil { // a context that can never end (Background, WithoutCancel) needs no watch
 		task.mu.Lock()
 		task.stop = context.AfterFunc(ctx, func() {
