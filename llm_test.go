@@ -157,6 +157,23 @@ func TestNullForOptionalParameterIsAbsent(t *testing.T) {
 	}
 }
 
+// InvokeFunction takes one JSON object and nothing after it but white space: an LLM's arguments with a stray
+// closing bracket or a second value are refused as invalid_arguments, never half-read.
+func TestFunctionArgumentsAreOneJSONObject(t *testing.T) {
+	t.Parallel()
+	task := newTask(t, mustLoadSrc(t, orderManifest), tool.TaskConfig{})
+	for _, args := range []string{`{"item":"mug"}]`, `{"item":"mug"}}`, `{"item":"mug"} {"item":"cup"}`, `{"item":"mug"} x`, `["mug"]`} {
+		res, err := task.InvokeFunction(context.Background(), "shop_order", []byte(args))
+		if err != nil || !res.IsError || res.Error.Kind != tool.KindInvalidArguments {
+			t.Errorf("arguments %s: %v %+v, want invalid_arguments", args, err, res)
+		}
+	}
+	res, err := task.InvokeFunction(context.Background(), "shop_order", []byte(" {\"item\":\"mug\"}\n\t "))
+	if err != nil || res.IsError {
+		t.Errorf("an object with white space around it: %v %+v", err, res)
+	}
+}
+
 func TestResultText(t *testing.T) {
 	t.Parallel()
 	task := newTask(t, mustLoadSrc(t, orderManifest), tool.TaskConfig{})

@@ -21,7 +21,8 @@ import (
 	"github.com/commonagents-go/tool/internal/suggest"
 )
 
-// JSON parses data as JSON, keeping numbers as json.Number.
+// JSON parses data as one JSON value, keeping numbers as json.Number. Anything but white space after the value is
+// an error (Decoder.More alone would let a closing "]" or "}" through).
 func JSON(data []byte) (any, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
@@ -29,7 +30,7 @@ func JSON(data []byte) (any, error) {
 	if err := dec.Decode(&v); err != nil {
 		return nil, err
 	}
-	if dec.More() {
+	if len(bytes.TrimSpace(data[dec.InputOffset():])) != 0 {
 		return nil, fmt.Errorf("unexpected data after the JSON value")
 	}
 	return v, nil

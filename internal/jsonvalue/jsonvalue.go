@@ -10,13 +10,13 @@ package jsonvalue
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"math"
 	goruntime "runtime"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 
+	"github.com/commonagents-go/tool/internal/decode"
 	"github.com/ohler55/ojg/oj"
 )
 
@@ -31,14 +31,9 @@ func Decode(data []byte) (any, error) {
 
 // decodeStd is Decode with encoding/json: numbers are decoded from their text.
 func decodeStd(data []byte) (any, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
+	v, err := decode.JSON(data)
+	if err != nil {
 		return nil, err
-	}
-	if len(bytes.TrimSpace(data[dec.InputOffset():])) != 0 {
-		return nil, errors.New("jsonvalue: data after the JSON value")
 	}
 	return numbers(v), nil
 }
