@@ -2,6 +2,7 @@ package interp
 
 import (
 	"errors"
+	"net/http"
 	"net/url"
 	"reflect"
 	"strings"
@@ -448,5 +449,39 @@ func TestRenderParsedMatchesRender(t *testing.T) {
 	}
 	if _, err := u.RenderParsed(ResolverFunc(func(Ref) (any, error) { return "..", nil })); err == nil {
 		t.Errorf("RenderParsed accepted a '..' segment")
+	}
+}
+
+// A rendering checked on net/http's parse (RenderUnchecked, then Check) is judged as Render judges it: the same
+// texts pass, a parse failure and a parse that moves the host fail, and a host net/http stripped of its empty
+// port still counts as kept.
+func TestRenderingCheckOnNetHTTPParse(t *testing.T) {
+	t.Parallel()
+	for _, src := range []string{"https://example.com:/a/{parameters.x}", "http://example.com/a?q={parameters.x}"} {
+		u, err := ParseURL(src, trustConfig)
+		if err != nil {
+			t.Fatal(err)
+		}
+		x, err := u.RenderUnchecked(valuesResolver{"parameters.x": "v w"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		req, err := http.NewRequest("GET", x.Text, nil)
+		if err := x.Check(req.URL, err); err != nil {
+			t.Errorf("%s: %v", src, err)
+		}
+		if _, err := u.Render(valuesResolver{"parameters.x": "v w"}); err != nil {
+			t.Errorf("%s: Render: %v", src, err)
+		}
+	}
+	u, _ := ParseURL("https://example.com/a", trustConfig)
+	x, _ := u.RenderUnchecked(nil)
+	if err := x.Check(nil, errors.New("no parse")); err == nil || !strings.Contains(err.Error(), "does not parse") {
+		t.Errorf("a failed parse: %v", err)
+	}
+	moved, _ := url.Parse("https://evil.example/a")
+	var unsafe *UnsafeValueError
+	if err := x.Check(moved, nil); !errors.As(err, &unsafe) {
+		t.Errorf("a parse with another host: %v, want *UnsafeValueError", err)
 	}
 }
