@@ -179,10 +179,11 @@ func TestLifecycleInitializeOnceTeardownOnce(t *testing.T) {
 	}
 }
 
+// The deprecated WithContextLifetime keeps the former rule: the starting context's end closes the task.
 func TestLifecycleContextEndsTask(t *testing.T) {
 	leakcheck.Check(t)
 	p := &probe{}
-	tl := loadProbe(t, p)
+	tl := loadProbe(t, p, tool.WithContextLifetime())
 	ctx, cancel := context.WithCancel(context.Background())
 	task, err := tl.NewTask(ctx, tool.TaskConfig{})
 	if err != nil {
@@ -419,13 +420,13 @@ func (s *cancellingStore) Put(ctx context.Context, k string, v []byte) error {
 	return s.Store.Put(ctx, k, v)
 }
 
-// Once a bug: the NewTask context ending during NewTask races the write of task.stop (run with -race). The task
-// closes itself as its context ends; Close afterwards is then a no-op.
+// Once a bug: the NewTask context ending during NewTask races the write of task.stop (run with -race). Under
+// WithContextLifetime the task closes itself as its context ends; Close afterwards is then a no-op.
 func TestNewTaskContextEndingDuringNewTask(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		st := &cancellingStore{Store: tool.NewMemoryStore(), cancel: cancel}
-		tl := loadProbe(t, &probe{}, tool.WithStore(st))
+		tl := loadProbe(t, &probe{}, tool.WithStore(st), tool.WithContextLifetime())
 		task, err := tl.NewTask(ctx, tool.TaskConfig{})
 		if err != nil {
 			t.Fatal(err)

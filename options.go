@@ -29,16 +29,18 @@ type options struct {
 	store       Store
 	clock       Clock
 	replica     string // WithReplicaID
-	logger      *slog.Logger
-	observer    Observer
-	info        RuntimeInfo
-	runtimes    *runtime.Registry
-	receivers   *events.Registry
-	limits      Limits
-	baseDir     string
-	discover    bool     // WithDiscovery
-	refOrigins  []string // WithDocumentOrigins
-	cgroup      *string  // WithCgroupParent; nil = detect
+	// contextLifetime: the starting context's end closes a task (WithContextLifetime, deprecated).
+	contextLifetime bool
+	logger          *slog.Logger
+	observer        Observer
+	info            RuntimeInfo
+	runtimes        *runtime.Registry
+	receivers       *events.Registry
+	limits          Limits
+	baseDir         string
+	discover        bool     // WithDiscovery
+	refOrigins      []string // WithDocumentOrigins
+	cgroup          *string  // WithCgroupParent; nil = detect
 	// Webhook signatures (SPEC §9.2).
 	webhookSecret []byte
 	verifiers     []webhook.Verifier

@@ -33,6 +33,11 @@ type TaskConfig struct {
 	// Approver decides the calls of the actions Capability.Approve names; NewTask fails without one when the
 	// capability names any.
 	Approver Approver
+	// ExpiresAt, when set, is when the task ends by itself, as by Close: its backends are torn down and its state
+	// leaves the Store (fact task.expired). It is stored with the task, so a task restored in another process keeps
+	// it; at RestoreTask a zero ExpiresAt keeps the stored one and a set one replaces it. The Tool's Clock tells
+	// when it has come. Zero means the task lives until Close.
+	ExpiresAt time.Time
 }
 
 // AgentInfo is what {agent.*} resolves to.
@@ -79,8 +84,8 @@ type Activation struct {
 }
 
 // Task is one running use of a tool by an agent (SPEC §0): it holds the bindings, the allow list, the backends
-// initialized for it and its state in the Store. All methods are safe for concurrent use. A task ends with Close,
-// or when the context given to NewTask ends.
+// initialized for it and its state in the Store. All methods are safe for concurrent use. A task lives until
+// Close (or Detach, in this process), or until TaskConfig.ExpiresAt.
 type Task struct {
 	tool      *Tool
 	id        string
@@ -99,7 +104,7 @@ type Task struct {
 	gate   gate
 	ctx    context.Context // ends when the task closes; calls derive their cancellation from it
 	cancel context.CancelFunc
-	stop   func() bool // stops closing on the NewTask context
+	stop   func() bool // stops the expiry timer (and, WithContextLifetime, closing on the NewTask context)
 
 	mu        sync.Mutex
 	closed    bool
@@ -131,8 +136,10 @@ type instance struct {
 // returned together as a *ValidationError with paths such as bindings.repo — creates the allow list with the
 // bound entries sealed, and reports the tool.catalog.resolved fact.
 //
-// ctx bounds the task's life, not just this call: when it ends, the task closes itself as by Close (a deadline is
-// how a host gives a task an expiry). Pass context.WithoutCancel(ctx) for a task that lives until Close.
+// ctx bounds this call only (the Store operations that start the task), as in any Go API: the task outlives it, so
+// a task made inside an HTTP handler with the request's context lives on after the response. It keeps ctx's
+// values. The task lives until Close, or until cfg.ExpiresAt when the host gives one. (Before, ctx's end closed the
+// task; WithContextLifetime keeps that rule for one release.)
 func (t *Tool) NewTask(ctx context.Context, cfg TaskConfig) (*Task, error) {
 	return t.startTask(ctx, cfg, false, nil)
 }
@@ -143,6 +150,10 @@ func (t *Tool) startTask(ctx context.Context, cfg TaskConfig, resume bool, snap 
 		return nil, err
 	}
 	problems := append(t.checkBindings(cfg.Capability.Bindings), t.checkApproval(cfg)...)
+	if !resume && !cfg.ExpiresAt.IsZero() && !cfg.ExpiresAt.After(t.opts.clock.Now()) {
+		problems = append(problems, Problem{Path: "expires_at", Type: "invalid",
+			Detail: "the task would expire before it starts (" + cfg.ExpiresAt.UTC().Format(time.RFC3339) + ")"})
+	}
 	if len(problems) > 0 {
 		return nil, &ValidationError{Problems: problems}
 	}
@@ -165,7 +176,7 @@ func (t *Tool) startTask(ctx context.Context, cfg TaskConfig, resume bool, snap 
 		base = context.WithoutCancel(ctx)
 	}
 	task.ctx, task.cancel = context.WithCancel(base)
-	task.events.init(task, t, task.ctx, cfg.Capability)
+	task.events.init(task, t, task.ctx, cfg)
 	task.functions, task.funcNames = t.functionTable(cfg.Capability)
 	for name, v := range task.bindings {
 		task.allow.Seal(name, v)
@@ -186,7 +197,7 @@ func (t *Tool) startTask(ctx context.Context, cfg TaskConfig, resume bool, snap 
 		}
 	}
 	// A task resumed from a snapshot that holds its state already writes nothing back.
-	keepEvents := !task.events.anyLimit || task.unchanged("events", task.events.marshal)
+	keepEvents := !task.events.stored() || task.unchanged("events", task.events.marshal)
 	keepAllow := task.snap != nil && task.allowKept
 	task.snap = nil // from here on the task reads and writes the Store
 	if !keepEvents {
@@ -204,15 +215,9 @@ func (t *Tool) startTask(ctx context.Context, cfg TaskConfig, resume bool, snap 
 	if t.opts.observer != nil { // the catalog is built only for an Observer
 		task.observe(ctx, facts.CatalogResolved, "", map[string]any{"catalog": t.Catalog(cfg.Capability)})
 	}
-	t.openTasks.Add(1)     // from here on the task ends only by close
-	if ctx.Done() != nil { // a context that can never end (Background, WithoutCancel) needs no watch
-		task.mu.Lock()
-		task.stop = context.AfterFunc(ctx, func() {
-			tctx, cancel := context.WithTimeout(context.Background(), t.opts.limits.TeardownTimeout)
-			defer cancel()
-			_ = task.Close(tctx)
-		})
-		task.mu.Unlock()
+	t.openTasks.Add(1) // from here on the task ends only by close
+	if err := task.lifetime(ctx); err != nil {
+		return nil, err
 	}
 	task.events.started() // the start is the first activity: a resumed task's timeouts count from it
 	return task, nil

@@ -351,8 +351,9 @@ func TestClosedTask(t *testing.T) {
 	}
 }
 
+// Under the deprecated WithContextLifetime, a task ends with the context it started with.
 func TestTaskEndsWithItsContext(t *testing.T) {
-	tl := mustLoadSrc(t, calcManifest)
+	tl := mustLoadSrc(t, calcManifest, tool.WithContextLifetime())
 	ctx, cancel := context.WithCancel(context.Background())
 	task, err := tl.NewTask(ctx, tool.TaskConfig{Capability: tool.Capability{Bindings: map[string]any{"owner": "o"}}})
 	if err != nil {

@@ -23,6 +23,9 @@ type taskEvents struct {
 	included []bool          // by event index
 	timeouts []time.Duration // by event index; 0 = none
 	anyLimit bool            // some event has a timeout
+	// expiresAt is the task's end (TaskConfig.ExpiresAt, else the stored one; zero: none), set before the task
+	// starts and read only afterwards.
+	expiresAt time.Time
 
 	interrupted  atomic.Bool
 	lastActivity atomic.Int64 // unix nanoseconds
@@ -55,8 +58,9 @@ type eventSeam interface {
 
 // init derives the task's view of the tool's events from its capability; activity starts now. ctx is the
 // task's.
-func (e *taskEvents) init(seam eventSeam, t *Tool, ctx context.Context, c Capability) {
-	e.seam, e.tool, e.ctx = seam, t, ctx
+func (e *taskEvents) init(seam eventSeam, t *Tool, ctx context.Context, cfg TaskConfig) {
+	c := cfg.Capability
+	e.seam, e.tool, e.ctx, e.expiresAt = seam, t, ctx, cfg.ExpiresAt
 	e.included = make([]bool, len(t.events))
 	e.timeouts = make([]time.Duration, len(t.events))
 	e.expired = make([]bool, len(t.events))
@@ -67,6 +71,9 @@ func (e *taskEvents) init(seam eventSeam, t *Tool, ctx context.Context, c Capabi
 	}
 	e.lastActivity.Store(t.opts.clock.Now().UnixNano())
 }
+
+// stored reports whether the task keeps an events record: for its timeouts or its expiry.
+func (e *taskEvents) stored() bool { return e.anyLimit || !e.expiresAt.IsZero() }
 
 // started runs once the task is in place (restored, persisted): the task's activity so far counts as saved,
 // and the background events start.
@@ -112,6 +119,9 @@ func (e *taskEvents) restore(s storedEvents) {
 	e.interrupted.Store(s.Interrupted)
 	for i, ev := range e.tool.events {
 		e.expired[i] = slices.Contains(s.Expired, ev.def.Name)
+	}
+	if e.expiresAt.IsZero() {
+		e.expiresAt = s.ExpiresAt
 	}
 	if !s.LastActivityAt.IsZero() {
 		e.lastActivity.Store(s.LastActivityAt.UnixNano())

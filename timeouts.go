@@ -99,6 +99,7 @@ type storedEvents struct {
 	Interrupted    bool      `json:"interrupted,omitempty"`
 	Expired        []string  `json:"expired,omitempty"`
 	LastActivityAt time.Time `json:"last_activity_at"`
+	ExpiresAt      time.Time `json:"expires_at,omitzero"` // TaskConfig.ExpiresAt
 }
 
 // saveEvents persists the subscription state.
@@ -122,7 +123,7 @@ func (e *taskEvents) save(ctx context.Context) error {
 func (e *taskEvents) marshal() ([]byte, error) {
 	e.mu.Lock()
 	s := storedEvents{Interrupted: e.interrupted.Load(),
-		LastActivityAt: time.Unix(0, e.lastActivity.Load()).UTC()}
+		LastActivityAt: time.Unix(0, e.lastActivity.Load()).UTC(), ExpiresAt: e.expiresAt.UTC()}
 	for i, exp := range e.expired {
 		if exp {
 			s.Expired = append(s.Expired, e.tool.events[i].def.Name)

@@ -37,6 +37,8 @@ type Tool struct {
 	secrets      *redact.Set                // secret settings' values
 	httpClient   *http.Client               // the host's client with the redirect policy of SPEC §4.4
 	openTasks    atomic.Int64               // tasks started and not yet closed or detached
+	// contextLifetimeWarned logs WithContextLifetime's warning once.
+	contextLifetimeWarned sync.Once
 }
 
 func (t *Tool) index() {

@@ -57,6 +57,11 @@ const (
 	TaskDetached = "task.detached"
 	// TaskClosed: Task.Close ended the task everywhere. No Data.
 	TaskClosed = "task.closed"
+	// TaskExpired: the task reached TaskConfig.ExpiresAt and closes as by Task.Close. Data: expires_at.
+	TaskExpired = "task.expired"
+	// TaskContextLifetime: a task started under the deprecated WithContextLifetime with a context that can end;
+	// that end will close it. Data: deadline (optional: the context's deadline).
+	TaskContextLifetime = "task.context_lifetime"
 	// StoreFailed: a Store operation of the task failed. Data: operation, record (what it held), error.
 	StoreFailed = "store.failed"
 	// RuntimeTeardownFailed: a backend's teardown failed at Close. Data: backend, error.
@@ -137,7 +142,8 @@ var All = []string{
 	ActionSkipped, ActionsExpanded,
 	CatalogResolved, ToolStarted, ToolResult, ToolFailed, ToolCancelled, ToolProgress, ApprovalRequested,
 	ApprovalDecided, AllowListEvicted,
-	TaskRestored, TaskInterrupted, TaskResumed, TaskDetached, TaskClosed, StoreFailed, RuntimeTeardownFailed,
+	TaskRestored, TaskInterrupted, TaskResumed, TaskDetached, TaskClosed, TaskExpired, TaskContextLifetime,
+	StoreFailed, RuntimeTeardownFailed,
 	RuntimeStateOrphaned,
 	EventActivated, EventDiscarded, EventRefused, SubscriptionCreated, SubscriptionRenewed, SubscriptionFailed,
 	SubscriptionRemoved, SubscriptionUnsubscribeFailed, SubscriptionAbandoned, SubscriptionExpired,
