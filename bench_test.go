@@ -154,7 +154,7 @@ func BenchmarkInvokeCEL(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	task, err := tl.NewTask(context.Background(), tool.TaskConfig{
+	task, err := tl.NewTask(context.Background(), tool.TaskConfig{Context: calcContext,
 		Capability: tool.Capability{Bindings: map[string]any{"owner": "octo"}}})
 	if err != nil {
 		b.Fatal(err)

@@ -87,7 +87,7 @@ func (e *ValidationError) Error() string {
 	case len(e.Problems) == 0:
 	case !slices.ContainsFunc(e.Problems, outside("bindings")):
 		what = "bindings" // NewTask's problems: the manifest is fine, the capability is not
-	case !slices.ContainsFunc(e.Problems, outside("bindings", "approve", "approver")):
+	case !slices.ContainsFunc(e.Problems, outside("bindings", "approve", "approver", "context", "expires_at")):
 		what = "task configuration"
 	}
 	fmt.Fprintf(&b, "tool: invalid %s: %d problem", what, len(e.Problems))

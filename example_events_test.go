@@ -124,17 +124,19 @@ func ExampleLoadFile() {
 		fmt.Println(err) // a *tool.ValidationError lists every problem with its path, line and column
 		return
 	}
-	for _, f := range t.Functions(tool.Capability{Key: "text", Include: []string{"slugify", "whoami"}}) {
-		properties, required := f.Properties()
-		fmt.Println(f.Name, len(properties), "parameters, required:", required)
-	}
-	task, err := t.NewTask(ctx, tool.TaskConfig{})
+	task, err := t.NewTask(ctx, tool.TaskConfig{
+		Capability: tool.Capability{Key: "text", Include: []string{"slugify", "whoami"}},
+	})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	defer task.Close(ctx)
-	res, err := task.InvokeFunction(ctx, "helpers_slugify", []byte(`{"title": "Hello Agent World", "separator": null}`))
+	for _, f := range task.Functions() { // what to offer the LLM: the task's own capability
+		properties, required := f.Properties()
+		fmt.Println(f.Name, len(properties), "parameters, required:", required)
+	}
+	res, err := task.InvokeFunction(ctx, "text_slugify", []byte(`{"title": "Hello Agent World", "separator": null}`))
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -25,7 +25,7 @@ func TestTaskOutlivesTheRequestThatMadeIt(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), time.Minute) // as timeout middleware does
 		defer cancel()
-		task, err := tl.NewTask(ctx, tool.TaskConfig{ID: "conversation-1",
+		task, err := tl.NewTask(ctx, tool.TaskConfig{Context: calcContext, ID: "conversation-1",
 			Capability: tool.Capability{Bindings: map[string]any{"owner": "octo"}}})
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
@@ -70,7 +70,7 @@ func TestTaskExpiresAt(t *testing.T) {
 	obs := tooltest.NewObserver()
 	st := tool.NewMemoryStore()
 	tl := mustLoadSrc(t, calcManifest, tool.WithClock(clock), tool.WithObserver(obs), tool.WithStore(st))
-	cfg := tool.TaskConfig{ID: "t1", ExpiresAt: start.Add(time.Hour),
+	cfg := tool.TaskConfig{Context: calcContext, ID: "t1", ExpiresAt: start.Add(time.Hour),
 		Capability: tool.Capability{Bindings: map[string]any{"owner": "octo"}}}
 	task, err := tl.NewTask(context.Background(), cfg)
 	if err != nil {
@@ -101,7 +101,7 @@ func TestTaskExpiryIsStored(t *testing.T) {
 	obs := tooltest.NewObserver()
 	tl := mustLoadSrc(t, calcManifest, tool.WithClock(clock), tool.WithStore(st), tool.WithObserver(obs))
 	bindings := tool.Capability{Bindings: map[string]any{"owner": "octo"}}
-	task, err := tl.NewTask(context.Background(), tool.TaskConfig{ID: "t2", Capability: bindings,
+	task, err := tl.NewTask(context.Background(), tool.TaskConfig{Context: calcContext, ID: "t2", Capability: bindings,
 		ExpiresAt: start.Add(time.Hour)})
 	if err != nil {
 		t.Fatal(err)
@@ -111,7 +111,7 @@ func TestTaskExpiryIsStored(t *testing.T) {
 	}
 
 	// Restored before the expiry, by a host that does not repeat it: the stored expiry holds.
-	again, err := tl.RestoreTask(context.Background(), tool.TaskConfig{ID: "t2", Capability: bindings})
+	again, err := tl.RestoreTask(context.Background(), tool.TaskConfig{Context: calcContext, ID: "t2", Capability: bindings})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +123,7 @@ func TestTaskExpiryIsStored(t *testing.T) {
 	}
 
 	// Detached before its expiry and restored after it: RestoreTask closes it and says so.
-	late, err := tl.NewTask(context.Background(), tool.TaskConfig{ID: "t3", Capability: bindings,
+	late, err := tl.NewTask(context.Background(), tool.TaskConfig{Context: calcContext, ID: "t3", Capability: bindings,
 		ExpiresAt: clock.Now().Add(time.Minute)})
 	if err != nil {
 		t.Fatal(err)
@@ -132,7 +132,7 @@ func TestTaskExpiryIsStored(t *testing.T) {
 		t.Fatal(err)
 	}
 	clock.Advance(2 * time.Minute)
-	if _, err := tl.RestoreTask(context.Background(), tool.TaskConfig{ID: "t3", Capability: bindings}); !errors.Is(err, tool.ErrTaskExpired) {
+	if _, err := tl.RestoreTask(context.Background(), tool.TaskConfig{Context: calcContext, ID: "t3", Capability: bindings}); !errors.Is(err, tool.ErrTaskExpired) {
 		t.Fatalf("RestoreTask after the expiry = %v, want ErrTaskExpired", err)
 	}
 	if keys, _ := st.List(context.Background(), "tasks/tests/calc/t3/"); len(keys) != 0 {
@@ -140,13 +140,13 @@ func TestTaskExpiryIsStored(t *testing.T) {
 	}
 
 	// A host may move the expiry when it restores the task.
-	moved, err := tl.NewTask(context.Background(), tool.TaskConfig{ID: "t4", Capability: bindings,
+	moved, err := tl.NewTask(context.Background(), tool.TaskConfig{Context: calcContext, ID: "t4", Capability: bindings,
 		ExpiresAt: clock.Now().Add(time.Minute)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	_ = moved.Detach(context.Background())
-	moved, err = tl.RestoreTask(context.Background(), tool.TaskConfig{ID: "t4", Capability: bindings,
+	moved, err = tl.RestoreTask(context.Background(), tool.TaskConfig{Context: calcContext, ID: "t4", Capability: bindings,
 		ExpiresAt: clock.Now().Add(time.Hour)})
 	if err != nil {
 		t.Fatal(err)
@@ -159,7 +159,7 @@ func TestTaskExpiryIsStored(t *testing.T) {
 // An expiry that has already passed is a configuration mistake NewTask names.
 func TestNewTaskRefusesAPastExpiry(t *testing.T) {
 	tl := mustLoadSrc(t, calcManifest)
-	_, err := tl.NewTask(context.Background(), tool.TaskConfig{ExpiresAt: time.Now().Add(-time.Second),
+	_, err := tl.NewTask(context.Background(), tool.TaskConfig{Context: calcContext, ExpiresAt: time.Now().Add(-time.Second),
 		Capability: tool.Capability{Bindings: map[string]any{"owner": "octo"}}})
 	var ve *tool.ValidationError
 	if !errors.As(err, &ve) || len(ve.Problems) != 1 || ve.Problems[0].Path != "expires_at" {
@@ -175,7 +175,7 @@ func TestContextLifetimeWarns(t *testing.T) {
 	tl := mustLoadSrc(t, calcManifest, tool.WithContextLifetime(), tool.WithObserver(obs))
 	deadline := time.Now().Add(time.Hour)
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
-	task, err := tl.NewTask(ctx, tool.TaskConfig{Capability: tool.Capability{Bindings: map[string]any{"owner": "o"}}})
+	task, err := tl.NewTask(ctx, tool.TaskConfig{Context: calcContext, Capability: tool.Capability{Bindings: map[string]any{"owner": "o"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +186,7 @@ func TestContextLifetimeWarns(t *testing.T) {
 	cancel()
 	obs.Wait(t, facts.TaskClosed, 1)
 	// A task that can only end by Close gives no warning.
-	quiet, _ := tl.NewTask(context.Background(), tool.TaskConfig{Capability: tool.Capability{Bindings: map[string]any{"owner": "o"}}})
+	quiet, _ := tl.NewTask(context.Background(), tool.TaskConfig{Context: calcContext, Capability: tool.Capability{Bindings: map[string]any{"owner": "o"}}})
 	if n := len(obs.Facts(facts.TaskContextLifetime)); n != 1 {
 		t.Errorf("task.context_lifetime facts = %d, want still 1", n)
 	}

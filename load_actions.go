@@ -31,6 +31,7 @@ type action struct {
 	retrySafe         bool           // idempotent or read-only: a request that may have arrived can be sent again
 	function          string         // the LLM-facing name under the manifest's name (no Capability.Key)
 	bound             time.Duration  // the bound of a call, made by the task (Tool.boundOf); 0: the backend's own
+	contextReads      []contextRead  // the keys of TaskConfig.Context every call reads (NewTask checks them)
 }
 
 func (a *action) index() {
@@ -181,6 +182,7 @@ func (l *loader) prepareAction(root, doc map[string]any, p *field.Path, a *actio
 	prepared, err := backend.Prepare(l.ctx, block)
 	l.errs = append(l.errs, blockErrors(bp, err)...)
 	a.prepared = prepared
+	a.contextReads = block.Check.(*checker).contextReads
 }
 
 // sharedBlocks validates each top-level runtime block: once by its backend when the backend can, and reports

@@ -25,6 +25,21 @@ type checker struct {
 	filterParams map[string]bool
 	// message is set for event message templates, where secret settings are refused.
 	message bool
+	// contextReads are the keys of the task context that the checked fields always read.
+	contextReads []contextRead
+}
+
+// contextRead is a key of TaskConfig.Context that a field reads on every call: {context.K} in a template, or
+// context.K outside any condition in a cel expression.
+type contextRead struct {
+	key  string // "" for the whole context ({context})
+	path string // the field that reads it
+	text string // how it reads it: {context.K} or context.K
+}
+
+// readsContext records that the field at p reads key of the task context.
+func (c *checker) readsContext(p *field.Path, key, text string) {
+	c.contextReads = append(c.contextReads, contextRead{key: key, path: p.String(), text: text})
 }
 
 var _ runtime.Checker = (*checker)(nil)
@@ -136,6 +151,11 @@ func (c *checker) CEL(p *field.Path, expr string, scope celenv.Scope) (*celenv.P
 	if err != nil {
 		return nil, field.List{field.Invalid(p, "%v", err)}
 	}
+	if scope == celenv.ScopeAction {
+		for _, key := range prog.RequiredKeys(interp.RootContext, "c") {
+			c.readsContext(p, key, "context."+key)
+		}
+	}
 	var errs field.List
 	for _, name := range prog.ParameterRefs() {
 		if !c.filterParams[name] {
@@ -161,6 +181,12 @@ func (c *checker) refs(p *field.Path, refs []interp.Ref, roots []string) field.L
 		}
 		if e := c.ref(p, r); e != nil {
 			errs.Add(e)
+		} else if r.Root == interp.RootContext {
+			key := ""
+			if len(r.Steps) > 0 && !r.Steps[0].IsIndex {
+				key = r.Steps[0].Name
+			}
+			c.readsContext(p, key, r.String())
 		}
 	}
 	return errs
@@ -265,4 +291,31 @@ func propNames(m map[string]schema.Property) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+// checkContext reports each key of the task context that an action the capability includes reads on every call
+// but cfg.Context lacks (README, "Wiring a task"): a call would fail on it in front of the model, which cannot fix
+// it. Each key is reported once, at the first field that reads it.
+func (t *Tool) checkContext(cfg TaskConfig) []Problem {
+	var problems []Problem
+	seen := map[string]bool{}
+	for _, a := range t.actions {
+		if !cfg.Capability.includes(a.def.Name) {
+			continue
+		}
+		for _, r := range a.contextReads {
+			_, has := cfg.Context[r.key]
+			if seen[r.key] || (r.key == "" && cfg.Context != nil) || (r.key != "" && has) {
+				continue
+			}
+			seen[r.key] = true
+			path, what := "context", "a Context"
+			if r.key != "" {
+				path, what = "context."+r.key, fmt.Sprintf("the key %q in Context", r.key)
+			}
+			problems = append(problems, Problem{Path: path, Type: "required", Detail: fmt.Sprintf(
+				"action %s reads %s at %s, so the task needs %s (TaskConfig.Context)", a.def.Name, r.text, r.path, what)})
+		}
+	}
+	return problems
 }

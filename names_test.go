@@ -56,7 +56,7 @@ func TestDeprecatedNamesStillWork(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, id := range []string{"a", "b"} {
-			task, err := tl.NewTask(ctx, tool.TaskConfig{ID: id})
+			task, err := tl.NewTask(ctx, tool.TaskConfig{ID: id, Context: celYAMLContext})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -64,14 +64,14 @@ func TestDeprecatedNamesStillWork(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		task, err := tl.ResumeTask(ctx, tool.TaskConfig{ID: "a"}) //nolint:staticcheck // the deprecated name
+		task, err := tl.ResumeTask(ctx, tool.TaskConfig{ID: "a", Context: celYAMLContext}) //nolint:staticcheck // the deprecated name
 		if err != nil || task.ID() != "a" {
 			t.Fatalf("ResumeTask: %v", err)
 		}
 		if err := task.Detach(ctx); err != nil {
 			t.Fatal(err)
 		}
-		tasks, err := tl.ResumeTasks(ctx, func(string) (tool.TaskConfig, bool) { return tool.TaskConfig{}, true }) //nolint:staticcheck
+		tasks, err := tl.ResumeTasks(ctx, func(string) (tool.TaskConfig, bool) { return tool.TaskConfig{Context: celYAMLContext}, true }) //nolint:staticcheck
 		if err != nil || len(tasks) != 2 {
 			t.Fatalf("ResumeTasks: %d tasks, %v", len(tasks), err)
 		}
@@ -80,8 +80,11 @@ func TestDeprecatedNamesStillWork(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if _, err := tl.ResumeTask(ctx, tool.TaskConfig{ID: "a"}); err == nil { //nolint:staticcheck
+		if _, err := tl.ResumeTask(ctx, tool.TaskConfig{ID: "a", Context: celYAMLContext}); err == nil { //nolint:staticcheck
 			t.Fatal("ResumeTask found a closed task")
 		}
 	})
 }
+
+// celYAMLContext is the task context testdata/ok/cel.yaml's format_date reads.
+var celYAMLContext = map[string]any{"agent": map[string]any{"namespace": "team-a"}}

@@ -150,6 +150,7 @@ func (t *Tool) startTask(ctx context.Context, cfg TaskConfig, resume bool, snap 
 		return nil, err
 	}
 	problems := append(t.checkBindings(cfg.Capability.Bindings), t.checkApproval(cfg)...)
+	problems = append(problems, t.checkContext(cfg)...)
 	if !resume && !cfg.ExpiresAt.IsZero() && !cfg.ExpiresAt.After(t.opts.clock.Now()) {
 		problems = append(problems, Problem{Path: "expires_at", Type: "invalid",
 			Detail: "the task would expire before it starts (" + cfg.ExpiresAt.UTC().Format(time.RFC3339) + ")"})
@@ -222,6 +223,13 @@ func (t *Tool) startTask(ctx context.Context, cfg TaskConfig, resume bool, snap 
 	task.events.started() // the start is the first activity: a resumed task's timeouts count from it
 	return task, nil
 }
+
+// Functions returns the functions to offer the LLM for this task: Tool.Functions of the task's own capability,
+// named as InvokeFunction takes them.
+func (t *Task) Functions() []Function { return t.tool.Functions(t.cfg.Capability) }
+
+// Catalog returns the tool's catalog (Tool.Catalog) for the task's own capability.
+func (t *Task) Catalog() []CatalogEntry { return t.tool.Catalog(t.cfg.Capability) }
 
 // ID returns the task's ID.
 func (t *Task) ID() string { return t.id }

@@ -67,6 +67,9 @@ func mustInvoke(t *testing.T, task *tool.Task, action string, args map[string]an
 	return res
 }
 
+// calcContext is the task context calcManifest's actions read.
+var calcContext = map[string]any{"team": "core"}
+
 const calcManifest = `kind: commonagents.info/v1beta2/tool
 namespace: tests
 name: calc
@@ -95,7 +98,7 @@ actions:
     description: Fails at run time.
     execute:
       cel:
-        expression: "context.missing.key"
+        expression: "1 / (size(context.team) - size(context.team))"
 `
 
 func TestInvokeCEL(t *testing.T) {
@@ -332,7 +335,7 @@ func TestResolveBinding(t *testing.T) {
 func TestClosedTask(t *testing.T) {
 	t.Parallel()
 	tl := mustLoadSrc(t, calcManifest)
-	task, err := tl.NewTask(context.Background(), tool.TaskConfig{Capability: tool.Capability{
+	task, err := tl.NewTask(context.Background(), tool.TaskConfig{Context: calcContext, Capability: tool.Capability{
 		Bindings: map[string]any{"owner": "octo"}}})
 	if err != nil {
 		t.Fatal(err)
@@ -355,7 +358,7 @@ func TestClosedTask(t *testing.T) {
 func TestTaskEndsWithItsContext(t *testing.T) {
 	tl := mustLoadSrc(t, calcManifest, tool.WithContextLifetime())
 	ctx, cancel := context.WithCancel(context.Background())
-	task, err := tl.NewTask(ctx, tool.TaskConfig{Capability: tool.Capability{Bindings: map[string]any{"owner": "o"}}})
+	task, err := tl.NewTask(ctx, tool.TaskConfig{Context: calcContext, Capability: tool.Capability{Bindings: map[string]any{"owner": "o"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
