@@ -30,11 +30,13 @@ import (
 //	                   names a problem Load must report (SPEC §2: tests match on path and type, not wording).
 //	```yaml fragment   part of a manifest (one block, one field): it must be valid YAML, nothing more.
 //
-// Any other word after ```yaml fails the test, so a typo cannot quietly skip an example. Complete manifests load
-// in a folder holding petstore.json (a copy of runtime/openapi/testdata/petstore3.json), which the openapi
-// examples name. Manifests that use kubernetes_job are loaded by a generated program that registers
-// jobspec.Validator, as cmd/tool does, because the root package does not link the Kubernetes types; -short skips
-// them, as it skips the README's generated program.
+// A complete manifest starts with "kind:", and a fragment does not, so that a reader tells them apart without
+// seeing the fences. Any other word after ```yaml fails the test, so a typo cannot quietly skip an example.
+//
+// Complete manifests load in a folder holding petstore.json (a copy of runtime/openapi/testdata/petstore3.json),
+// which the openapi examples name. Manifests that use kubernetes_job are loaded by a generated program that
+// registers jobspec.Validator, as cmd/tool does, because the root package does not link the Kubernetes types;
+// -short skips them, as it skips the README's generated program.
 
 const docsManifest = "docs/manifest.md"
 
@@ -122,6 +124,10 @@ func TestDocsManifestExamplesLoad(t *testing.T) {
 			continue
 		}
 		t.Run(e.name(), func(t *testing.T) {
+			if complete := strings.HasPrefix(e.text, "kind:"); complete == (e.kind == "fragment") {
+				t.Fatalf("%s:%d: a complete manifest starts with kind: and a fragment does not (this one is ```yaml %s)",
+					docsManifest, e.line, e.kind)
+			}
 			if e.kind == "fragment" {
 				var v any
 				if err := yaml.Unmarshal([]byte(e.text), &v); err != nil {
@@ -169,9 +175,8 @@ func checkDocExample(t *testing.T, e docExample, loaded *tool.Tool, err error) {
 	}
 }
 
-// k8sProgram loads each file named by a KIND=FILE argument (KIND: c complete, w warns, i invalid) with
-// jobspec.Validator registered, and prints "FILE ok", "FILE warnings N" or "FILE problem PATH TYPE" lines, or
-// "FILE error TEXT".
+// k8sProgram loads each manifest file its arguments name, with jobspec.Validator registered, and prints for each
+// "FILE warnings N", or one "FILE problem PATH TYPE" line per problem, or "FILE error TEXT".
 const k8sProgram = `package main
 
 import (
@@ -188,8 +193,7 @@ import (
 
 func main() {
 	runtime.Default().MustRegister(jobspec.Validator{})
-	for _, arg := range os.Args[1:] {
-		file := arg[strings.Index(arg, "=")+1:]
+	for _, file := range os.Args[1:] {
 		src, err := os.ReadFile(file)
 		if err != nil {
 			fmt.Println(file, "error", err)
