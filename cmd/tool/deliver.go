@@ -36,6 +36,7 @@ body, an unknown EVENT), 2 for a command-line mistake.`,
 
 func runDeliver(ctx context.Context, fs *flag.FlagSet, args []string, stdout, stderr io.Writer) int {
 	bindings := bindingFlag(fs)
+	taskContext := contextFlag(fs)
 	bodyFile := fs.String("body", "", "the `FILE` holding the payload's body, sent as is (required)")
 	settingsFile := fs.String("settings", "", "a YAML or JSON `FILE` mapping setting keys to values")
 	headers := http.Header{}
@@ -71,7 +72,7 @@ func runDeliver(ctx context.Context, fs *flag.FlagSet, args []string, stdout, st
 		fmt.Fprintf(stderr, "tool deliver: %v\n", err)
 		return exitProblem
 	}
-	task, code := startTask(ctx, fs, stderr, "deliver", file, opts, bindings)
+	task, code := startTask(ctx, fs, stderr, "deliver", file, opts, bindings, *taskContext, "")
 	if task == nil {
 		return code
 	}

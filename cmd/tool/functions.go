@@ -119,6 +119,19 @@ func bindingFlag(fs *flag.FlagSet) map[string]any {
 	return bindings
 }
 
+// contextFlag registers --context: the task context ({context.*} and cel's context) as a JSON object.
+func contextFlag(fs *flag.FlagSet) *map[string]any {
+	taskContext := new(map[string]any)
+	fs.Func("context", "the task context, read by {context.*} and cel's `context`, as a JSON `object`",
+		func(s string) error {
+			if err := json.Unmarshal([]byte(s), taskContext); err != nil || *taskContext == nil {
+				return errors.New("want a JSON object")
+			}
+			return nil
+		})
+	return taskContext
+}
+
 // bindingValue reads a --binding value: JSON when it is valid JSON (numbers, booleans, objects, quoted strings),
 // else the text itself.
 func bindingValue(s string) any {

@@ -32,6 +32,7 @@ variables named by --auth-env.`,
 
 func runInvoke(ctx context.Context, fs *flag.FlagSet, args []string, stdout, stderr io.Writer) int {
 	bindings := bindingFlag(fs)
+	taskContext := contextFlag(fs)
 	argsJSON := fs.String("args", "{}", "the call's arguments as a JSON `object`")
 	settingsFile := fs.String("settings", "", "a YAML or JSON `FILE` mapping setting keys to values")
 	timeout := fs.Duration("timeout", 60*time.Second, "bound on the whole call, teardown included")
@@ -67,7 +68,7 @@ func runInvoke(ctx context.Context, fs *flag.FlagSet, args []string, stdout, std
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	task, code := startTask(ctx, fs, stderr, "invoke", file, opts, bindings)
+	task, code := startTask(ctx, fs, stderr, "invoke", file, opts, bindings, *taskContext, action)
 	if task == nil {
 		return code
 	}
@@ -118,8 +119,6 @@ func (e envTokens) Token(_ context.Context, provider string, _ tool.AuthRequest)
 	return v, nil
 }
 
-// startTask loads file and starts a task with the given bindings for a one-shot command (cmd names it in
-// messages). It returns the task, or the exit code when it could not.
 // actionNamed returns the action that name names: an action name as it is, else the action behind the function
 // name `tool functions` prints (with the default capability key, the tool's name).
 func actionNamed(t *tool.Tool, name string) string {
@@ -137,8 +136,12 @@ func actionNamed(t *tool.Tool, name string) string {
 	return name
 }
 
+// startTask loads file and starts a task with the given bindings and context for a one-shot command (cmd names it
+// in messages). With only set (an action or function name), the task's capability includes just that action, so
+// what the other actions need (a context key, say) is not asked for. It returns the task, or the exit code when it
+// could not.
 func startTask(ctx context.Context, fs *flag.FlagSet, stderr io.Writer, cmd, file string, opts []tool.Option,
-	bindings map[string]any) (*tool.Task, int) {
+	bindings, taskContext map[string]any, only string) (*tool.Task, int) {
 	t, err := tool.LoadFile(ctx, file, opts...)
 	if err != nil {
 		reportLoadError(stderr, stderr, file, err)
@@ -151,7 +154,10 @@ func startTask(ctx context.Context, fs *flag.FlagSet, stderr io.Writer, cmd, fil
 	if msg := checkCapability(t, c); msg != "" {
 		return nil, usageError(fs, "%s", msg)
 	}
-	task, err := t.NewTask(context.WithoutCancel(ctx), tool.TaskConfig{Capability: c})
+	if only != "" {
+		c.Include = []string{actionNamed(t, only)}
+	}
+	task, err := t.NewTask(ctx, tool.TaskConfig{Capability: c, Context: taskContext})
 	if err != nil {
 		fmt.Fprintf(stderr, "tool %s: %v\n", cmd, err)
 		return nil, exitProblem

@@ -94,3 +94,22 @@ func TestInvokeErrors(t *testing.T) {
 		})
 	}
 }
+
+// --context gives the task context; without it, an action that reads a context key is refused before it runs,
+// with the key named.
+func TestInvokeContext(t *testing.T) {
+	t.Parallel()
+	cel := filepath.Join(okDir, "cel.yaml")
+	code, stdout, stderr := runTool(t, "invoke", cel, "format_date", "--context", `{"agent": {"namespace": "team-a"}}`)
+	if code != exitOK || !strings.Contains(stdout, `team-a`) {
+		t.Errorf("with --context: exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
+	}
+	code, _, stderr = runTool(t, "invoke", cel, "format_date")
+	if code != exitProblem || !strings.Contains(stderr, "context.agent") {
+		t.Errorf("without --context: exit %d, stderr %s; want the missing key named", code, stderr)
+	}
+	code, _, stderr = runTool(t, "invoke", cel, "format_date", "--context", `[1]`)
+	if code != exitUsage || !strings.Contains(stderr, "want a JSON object") {
+		t.Errorf("--context [1]: exit %d, stderr %s", code, stderr)
+	}
+}

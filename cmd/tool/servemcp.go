@@ -46,6 +46,7 @@ const serveTeardown = 15 * time.Second
 
 func runServeMCP(ctx context.Context, fs *flag.FlagSet, args []string, stdout, stderr io.Writer) int {
 	bindings := bindingFlag(fs)
+	taskContext := contextFlag(fs)
 	settingsFile := fs.String("settings", "", "a YAML or JSON `FILE` mapping setting keys to values")
 	workers := fs.Int("workers", mcpserve.DefaultWorkers, "how many calls run at once, 1 to 100 (`N`)")
 	conns := fs.Int("http-conns", 0, "idle HTTP connections kept per host (`N`; default: --workers)")
@@ -73,7 +74,7 @@ func runServeMCP(ctx context.Context, fs *flag.FlagSet, args []string, stdout, s
 	opts = append(opts, tool.WithHTTPClient(tool.NewHTTPClient(*conns)))
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	task, code := startTask(ctx, fs, stderr, "serve-mcp", pos[0], opts, bindings)
+	task, code := startTask(ctx, fs, stderr, "serve-mcp", pos[0], opts, bindings, *taskContext, "")
 	if task == nil {
 		return code
 	}
