@@ -5,30 +5,34 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/anthropics/anthropic-sdk-go"
-	"github.com/anthropics/anthropic-sdk-go/option"
+	"github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/anthropics/anthropic-sdk-go/v2/option"
 	tool "github.com/commonagents-go/tool"
 )
 
-// anthropicLoop is a complete Messages API tool loop: the task's functions as tools, every tool_use run by the
-// task and answered with a tool_result (is_error for the LLM's mistakes), until the model answers.
+// anthropicLoop is a complete Messages API tool loop: the task's functions as tools (strict where the schema
+// allows it), every tool_use run by the task and answered with a tool_result (is_error for the LLM's mistakes),
+// until the model answers.
 func anthropicLoop(ctx context.Context, t *tool.Tool, baseURL string) (string, error) {
 	client := anthropic.NewClient(option.WithBaseURL(baseURL+"/anthropic/"), option.WithAPIKey("sk-ant-test"),
 		option.WithMaxRetries(0))
-	capability := tool.Capability{}
-	task, err := t.NewTask(ctx, tool.TaskConfig{Capability: capability})
+	task, err := t.NewTask(ctx, tool.TaskConfig{})
 	if err != nil {
 		return "", err
 	}
 	defer task.Close(ctx)
 
 	var tools []anthropic.ToolUnionParam
-	for _, f := range t.Functions(capability) {
-		properties, required := f.Properties()
+	for _, f := range task.Functions() {
+		s, strict := f.AnthropicStrictSchema()
+		if !strict {
+			s = f.AnthropicSchema()
+		}
 		tools = append(tools, anthropic.ToolUnionParam{OfTool: &anthropic.ToolParam{
 			Name:        f.Name,
 			Description: anthropic.String(f.Description),
-			InputSchema: anthropic.ToolInputSchemaParam{Properties: properties, Required: required},
+			InputSchema: anthropic.ToolInputSchemaParam{Properties: s.Properties, Required: s.Required, ExtraFields: s.Extra},
+			Strict:      anthropic.Bool(strict),
 		}})
 	}
 	params := anthropic.MessageNewParams{
@@ -51,8 +55,8 @@ func anthropicLoop(ctx context.Context, t *tool.Tool, baseURL string) (string, e
 				text.WriteString(b.Text)
 			case anthropic.ToolUseBlock:
 				res, err := task.InvokeFunction(tool.WithCallID(ctx, b.ID), b.Name, b.Input)
-				if err != nil { // ErrUnrecoverable, ErrClosed or ctx's error: the task cannot go on
-					return "", err
+				if err != nil { // unrecoverable (or ErrClosed, ctx's end): the host ends the conversation
+					return "", endConversation(err)
 				}
 				results = append(results, anthropic.NewToolResultBlock(b.ID, res.Text(), res.IsError))
 			}

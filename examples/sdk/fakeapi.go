@@ -144,6 +144,9 @@ func (api *fakeAPI) anthropic(w http.ResponseWriter, req *http.Request) {
 		if t["name"] == "text_slugify" && !reflect.DeepEqual(schema["required"], []any{"title"}) {
 			api.fail("anthropic: slugify should require title only, got %v", schema["required"])
 		}
+		if t["strict"] != true || schema["additionalProperties"] != false {
+			api.fail("anthropic: tool %v should be strict with a closed schema, got strict %v and %v", t["name"], t["strict"], schema)
+		}
 	}
 	messages := r.list("messages")
 	results := map[string]map[string]any{}

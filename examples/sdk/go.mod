@@ -3,7 +3,7 @@ module github.com/commonagents-go/tool/examples/sdk
 go 1.26.0
 
 require (
-	github.com/anthropics/anthropic-sdk-go v1.84.0
+	github.com/anthropics/anthropic-sdk-go/v2 v2.15.0
 	github.com/commonagents-go/tool v0.0.0
 	github.com/openai/openai-go/v3 v3.96.0
 )

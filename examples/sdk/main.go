@@ -2,8 +2,9 @@
 // an httptest server that stands in for the API (through the SDK's base-URL option), so it runs offline.
 //
 // The host's glue is all in openai.go and anthropic.go: the library's functions become the SDK's tool
-// definitions (Function.StrictSchema, Function.Properties), each tool call runs with Task.InvokeFunction, and its
-// Result.Text goes back to the model. The fake API checks what it receives and fails the program when the host
+// definitions (Function.StrictSchema, Function.AnthropicStrictSchema), each tool call runs with
+// Task.InvokeFunction, and its Result.Text goes back to the model. An error from InvokeFunction is not for the
+// model: it is unrecoverable (SPEC §7.1), and the host ends the conversation (endConversation). The fake API checks what it receives and fails the program when the host
 // sent something wrong.
 //
 //	cd examples/sdk && go run .
@@ -71,4 +72,12 @@ func run(ctx context.Context) error {
 		fmt.Printf("%s: %s\n", loop.name, answer)
 	}
 	return nil
+}
+
+// endConversation is what a host does with an error from InvokeFunction: an unrecoverable failure of the tool
+// (ErrUnrecoverable; or ErrClosed, or the ctx's end). The library reports it and leaves the task open; the host
+// ends the conversation: it tells the user why (here the caller prints the error) and closes the task (the
+// loops' deferred task.Close). The model never sees it: there is nothing it could do about it.
+func endConversation(err error) error {
+	return fmt.Errorf("the tool cannot go on, so this conversation ends: %w", err)
 }

@@ -15,15 +15,14 @@ import (
 func openAILoop(ctx context.Context, t *tool.Tool, baseURL string) (string, error) {
 	client := openai.NewClient(option.WithBaseURL(baseURL+"/openai/v1/"), option.WithAPIKey("sk-test"),
 		option.WithMaxRetries(0))
-	capability := tool.Capability{}
-	task, err := t.NewTask(ctx, tool.TaskConfig{Capability: capability})
+	task, err := t.NewTask(ctx, tool.TaskConfig{})
 	if err != nil {
 		return "", err
 	}
 	defer task.Close(ctx)
 
 	var tools []openai.ChatCompletionToolUnionParam
-	for _, f := range t.Functions(capability) {
+	for _, f := range task.Functions() {
 		tools = append(tools, openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{
 			Name:        f.Name,
 			Description: openai.String(f.Description),
@@ -48,8 +47,8 @@ func openAILoop(ctx context.Context, t *tool.Tool, baseURL string) (string, erro
 		params.Messages = append(params.Messages, msg.ToParam())
 		for _, call := range msg.ToolCalls {
 			res, err := task.InvokeFunction(tool.WithCallID(ctx, call.ID), call.Function.Name, []byte(call.Function.Arguments))
-			if err != nil { // ErrUnrecoverable, ErrClosed or ctx's error: the task cannot go on
-				return "", err
+			if err != nil { // unrecoverable (or ErrClosed, ctx's end): the host ends the conversation
+				return "", endConversation(err)
 			}
 			params.Messages = append(params.Messages, openai.ToolMessage(res.Text(), call.ID))
 		}
