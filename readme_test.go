@@ -1,44 +1,61 @@
 package tool_test
 
 import (
+	"bufio"
+	"bytes"
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
-)
-
-// The README's Usage snippet compiles as the body of a function that returns an error: every error it meets is
-// handled (returned), none falls through to use a nil value, and it uses the names the package exports.
-func TestReadmeUsageSnippetCompiles(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the go command")
-	}
-	src, err := os.ReadFile("README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	usage := string(src[strings.Index(string(src), "## Usage"):])
-	start := strings.Index(usage, "```go\n") + len("```go\n")
-	snippet := usage[start : start+strings.Index(usage[start:], "```")]
-	prog := `package main
-
-import (
-	"context"
-	"errors"
-	"fmt"
-	"os"
 
 	"github.com/commonagents-go/tool"
 )
 
-func run(ctx context.Context, llmCallID string, send func(string), offer func([]map[string]any)) error {
-` + snippet + `	return nil
+// readmeGoBlock returns the first ```go block of the README.
+func readmeGoBlock(t *testing.T) string {
+	t.Helper()
+	src, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var body strings.Builder
+	in := false
+	sc := bufio.NewScanner(bytes.NewReader(src))
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case !in && line == "```go":
+			in = true
+		case in && strings.HasPrefix(line, "```"):
+			return body.String()
+		case in:
+			body.WriteString(line + "\n")
+		}
+	}
+	t.Fatal("README.md has no ```go block")
+	return ""
 }
 
-func main() { _ = run(context.Background(), "call_1", func(string) {}, func([]map[string]any) {}) }
-`
-	dir, err := os.MkdirTemp(".", "_readme") // inside the module, so the import resolves; "_" keeps it out of ./...
+// The README's first code block is a whole program: it is written as main.go into a folder of examples/sdk (its own
+// module, which requires openai-go v3 and this library through a replace) and go vet accepts it there.
+func TestReadmeFirstProgramVets(t *testing.T) {
+	prog := readmeGoBlock(t)
+	if !strings.HasPrefix(prog, "package main\n") || !strings.Contains(prog, "\nfunc main() {") {
+		t.Fatalf("the README's first ```go block is not a whole program (package main with func main):\n%s", prog)
+	}
+	for _, want := range []string{"task.Functions()", "task.InvokeFunction(tool.WithCallID(ctx, ", "res.Text()", "task.Close(ctx)"} {
+		if !strings.Contains(prog, want) {
+			t.Errorf("the README's program does not use %s", want)
+		}
+	}
+	if testing.Short() {
+		t.Skip("runs the go command")
+	}
+	// Inside the module, so the imports resolve; "_" keeps it out of ./...
+	dir, err := os.MkdirTemp("examples/sdk", "_readme")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +63,61 @@ func main() { _ = run(context.Background(), "call_1", func(string) {}, func([]ma
 	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte(prog), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := exec.Command("go", "vet", "./"+dir).CombinedOutput(); err != nil {
-		t.Fatalf("the Usage snippet does not compile: %v\n%s\n%s", err, out, prog)
+	cmd := exec.Command("go", "vet", "./"+filepath.Base(dir))
+	cmd.Dir = "examples/sdk"
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go vet rejects the README's first program: %v\n%s\n%s", err, out, prog)
+	}
+}
+
+// The README's manifest is the one its program loads: it loads without a problem or a warning with the settings
+// the program gives, a task with the program's binding starts, and it offers the one function the text names.
+func TestReadmeManifestLoads(t *testing.T) {
+	examples := docExamples(t, "README.md")
+	if len(examples) != 1 || examples[0].kind != "" {
+		t.Fatalf("want one complete ```yaml manifest in README.md, found %d", len(examples))
+	}
+	ctx := context.Background()
+	loaded, err := tool.Load(ctx, []byte(examples[0].text), tool.WithSettings(map[string]any{
+		"token": "ghp-test", "webhook_secret": "whsec-test"}))
+	if err != nil {
+		t.Fatalf("README.md:%d: %v", examples[0].line, err)
+	}
+	if w := loaded.Warnings(); len(w) > 0 {
+		t.Errorf("README.md:%d: the manifest loads with warnings: %v", examples[0].line, w)
+	}
+	if _, err := loaded.NewTask(ctx, tool.TaskConfig{}); err == nil {
+		t.Error("a task without the repo_id binding started: require_binding is not what the README says")
+	}
+	task, err := loaded.NewTask(ctx, tool.TaskConfig{Capability: tool.Capability{
+		Bindings: map[string]any{"repo_id": 1296269}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer task.Close(ctx)
+	var names []string
+	for _, f := range task.Functions() {
+		names = append(names, f.Name)
+		if strings.Contains(string(f.Parameters), "repo_id") {
+			t.Errorf("function %s shows the bound parameter repo_id to the LLM: %s", f.Name, f.Parameters)
+		}
+	}
+	if !slices.Equal(names, []string{"issues"}) {
+		t.Errorf("the README says the manifest's one function is issues; it offers %q", names)
+	}
+}
+
+// The README stays short enough to read in one sitting (issue 32: at most 400 lines), and starts with its contents.
+func TestReadmeLength(t *testing.T) {
+	src, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := bytes.Count(src, []byte("\n")); n > 400 {
+		t.Errorf("README.md has %d lines; keep it at 400 or fewer and move reference material to docs/", n)
+	}
+	head := string(src[:min(len(src), 3000)])
+	if !strings.Contains(head, "\n## Contents\n") {
+		t.Error("README.md has no table of contents (## Contents) near its top")
 	}
 }

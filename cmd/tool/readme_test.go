@@ -7,17 +7,26 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
 
-// readmeCommandLines returns every `go run ./cmd/tool …` command of the README's sh blocks, continuation lines
-// joined and comments removed.
+// readmeCommandLines returns every `go run ./cmd/tool …` command of the sh blocks of README.md and docs/*.md,
+// continuation lines joined and comments removed.
 func readmeCommandLines(t *testing.T) []string {
 	t.Helper()
-	src, err := os.ReadFile("../../README.md")
+	pages, err := filepath.Glob("../../docs/*.md")
 	if err != nil {
 		t.Fatal(err)
+	}
+	var src []byte
+	for _, page := range append([]string{"../../README.md"}, pages...) {
+		text, err := os.ReadFile(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		src = append(append(src, text...), '\n')
 	}
 	var lines []string
 	inSh, cont := false, ""
@@ -90,13 +99,19 @@ func shellWords(t *testing.T, line string) (args []string, redirect string) {
 	return args, redirect
 }
 
-// Every `go run ./cmd/tool …` line of the README runs as written, from the repository root, with the files it
+// Every `go run ./cmd/tool …` line of the README and docs/ runs as written, from the repository root, with the files it
 // names present, and succeeds.
 func TestReadmeCommandLines(t *testing.T) {
 	lines := readmeCommandLines(t)
 	t.Chdir("../..")
+	// A move of the lines to another page must still find them: a count alone would pass with a few left behind.
 	if len(lines) < 5 {
-		t.Fatalf("found %d command lines in the README: %q", len(lines), lines)
+		t.Fatalf("found %d command lines in README.md and docs/: %q", len(lines), lines)
+	}
+	for _, cmd := range []string{"validate", "functions", "invoke", "deliver", "schema"} {
+		if !slices.ContainsFunc(lines, func(l string) bool { return strings.HasPrefix(l, "go run ./cmd/tool "+cmd+" ") }) {
+			t.Errorf("no sh block of README.md or docs/ runs tool %s", cmd)
+		}
 	}
 	for _, line := range lines {
 		args, redirect := shellWords(t, strings.TrimPrefix(line, "go run ./cmd/tool "))
