@@ -12,8 +12,10 @@ import (
 
 // Sentinel errors for decisions a host makes; test them with errors.Is.
 var (
-	// ErrUnrecoverable marks failures that end a task (SPEC §7.1): invalid configuration found at run time, an
-	// unreachable endpoint, a session that cannot be created.
+	// ErrUnrecoverable marks failures after which the task cannot go on (SPEC §7.1): invalid configuration found
+	// at run time, an unreachable endpoint, a session that cannot be created. The library reports it (the error,
+	// and the tool.failed fact) and does not close the task: the host ends it, telling the user, then calling
+	// Task.Close.
 	// It is the same value as runtime.ErrUnrecoverable, which backends wrap.
 	ErrUnrecoverable = runtime.ErrUnrecoverable
 	// ErrClosed is returned by calls on a closed task.

@@ -99,3 +99,35 @@ func TestTaskFunctionsUseItsCapability(t *testing.T) {
 		t.Errorf("Catalog() functions = %v, want %v", catalog, want)
 	}
 }
+
+// An unrecoverable failure is reported and leaves the task open (SPEC §7.1): the host, not the library, ends it,
+// and until it does the task's other functions still work.
+func TestUnrecoverableLeavesTheTaskToTheHost(t *testing.T) {
+	tl := mustLoadSrc(t, `kind: commonagents.info/v1beta2/tool
+namespace: tests
+name: files
+description: Reads the mount.
+actions:
+  - name: read
+    description: Reads a file of the mount.
+    execute:
+      cel:
+        expression: "mount.read('notes.txt')"
+  - name: hello
+    description: Says hello.
+    execute:
+      cel:
+        expression: "'hello'"
+`)
+	task := newTask(t, tl, tool.TaskConfig{}) // no Mount: mount.read is a configuration error at run time
+	_, err := task.Invoke(context.Background(), "read", nil)
+	if !errors.Is(err, tool.ErrUnrecoverable) {
+		t.Fatalf("read without a mount = %v, want ErrUnrecoverable", err)
+	}
+	if res := mustInvoke(t, task, "hello", nil); res.Output != "hello" {
+		t.Errorf("hello after the unrecoverable failure = %v, want hello", res.Output)
+	}
+	if err := task.Close(context.Background()); err != nil {
+		t.Errorf("the host's Close = %v", err)
+	}
+}

@@ -21,8 +21,9 @@ const (
 	KindInternal          = "internal"
 )
 
-// ErrUnrecoverable marks a failure that ends the task (SPEC §7.1): invalid configuration found at run time, an
-// unreachable endpoint, a session that cannot be created. The root package's tool.ErrUnrecoverable is the same
+// ErrUnrecoverable marks a failure after which the task cannot go on (SPEC §7.1): invalid configuration found at
+// run time, an unreachable endpoint, a session that cannot be created. The library reports it and does not close
+// the task; the host ends it. The root package's tool.ErrUnrecoverable is the same
 // value.
 var ErrUnrecoverable = errors.New("tool: unrecoverable")
 

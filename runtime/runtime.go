@@ -41,7 +41,7 @@ type Runtime interface {
 type Instance interface {
 	// Invoke runs one call of a, an Action this backend prepared. A failure the LLM can correct or retry is
 	// returned as a Result whose Error is set, or as an *Error (the caller wraps it in a Result); any other
-	// error ends the task (SPEC §7.1) and should wrap ErrUnrecoverable. ctx carries the call's deadline.
+	// error is unrecoverable (SPEC §7.1: the host ends the task) and should wrap ErrUnrecoverable. ctx carries the call's deadline.
 	// A request that may have reached the server is never sent again unless call.Idempotent; when no usable
 	// reply came back, the failure is a LostReply error (the outcome is unknown).
 	Invoke(ctx context.Context, a Action, call *Call) (*Result, error)

@@ -87,8 +87,9 @@ func invoke(ctx context.Context, t *tool.Tool, capability tool.Capability) {
 		{"repo_files_write_file", `{"path": "notes/todo.md"}`},
 	} {
 		res, err := task.InvokeFunction(ctx, call.function, []byte(call.args))
-		if err != nil { // unrecoverable: the host would end the task
-			log.Fatal(err)
+		if err != nil { // unrecoverable (SPEC §7.1): tell the user and end the conversation; the deferred Close ends the task
+			fmt.Println("the tool cannot go on, so this conversation ends:", err)
+			return
 		}
 		fmt.Printf("  %s %s\n    → %s", call.function, call.args, res.OutputJSON)
 		if status, ok := res.ServerData["status"]; ok {

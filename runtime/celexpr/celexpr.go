@@ -107,7 +107,7 @@ func (n *nowText) text() string {
 // Invoke evaluates the expression with `input` = the call's resolved arguments (SPEC §7.2). An evaluation error
 // (a missing key, the cost limit) is a recoverable tool_error, and building or yielding more than the size limit
 // a recoverable result_too_large; a mount call without a mount is a configuration
-// error that ends the task.
+// error, unrecoverable (SPEC §7.1).
 func (in *instance) Invoke(ctx context.Context, a runtime.Action, call *runtime.Call) (*runtime.Result, error) {
 	act, ok := a.(*Action)
 	if !ok {

@@ -295,7 +295,7 @@ func (i *instance) teardown(ctx context.Context) error {
 
 // apiFailure classifies an API error (SPEC §7.1): a refused Job, a full quota or a throttled request is
 // recoverable; a cluster that cannot be reached, or that refuses the backend's credentials or permissions, is a
-// configuration problem that ends the task.
+// configuration problem, unrecoverable (SPEC §7.1).
 func apiFailure(what string, err error) (*runtime.Result, error) {
 	msg := apiMessage(err)
 	switch {
