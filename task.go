@@ -67,7 +67,7 @@ func (f SinkFunc) Accept(ctx context.Context, a Activation) error { return f(ctx
 type Activation struct {
 	// ID is stable per task, event and delivery (the delivery id, else the body) or polled item: every retry of a
 	// delivery and every re-fire of an item carries the same ID, so a Sink can deduplicate what at-least-once
-	// delivery hands it twice (README, Guarantees).
+	// delivery hands it twice (docs/guarantees.md).
 	ID     string `json:"id"`
 	TaskID string `json:"task_id"`
 	Tool   string `json:"tool"`
