@@ -80,7 +80,9 @@ type Discard struct {
 //
 // The Delivery lists the accepted activations and every discard with its reason. An activation the Sink
 // refuses is left out of it and Deliver returns an error wrapping ErrNotAccepted with the Delivery; its delivery
-// id is released, so a retry of the same payload activates it again, also at another replica. A delivery id
+// id is released, so a retry of the same payload activates it again, also at another replica. So is an event
+// whose filter or extractions could not run because ctx ended: it is neither activated nor discarded, and the
+// error wraps ctx's error too. A delivery id
 // that an earlier attempt still holds (its Sink has not accepted yet, here or at a replica sharing the Store) is
 // discarded as ReasonInFlight, which the Router answers 503 so that the sender retries. Deliver returns ErrPayloadTooLarge
 // for a body over Limits.InboundBytes, ErrUnknownEvent for an in.Event the tool does not have, and ErrClosed
@@ -297,9 +299,13 @@ func (t *Task) deliver(ctx context.Context, p *inbound) (*Delivery, error) {
 }
 
 // handle routes a payload prepared for event i and hands the activation to the Sink, recording the outcome in d.
-// It returns an error when the Sink refused the activation.
+// It returns an error when the Sink refused the activation, or when ctx ended before the event's outcome was
+// decided (an outcome that needed no evaluation, such as excluded, stands).
 func (t *Task) handle(ctx context.Context, d *Delivery, i int, pe *pushedEvent) error {
 	a, discard, key := t.route(ctx, i, pe)
+	if a == nil && discard.Reason == "" {
+		return fmt.Errorf("event %s: not handled: %w", discard.Event, context.Cause(ctx))
+	}
 	if a == nil {
 		d.Discarded = append(d.Discarded, discard)
 		if t.observing() {
@@ -315,8 +321,9 @@ func (t *Task) handle(ctx context.Context, d *Delivery, i int, pe *pushedEvent) 
 	return nil
 }
 
-// route decides whether event i activates the task: the Activation, or the Discard saying why not. A payload
-// with a delivery id activates holding the id's claim, whose key (dedupeKey) it returns for activate.
+// route decides whether event i activates the task: the Activation, or the Discard saying why not; a Discard
+// without a Reason when ctx ended before it could decide. A payload with a delivery id activates holding the id's
+// claim, whose key (dedupeKey) it returns for activate.
 func (t *Task) route(ctx context.Context, i int, pe *pushedEvent) (_ *Activation, _ Discard, key string) {
 	name := pe.ev.def.Name
 	discard := func(reason, detail string) (*Activation, Discard, string) {
@@ -339,6 +346,12 @@ func (t *Task) route(ctx context.Context, i int, pe *pushedEvent) (_ *Activation
 		}
 	}
 	activation, d := t.evaluate(ctx, pe)
+	if activation == nil && ctx.Err() != nil && (d.Reason == ReasonFilterError || d.Reason == ReasonFilterFalse) {
+		// The filter or an extraction ran with an ended context: its verdict is not the payload's. No
+		// outcome, so that the sender is told to retry. (empty_allow_list and misconfigured need no
+		// evaluation.)
+		d = Discard{Event: name}
+	}
 	if key != "" && activation == nil {
 		t.events.unclaim(ctx, key)
 		t.events.release(key) // activate releases it after the Sink

@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/commonagents-go/tool/allowlist"
+	"github.com/commonagents-go/tool/celenv"
 )
 
 // DefaultWebhookPrefix is where a Router serves webhooks unless WithPrefix says otherwise (SPEC §9.6).
@@ -65,13 +66,18 @@ type Router struct {
 // routes are the tasks of one tool name, grouped by the Tool value they were started from.
 type routes struct {
 	groups []*group
+	// limit is the Limits.InboundBytes of the last Tool value the name had, so that a tool whose last task
+	// left is still served with a bound.
+	limit int64
 }
 
 // group is the tasks of one Tool and their index.
 type group struct {
-	routes *routes
-	tool   *Tool
-	tasks  map[*Task]*routed
+	routes   *routes
+	tool     *Tool
+	tasks    map[*Task]*routed
+	served   bool     // Router.Serve named the Tool: the group stays without tasks
+	presence presence // this replica's record in the Tool's Store
 	// keyed reports, by event index, whether the event's filter has equality conjuncts: only then can the index
 	// rule tasks out.
 	keyed   []bool
@@ -112,13 +118,7 @@ func (r *Router) Add(t *Task) error {
 	if err := t.watch(r); err != nil {
 		return err
 	}
-	key := t.tool.Namespace() + "/" + t.tool.Name()
-	rs := r.tools[key]
-	if rs == nil {
-		rs = &routes{}
-		r.tools[key] = rs
-	}
-	g := rs.group(t.tool)
+	g := r.routesOf(t.tool).group(t.tool)
 	rt := &routed{task: t, group: g, texts: map[string]map[string]bool{}}
 	g.tasks[t] = rt
 	r.tasks[t.id] = rt
@@ -128,6 +128,44 @@ func (r *Router) Add(t *Task) error {
 		}
 	}
 	return nil
+}
+
+// ServeOption configures Router.Serve.
+type ServeOption func(*serveConfig)
+
+// serveConfig is what ServeOptions set. The store-routed mode of issue 28 gives its hydrator here.
+type serveConfig struct{}
+
+// Serve makes the Router serve t's webhooks before it holds any task of t, and after its last task leaves: a
+// payload for a served tool that no task wants is answered 202, not 404 (a sender such as GitHub does not retry a
+// 404, so a replica that starts behind a load balancer must not answer it). Tasks of t are still routed only once
+// given to Add. Serving the same Tool again does nothing. Serve fails only for a nil Tool.
+func (r *Router) Serve(t *Tool, opts ...ServeOption) error {
+	if t == nil {
+		return errors.New("tool: router: Serve of a nil Tool")
+	}
+	var cfg serveConfig
+	for _, o := range opts {
+		if o != nil {
+			o(&cfg)
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.routesOf(t).group(t).served = true
+	return nil
+}
+
+// routesOf returns the routes of t's name, creating them.
+func (r *Router) routesOf(t *Tool) *routes {
+	key := t.Namespace() + "/" + t.Name()
+	rs := r.tools[key]
+	if rs == nil {
+		rs = &routes{}
+		r.tools[key] = rs
+	}
+	rs.limit = t.opts.limits.InboundBytes
+	return rs
 }
 
 // Remove stops routing to the task with that ID; an unknown ID does nothing.
@@ -152,7 +190,7 @@ func (r *Router) removeLocked(rt *routed) {
 			g.remove(rt, name, text)
 		}
 	}
-	if len(g.tasks) == 0 { // a Tool value no task uses any more; the tool's name stays known
+	if len(g.tasks) == 0 && !g.served { // a Tool value no task uses any more; the tool's name stays known
 		g.routes.groups = slices.DeleteFunc(g.routes.groups, func(x *group) bool { return x == g })
 	}
 }
@@ -260,9 +298,14 @@ var errUnknownTool = errors.New("tool: router: no task of this tool was ever add
 // task alike before any filter runs (a bad signature, a misconfigured event, a payload over the JSON bounds),
 // no task is visited and the one Delivery returned has an empty TaskID.
 //
-// The error wraps ErrNotAccepted when some Sink refused an activation (the Deliveries are returned too),
+// The error wraps ErrNotAccepted when some Sink refused an activation (the Deliveries are returned too) and
+// when ctx ended before every task's outcome was decided (the tasks not yet visited are not visited),
 // ErrPayloadTooLarge for a body over the tool's limit, and ErrUnknownEvent for an in.Event the tool does not
 // have. ctx bounds the filter evaluations and the Sinks.
+//
+// On its first payload for a Tool, and every few minutes after, Dispatch records this replica (WithReplicaID) in
+// the Tool's Store as serving it, and reports facts.RouterEagerReplicas to the Tool's Observer when other
+// replicas did the same recently: a Router that holds its tasks in memory cannot see their allow-list growth.
 func (r *Router) Dispatch(ctx context.Context, namespace, tool string, in *Inbound) ([]*Delivery, error) {
 	r.mu.RLock()
 	rs := r.tools[namespace+"/"+tool]
@@ -277,6 +320,7 @@ func (r *Router) Dispatch(ctx context.Context, namespace, tool string, in *Inbou
 	var out []*Delivery
 	var errs []error
 	for _, g := range groups {
+		g.presence.announce(ctx, g.tool)
 		p, err := g.tool.prepare(ctx, in)
 		if err != nil { // this Tool value cannot take it (another version may): the others still get it
 			errs = append(errs, err)
@@ -285,7 +329,13 @@ func (r *Router) Dispatch(ctx context.Context, namespace, tool string, in *Inbou
 		if d := toolWide(p); d != nil {
 			out = append(out, d)
 		}
-		for _, t := range r.candidates(ctx, g, p) {
+		tasks := r.candidates(ctx, g, p)
+		for i, t := range tasks {
+			if ctx.Err() != nil { // no outcome for the tasks left: the sender must retry
+				errs = append(errs, fmt.Errorf("%w: %d of %d tasks not handled: %w", ErrNotAccepted, len(tasks)-i,
+					len(tasks), context.Cause(ctx)))
+				break
+			}
 			d, err := t.deliver(ctx, p)
 			switch {
 			case errors.Is(err, ErrClosed):
@@ -360,13 +410,18 @@ func (r *Router) candidates(ctx context.Context, g *group, p *inbound) []*Task {
 	return out
 }
 
-// narrow returns the tasks that can match an event through its most selective conjunct key; false when the
-// index cannot narrow (no filter, no conjunct, or no conjunct evaluated).
+// narrow returns the tasks that can match an event through its most selective conjunct key, none when a key
+// fails on a field the payload lacks; false when the index cannot narrow (no filter, no conjunct, or no conjunct
+// evaluated).
 func (g *group) narrow(keys []allowlist.Key) (map[*Task]struct{}, bool) {
 	var best map[*Task]struct{}
 	found := false
 	for _, k := range keys {
 		switch {
+		case errors.Is(k.Err, celenv.ErrMissingField):
+			// The conjunct is an `&&` term that errs whatever the assignment, and Match counts a missing
+			// field as false: no task matches.
+			return nil, true
 		case k.Err != nil:
 			continue
 		case k.Null:
@@ -506,13 +561,17 @@ func (b *budget) release(n int64) {
 	b.mu.Unlock()
 }
 
-// limit is the largest inbound size of the tool's groups; false when the Router never held the tool.
+// limit is the largest inbound size of the tool's groups, or that of its last Tool value when it has none; false
+// when the Router never held or served the tool.
 func (r *Router) limit(namespace, name string) (int64, bool) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	rs := r.tools[namespace+"/"+name]
 	if rs == nil {
 		return 0, false
+	}
+	if len(rs.groups) == 0 {
+		return rs.limit, true
 	}
 	var limit int64
 	for _, g := range rs.groups {
