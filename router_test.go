@@ -551,7 +551,7 @@ func TestDeliverEndedContextIsNotAnOutcome(t *testing.T) {
 // is not warned, and a record older than the presence window (a replica gone) no longer counts.
 func TestRouterWarnsEagerReplicasSharingAStore(t *testing.T) {
 	t.Parallel()
-	store := tool.NewMemoryStore()
+	store := &countingStore{Store: tool.NewMemoryStore()} // without PutTTL: records age out by their time
 	clock := newManualClock()
 	replica := func(id string) (*tool.Router, *factRecorder) {
 		obs := &factRecorder{}
@@ -588,9 +588,13 @@ func TestRouterWarnsEagerReplicasSharingAStore(t *testing.T) {
 	if len(w) != 1 || !slices.Equal(w[0].Data["replicas"].([]string), []string{"a"}) || w[0].Data["replica"] != "b" {
 		t.Fatalf("second replica: warnings %+v, want one naming replica a", w)
 	}
+	lists := store.lists.Load()
 	dispatch(b) // within the refresh interval: no new round trip, no new fact
 	if w := warnings(obsB); len(w) != 1 {
 		t.Errorf("a second webhook within the interval: %d warnings, want 1", len(w))
+	}
+	if n := store.lists.Load() - lists; n != 0 {
+		t.Errorf("a second webhook within the interval listed the Store %d times, want 0", n)
 	}
 	clock.Advance(6 * time.Minute) // a's refresh is due: it sees b
 	dispatch(a)
