@@ -154,6 +154,13 @@ func (e *taskEvents) unclaim(ctx context.Context, key string) {
 	}
 	ctx, cancel := e.seam.storeContext(ctx)
 	defer cancel()
+	if ctx.Err() != nil {
+		// The caller's deadline passed (the activation did not happen because of it): left in place, the claim
+		// would hold off the sender's retry until ClaimTimeout, so it is removed within a bound of its own.
+		var cancelOwn context.CancelFunc
+		ctx, cancelOwn = context.WithTimeout(context.WithoutCancel(ctx), e.tool.opts.limits.CallTimeout)
+		defer cancelOwn()
+	}
 	b, err := store.Get(ctx, key)
 	if err == nil && string(b) == string(claim) { // ours, not a later claimant's
 		err = store.Delete(ctx, key)

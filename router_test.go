@@ -460,6 +460,15 @@ func TestRouterToolStaysKnownAfterItsLastTask(t *testing.T) {
 	}
 }
 
+// serveInbound serves in to r at path under the default prefix, with ctx as the request's context.
+func serveInbound(ctx context.Context, r *tool.Router, path string, in *tool.Inbound) *httptest.ResponseRecorder {
+	req := httptest.NewRequestWithContext(ctx, http.MethodPost, tool.DefaultWebhookPrefix+path, bytes.NewReader(in.Body))
+	req.Header = in.Headers
+	rec := httptest.NewRecorder()
+	r.ServeHTTP(rec, req)
+	return rec
+}
+
 // A context that ends mid-dispatch is never a handled outcome: the first task's Sink accepts after the request's
 // context ended, and the second task, whose filter can no longer run, makes the answer 503 (not a 202 with a
 // filter_error), so the sender retries. The retry activates the second task; the first sees a duplicate.
@@ -487,12 +496,7 @@ func TestRouterContextEndingMidDispatchAnswers503(t *testing.T) {
 		}
 	}
 	serve := func(ctx context.Context) *httptest.ResponseRecorder {
-		in := signed(hookSecret, "d-1", pushFor("o/r"))
-		req := httptest.NewRequestWithContext(ctx, http.MethodPost, tool.DefaultWebhookPrefix+"/tests/repo-events", bytes.NewReader(in.Body))
-		req.Header = in.Headers
-		rec := httptest.NewRecorder()
-		r.ServeHTTP(rec, req)
-		return rec
+		return serveInbound(ctx, r, "/tests/repo-events", signed(hookSecret, "d-1", pushFor("o/r")))
 	}
 	ctx, c := context.WithCancel(context.Background())
 	mu.Lock()
@@ -605,5 +609,66 @@ func TestRouterWarnsEagerReplicasSharingAStore(t *testing.T) {
 	dispatch(a)
 	if w := warnings(obsA); len(w) != 1 {
 		t.Errorf("after b's record aged out: %d warnings, want still 1", len(w))
+	}
+}
+
+// deadlineStore is a shared Store that honours its context as a database does, and whose claim of a delivery id
+// lands once the request's context (block) has ended: the filter then cannot run.
+type deadlineStore struct {
+	tool.SwapStore
+	block atomic.Pointer[context.Context]
+}
+
+func (s *deadlineStore) Get(ctx context.Context, key string) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return s.SwapStore.Get(ctx, key)
+}
+
+func (s *deadlineStore) Delete(ctx context.Context, key string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return s.SwapStore.Delete(ctx, key)
+}
+
+func (s *deadlineStore) CompareAndSwap(ctx context.Context, key string, old, next []byte) (bool, error) {
+	if req := s.block.Load(); req != nil && strings.Contains(key, "/deliveries/") {
+		<-(*req).Done()
+		<-ctx.Done() // the Store's context has the request's deadline
+		return s.SwapStore.CompareAndSwap(context.WithoutCancel(ctx), key, old, next)
+	}
+	return s.SwapStore.CompareAndSwap(ctx, key, old, next)
+}
+
+// A request whose deadline passes between the claim of its delivery id and the filter is answered 503, and its
+// claim is released even though the deadline passed: the sender's retry activates at once, instead of being
+// answered in_flight until ClaimTimeout.
+func TestRouterRetryAfterDeadlineMidDeliveryActivates(t *testing.T) {
+	t.Parallel()
+	store := &deadlineStore{SwapStore: tool.NewMemoryStore().(tool.SwapStore)}
+	tl := repoTool(t, tool.WithStore(store))
+	sink := &countingSink{}
+	task := newTask(t, tl, tool.TaskConfig{Capability: tool.Capability{Bindings: map[string]any{"repo": "o/r"}}, Sink: sink})
+	r := tool.NewRouter()
+	if err := r.Add(task); err != nil {
+		t.Fatal(err)
+	}
+	serve := func(ctx context.Context) *httptest.ResponseRecorder {
+		return serveInbound(ctx, r, "/tests/repo-events", signed(hookSecret, "d-7", pushFor("o/r")))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	store.block.Store(&ctx)
+	if rec := serve(ctx); rec.Code != http.StatusServiceUnavailable {
+		t.Fatalf("deadline between claim and filter: %d %s, want 503", rec.Code, rec.Body)
+	}
+	store.block.Store(nil)
+	if rec := serve(context.Background()); rec.Code != http.StatusAccepted || !strings.Contains(rec.Body.String(), `"activations":1`) {
+		t.Fatalf("retry: %d %s, want 202 with one activation", rec.Code, rec.Body)
+	}
+	if n := sink.accepted.Load(); n != 1 {
+		t.Errorf("sink accepted %d, want 1", n)
 	}
 }
