@@ -460,6 +460,19 @@ func TestRouterToolStaysKnownAfterItsLastTask(t *testing.T) {
 	}
 }
 
+// wantOncePerTask fails unless each of n tasks accepted exactly one activation.
+func wantOncePerTask(t *testing.T, accepted map[string]int, n int) {
+	t.Helper()
+	if len(accepted) != n {
+		t.Errorf("accepted per task = %v, want %d tasks once each", accepted, n)
+	}
+	for id, got := range accepted {
+		if got != 1 {
+			t.Errorf("task %s accepted %d activations, want 1", id, got)
+		}
+	}
+}
+
 // serveInbound serves in to r at path under the default prefix, with ctx as the request's context.
 func serveInbound(ctx context.Context, r *tool.Router, path string, in *tool.Inbound) *httptest.ResponseRecorder {
 	req := httptest.NewRequestWithContext(ctx, http.MethodPost, tool.DefaultWebhookPrefix+path, bytes.NewReader(in.Body))
@@ -510,14 +523,7 @@ func TestRouterContextEndingMidDispatchAnswers503(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if len(accepted) != 2 {
-		t.Errorf("accepted per task = %v, want both tasks once", accepted)
-	}
-	for id, n := range accepted {
-		if n != 1 {
-			t.Errorf("task %s accepted %d activations, want 1", id, n)
-		}
-	}
+	wantOncePerTask(t, accepted, 2)
 }
 
 // Deliver with a context that ended before the filter ran reports no outcome for the event: an error the
@@ -671,4 +677,48 @@ func TestRouterRetryAfterDeadlineMidDeliveryActivates(t *testing.T) {
 	if n := sink.accepted.Load(); n != 1 {
 		t.Errorf("sink accepted %d, want 1", n)
 	}
+}
+
+func (s *deadlineStore) Put(ctx context.Context, key string, value []byte) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return s.SwapStore.Put(ctx, key, value)
+}
+
+// A Sink that accepts after the request's deadline passed has the delivery id recorded all the same, so the
+// sender's retry (the request is answered 503: the other task was not handled) does not activate it again.
+func TestRouterSinkAcceptingAfterTheDeadlineIsRemembered(t *testing.T) {
+	t.Parallel()
+	store := &deadlineStore{SwapStore: tool.NewMemoryStore().(tool.SwapStore)}
+	tl := repoTool(t, tool.WithStore(store))
+	var mu sync.Mutex
+	accepted := map[string]int{}
+	sink := tool.SinkFunc(func(ctx context.Context, a tool.Activation) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(accepted) == 0 {
+			<-ctx.Done() // the first Sink works past the request's deadline, then accepts
+		}
+		accepted[a.TaskID]++
+		return nil
+	})
+	r := tool.NewRouter()
+	for range 2 {
+		if err := r.Add(newTask(t, tl, tool.TaskConfig{Capability: tool.Capability{Bindings: map[string]any{"repo": "o/r"}}, Sink: sink})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	in := func() *tool.Inbound { return signed(hookSecret, "d-9", pushFor("o/r")) }
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if rec := serveInbound(ctx, r, "/tests/repo-events", in()); rec.Code != http.StatusServiceUnavailable {
+		t.Fatalf("deadline inside the first Sink: %d %s, want 503", rec.Code, rec.Body)
+	}
+	if rec := serveInbound(context.Background(), r, "/tests/repo-events", in()); rec.Code != http.StatusAccepted {
+		t.Fatalf("retry: %d %s, want 202", rec.Code, rec.Body)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	wantOncePerTask(t, accepted, 2)
 }
