@@ -159,3 +159,59 @@ func BenchmarkRouterDispatch(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkRouterDispatchPing measures Router.Dispatch of a signed GitHub ping (`{"zen":…,"hook_id":…}`: none
+// of the fields the filters' equality conjuncts read) to 10,000 github-pr tasks (issue 28, finding 2). The
+// baselines in the same run: Deliver of the ping to every task (what Dispatch did before: it visited them all),
+// and Dispatch of a comment to its one task among the same 10,000.
+func BenchmarkRouterDispatchPing(b *testing.B) {
+	tl := githubPR(b)
+	ctx := context.Background()
+	const n = 10_000
+	r := tool.NewRouter()
+	tasks := make([]*tool.Task, 0, n)
+	for i := range n {
+		task, err := tl.NewTask(ctx, tool.TaskConfig{
+			Capability: tool.Capability{Bindings: map[string]any{"owner": "octo", "repo": fmt.Sprint("repo-", i)}}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := r.Add(task); err != nil {
+			b.Fatal(err)
+		}
+		tasks = append(tasks, task)
+	}
+	b.Cleanup(func() {
+		for _, task := range tasks {
+			_ = task.Close(ctx)
+		}
+	})
+	ping := signed(benchSecret, "", `{"zen":"Keep it logically awesome.","hook_id":123456,"hook":{"type":"Repository","active":true}}`)
+	b.Run("tasks-10000", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if ds, err := r.Dispatch(ctx, "tools", "github-pr", ping); err != nil || len(ds) != 0 {
+				b.Fatalf("%d deliveries, %v; want none", len(ds), err)
+			}
+		}
+	})
+	b.Run("baseline-deliver-to-every-task", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			for _, task := range tasks {
+				if d, err := task.Deliver(ctx, ping); err != nil || len(d.Activations) != 0 {
+					b.Fatalf("%+v %v", d, err)
+				}
+			}
+		}
+	})
+	comment := signed(benchSecret, "", commentPayload("octo", fmt.Sprint("repo-", n/2)))
+	b.Run("baseline-keyed-dispatch", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if ds, err := r.Dispatch(ctx, "tools", "github-pr", comment); err != nil || len(ds) != 1 {
+				b.Fatalf("%d deliveries, %v; want one", len(ds), err)
+			}
+		}
+	})
+}

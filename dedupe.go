@@ -152,7 +152,7 @@ func (e *taskEvents) unclaim(ctx context.Context, key string) {
 	if claim == nil {
 		return
 	}
-	ctx, cancel := e.seam.storeContext(ctx)
+	ctx, cancel := e.settleContext(ctx)
 	defer cancel()
 	b, err := store.Get(ctx, key)
 	if err == nil && string(b) == string(claim) { // ours, not a later claimant's
@@ -161,6 +161,19 @@ func (e *taskEvents) unclaim(ctx context.Context, key string) {
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		e.seam.storeFailed(ctx, "delete", recordDelivery, err) // the claim holds off retries until ClaimTimeout
 	}
+}
+
+// settleContext bounds the Store calls that settle a claim (unclaim, remember): the store context of ctx, or
+// one of their own once ctx's deadline has passed. A Sink that accepted after the caller's deadline, or an
+// activation that did not happen because of it, must still reach the Store: a claim left in place holds off the
+// sender's retry until ClaimTimeout.
+func (e *taskEvents) settleContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	sctx, cancel := e.seam.storeContext(ctx)
+	if sctx.Err() == nil {
+		return sctx, cancel
+	}
+	cancel()
+	return context.WithTimeout(context.WithoutCancel(ctx), e.tool.opts.limits.CallTimeout)
 }
 
 // release ends the in-process claim that claim took on a delivery id.
@@ -174,7 +187,7 @@ func (e *taskEvents) release(key string) {
 func (e *taskEvents) remember(ctx context.Context, key string) {
 	now := e.tool.opts.clock.Now()
 	store := e.tool.opts.store
-	ctx, cancel := e.seam.storeContext(ctx)
+	ctx, cancel := e.settleContext(ctx)
 	defer cancel()
 	value := []byte(now.UTC().Format(time.RFC3339Nano))
 	var err error

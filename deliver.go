@@ -1,7 +1,6 @@
 package tool
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -10,14 +9,12 @@ import (
 	"maps"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/commonagents-go/tool/allowlist"
 	"github.com/commonagents-go/tool/celenv"
 	"github.com/commonagents-go/tool/events/poll"
 	"github.com/commonagents-go/tool/facts"
-	"github.com/commonagents-go/tool/internal/jsonlimit"
 	"github.com/commonagents-go/tool/interp"
 )
 
@@ -82,9 +79,11 @@ type Discard struct {
 // refuses is left out of it and Deliver returns an error wrapping ErrNotAccepted with the Delivery; its delivery
 // id is released, so a retry of the same payload activates it again, also at another replica. A delivery id
 // that an earlier attempt still holds (its Sink has not accepted yet, here or at a replica sharing the Store) is
-// discarded as ReasonInFlight, which the Router answers 503 so that the sender retries. Deliver returns ErrPayloadTooLarge
-// for a body over Limits.InboundBytes, ErrUnknownEvent for an in.Event the tool does not have, and ErrClosed
-// once the task is closed. ctx bounds the filter evaluations and the Sink.
+// discarded as ReasonInFlight, which the Router answers 503 so that the sender retries. An event whose filter or
+// extractions could not run because ctx ended is neither activated nor discarded: the error wraps
+// ErrNotAccepted and ctx's error, so that the sender retries too. Deliver returns ErrPayloadTooLarge for a body
+// over Limits.InboundBytes, ErrUnknownEvent for an in.Event the tool does not have, and ErrClosed once the task
+// is closed. ctx bounds the filter evaluations and the Sink.
 //
 // Signatures are checked on the raw body before it is parsed; a body no event takes is never parsed, and a JSON
 // body over Limits.InboundDepth or Limits.InboundValues is discarded unparsed as payload_too_complex.
@@ -94,17 +93,6 @@ func (t *Task) Deliver(ctx context.Context, in *Inbound) (*Delivery, error) {
 		return nil, err
 	}
 	return t.deliver(ctx, p)
-}
-
-// inbound is one Inbound prepared for a tool: parsed, signatures checked and filters' conjuncts evaluated once,
-// then delivered to any number of its tasks.
-type inbound struct {
-	in         *Inbound
-	received   time.Time
-	payload    any
-	deliveryID string
-	item       string        // a polled item's fingerprint; "" for a pushed payload
-	events     []pushedEvent // by the tool's event index
 }
 
 // activationID is the stable id of the activation of event for p (Activation.ID): a hash of the task, the event
@@ -125,151 +113,6 @@ func (t *Task) activationID(event string, p *inbound) string {
 		}
 	}
 	return "act_" + hex.EncodeToString(h.Sum(nil)[:16])
-}
-
-// pushedEvent is an Inbound prepared for one event.
-type pushedEvent struct {
-	ev     *event
-	tried  bool   // the event takes this payload at all
-	reason string // a verdict for every task: bad_signature or misconfigured
-	detail string
-	vars   map[string]any      // CEL variables: event and now
-	match  *allowlist.Delivery // nil when the event has no filter
-	pre    *extraction         // legacy extractions, evaluated on first use; nil when none
-	event  map[string]any      // the `event` variable and message root
-	parent *inbound
-}
-
-// extraction holds an event's legacy extraction values, computed once per inbound whatever the number of tasks.
-type extraction struct {
-	once   sync.Once
-	values map[string]any
-	err    error
-}
-
-// prepare parses in for t's events. Everything here is the same for every task of the tool.
-//
-// Signatures are checked on the raw bytes first (SPEC §12.6): a payload that every event refuses is never
-// parsed, so a forged or unsigned body costs no more than reading it. A payload some event takes is parsed only
-// within Limits.InboundDepth and Limits.InboundValues.
-func (t *Tool) prepare(ctx context.Context, in *Inbound) (*inbound, error) {
-	if in == nil {
-		return nil, errors.New("tool: deliver: nil Inbound")
-	}
-	if max := t.opts.limits.InboundBytes; int64(len(in.Body)) > max {
-		return nil, fmt.Errorf("%w: %d bytes, the limit is %d", ErrPayloadTooLarge, len(in.Body), max)
-	}
-	if in.Event != "" && !t.hasEvent(in.Event) {
-		return nil, fmt.Errorf("%w: %q", ErrUnknownEvent, in.Event)
-	}
-	p := &inbound{in: in, received: in.ReceivedAt, deliveryID: in.DeliveryID, events: make([]pushedEvent, len(t.events))}
-	if p.received.IsZero() {
-		p.received = t.opts.clock.Now()
-	}
-	if p.deliveryID == "" {
-		p.deliveryID = deliveryID(in.Headers)
-	}
-	if !t.verify(p) {
-		return p, nil
-	}
-	if err := t.bounded(in.Body); err != nil {
-		p.discardAll(ReasonTooComplex, err.Error())
-		return p, nil
-	}
-	p.payload = parsePayload(in.Body)
-	if stale := t.staleGitHub(p); stale != "" {
-		p.discardAll(ReasonBadSignature, stale)
-		return p, nil
-	}
-	now := t.opts.clock.Now().UTC().Format(time.RFC3339)
-	var headers map[string]any
-	for i := range p.events {
-		pe := &p.events[i]
-		if !pe.tried || pe.reason != "" {
-			continue
-		}
-		ev := pe.ev
-		pe.event = map[string]any{"payload": p.payload, "name": ev.def.Name}
-		if ev.headers {
-			if headers == nil {
-				headers = headerMap(in.Headers)
-			}
-			pe.event["headers"] = headers
-		}
-		pe.vars = map[string]any{"event": pe.event, "now": now}
-		if ev.filter != nil {
-			pe.match = ev.filter.Prepare(ctx, pe.vars)
-		}
-		if ev.extract != nil {
-			pe.pre = &extraction{}
-		}
-	}
-	return p, nil
-}
-
-// discardAll discards p for every event that still takes it, with reason and detail.
-func (p *inbound) discardAll(reason, detail string) {
-	for i := range p.events {
-		if pe := &p.events[i]; pe.tried && pe.reason == "" {
-			pe.reason, pe.detail = reason, detail
-		}
-	}
-}
-
-// verify marks the events that take p and checks their signatures on the raw body; it reports whether any event
-// still takes the payload.
-func (t *Tool) verify(p *inbound) bool {
-	in, open := p.in, false
-	verdicts := signatureVerdicts{tool: t, in: in, now: p.received}
-	for i, ev := range t.events {
-		if in.Event != "" && ev.def.Name != in.Event {
-			continue
-		}
-		pe := &p.events[i]
-		pe.ev, pe.parent = ev, p
-		if !ev.pushed {
-			if in.Event == "" {
-				continue // a poll event fetches its own payloads
-			}
-			pe.tried, pe.reason = true, ReasonMisconfigured
-			pe.detail = fmt.Sprintf("%s events fetch their own payloads; they cannot be delivered", ev.kind)
-			continue
-		}
-		pe.tried = true
-		pe.reason, pe.detail = verdicts.check(ev)
-		open = open || pe.reason == ""
-	}
-	return open
-}
-
-// bounded refuses a JSON array or object body that nests or holds more than the limits allow, before it is
-// parsed. Other bodies become one value (a JSON scalar, or the body as text).
-func (t *Tool) bounded(body []byte) error {
-	b := bytes.TrimLeft(body, " \t\r\n")
-	if len(b) == 0 || (b[0] != '[' && b[0] != '{') {
-		return nil
-	}
-	return jsonlimit.Check(b, t.opts.limits.InboundDepth, t.opts.limits.InboundValues)
-}
-
-func (t *Tool) hasEvent(name string) bool {
-	for _, ev := range t.events {
-		if ev.def.Name == name {
-			return true
-		}
-	}
-	return false
-}
-
-// headerMap is event.headers: lower-case names, each with its first value.
-func headerMap(h http.Header) map[string]any {
-	out := make(map[string]any, len(h))
-	for k, v := range h {
-		if len(v) > 0 {
-			out[strings.ToLower(k)] = v[0]
-		}
-	}
-	return out
 }
 
 // deliver runs the task's part of the pipeline for a prepared inbound.
@@ -297,9 +140,13 @@ func (t *Task) deliver(ctx context.Context, p *inbound) (*Delivery, error) {
 }
 
 // handle routes a payload prepared for event i and hands the activation to the Sink, recording the outcome in d.
-// It returns an error when the Sink refused the activation.
+// It returns an error when the Sink refused the activation, or when ctx ended before the event's outcome was
+// decided (an outcome that needed no evaluation, such as excluded, stands).
 func (t *Task) handle(ctx context.Context, d *Delivery, i int, pe *pushedEvent) error {
 	a, discard, key := t.route(ctx, i, pe)
+	if a == nil && discard.Reason == "" {
+		return fmt.Errorf("event %s: not handled: %w", discard.Event, context.Cause(ctx))
+	}
 	if a == nil {
 		d.Discarded = append(d.Discarded, discard)
 		if t.observing() {
@@ -315,8 +162,9 @@ func (t *Task) handle(ctx context.Context, d *Delivery, i int, pe *pushedEvent) 
 	return nil
 }
 
-// route decides whether event i activates the task: the Activation, or the Discard saying why not. A payload
-// with a delivery id activates holding the id's claim, whose key (dedupeKey) it returns for activate.
+// route decides whether event i activates the task: the Activation, or the Discard saying why not; a Discard
+// without a Reason when ctx ended before it could decide. A payload with a delivery id activates holding the id's
+// claim, whose key (dedupeKey) it returns for activate.
 func (t *Task) route(ctx context.Context, i int, pe *pushedEvent) (_ *Activation, _ Discard, key string) {
 	name := pe.ev.def.Name
 	discard := func(reason, detail string) (*Activation, Discard, string) {
@@ -339,6 +187,12 @@ func (t *Task) route(ctx context.Context, i int, pe *pushedEvent) (_ *Activation
 		}
 	}
 	activation, d := t.evaluate(ctx, pe)
+	if activation == nil && ctx.Err() != nil && (d.Reason == ReasonFilterError || d.Reason == ReasonFilterFalse) {
+		// The filter or an extraction ran with an ended context: its verdict is not the payload's. No
+		// outcome, so that the sender is told to retry. (empty_allow_list and misconfigured need no
+		// evaluation.)
+		d = Discard{Event: name}
+	}
 	if key != "" && activation == nil {
 		t.events.unclaim(ctx, key)
 		t.events.release(key) // activate releases it after the Sink

@@ -29,8 +29,9 @@ var (
 	ErrUnknownEvent = errors.New("tool: unknown event")
 	// ErrPayloadTooLarge is returned for an inbound body over Limits.InboundBytes; the Router answers 413.
 	ErrPayloadTooLarge = errors.New("tool: payload too large")
-	// ErrNotAccepted is returned when a Sink refused an activation; the Router answers 503 so the sender
-	// retries, and the refused activation's delivery id is not recorded, so the retry activates it.
+	// ErrNotAccepted is returned when a Sink refused an activation, or when the context of a delivery ended
+	// before an event's outcome was decided; the Router answers 503 so the sender retries, and the delivery id
+	// is not recorded for that event, so the retry activates it.
 	ErrNotAccepted = errors.New("tool: activation not accepted by the sink")
 	// ErrInterrupted is returned by a call that Task.Interrupt cancelled (actions whose interrupt_behavior is
 	// cancel).

@@ -2,17 +2,18 @@ package tool
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"slices"
 	"strings"
 	"sync"
-
-	"github.com/commonagents-go/tool/allowlist"
 )
+
+// A webhook's path reads in one direction through these files: router_http.go (the endpoint) → Router.Dispatch
+// here → Tool.prepare (prepare.go: signatures, parse, the filters' variables, once per Tool value) →
+// conjuncts.routes (route_keys.go: what the payload tells an index) → taskIndex.lookup (index_memory.go: the
+// tasks it cannot rule out) → dispatch (dispatch.go: a taskSource brings each into memory, and its own pipeline
+// runs: Task.deliver, deliver.go).
 
 // DefaultWebhookPrefix is where a Router serves webhooks unless WithPrefix says otherwise (SPEC §9.6).
 const DefaultWebhookPrefix = "/v1/webhooks/events"
@@ -59,31 +60,33 @@ type Router struct {
 
 	mu    sync.RWMutex
 	tools map[string]*routes // by "namespace/name"; kept after the last task leaves, so the tool stays known
-	tasks map[string]*routed // by task ID
+	tasks map[string]*routed // by task ID: the tasks given to Add
 }
 
-// routes are the tasks of one tool name, grouped by the Tool value they were started from.
+// routes are the Tool values of one tool name the Router serves: one group each.
 type routes struct {
 	groups []*group
+	// limit is the Limits.InboundBytes of the last Tool value the name had, so that a tool whose last task
+	// left is still served with a bound.
+	limit int64
 }
 
-// group is the tasks of one Tool and their index.
+// group is one Tool value the Router serves: where its payloads' tasks are found (index) and brought into
+// memory (source).
 type group struct {
-	routes *routes
-	tool   *Tool
-	tasks  map[*Task]*routed
-	// keyed reports, by event index, whether the event's filter has equality conjuncts: only then can the index
-	// rule tasks out.
-	keyed   []bool
-	indexed map[string]bool                          // parameters some conjunct compares
-	index   map[string]map[string]map[*Task]struct{} // parameter → canonical text → tasks
+	routes   *routes
+	tool     *Tool
+	conj     conjuncts
+	index    *memIndex
+	source   taskSource
+	served   bool     // Router.Serve named the Tool: the group stays without tasks
+	presence presence // this replica's record in the Tool's Store
 }
 
-// routed is one task in a Router.
+// routed is one task given to Add.
 type routed struct {
 	task  *Task
 	group *group
-	texts map[string]map[string]bool // what the task put in the index: parameter → texts
 }
 
 // NewRouter returns an empty Router.
@@ -112,22 +115,61 @@ func (r *Router) Add(t *Task) error {
 	if err := t.watch(r); err != nil {
 		return err
 	}
-	key := t.tool.Namespace() + "/" + t.tool.Name()
+	g := r.routesOf(t.tool).group(t.tool)
+	r.tasks[t.id] = &routed{task: t, group: g}
+	g.index.add(t)
+	return nil
+}
+
+// ServeOption configures Router.Serve.
+type ServeOption func(*serveConfig)
+
+// serveConfig is what ServeOptions set. The store-routed mode of issue 28 gives its hydrator here.
+type serveConfig struct{}
+
+// Serve makes the Router serve t's webhooks before it holds any task of t, and after its last task leaves: a
+// payload for a served tool that no task wants is answered 202, not 404 (a sender such as GitHub does not retry a
+// 404, so a replica that starts behind a load balancer must not answer it). Tasks of t are still routed only once
+// given to Add. Serving the same Tool again does nothing. Serve fails only for a nil Tool.
+func (r *Router) Serve(t *Tool, opts ...ServeOption) error {
+	if t == nil {
+		return errors.New("tool: router: Serve of a nil Tool")
+	}
+	var cfg serveConfig
+	for _, o := range opts {
+		if o != nil {
+			o(&cfg)
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.routesOf(t).group(t).served = true
+	return nil
+}
+
+// routesOf returns the routes of t's name, creating them.
+func (r *Router) routesOf(t *Tool) *routes {
+	key := t.Namespace() + "/" + t.Name()
 	rs := r.tools[key]
 	if rs == nil {
 		rs = &routes{}
 		r.tools[key] = rs
 	}
-	g := rs.group(t.tool)
-	rt := &routed{task: t, group: g, texts: map[string]map[string]bool{}}
-	g.tasks[t] = rt
-	r.tasks[t.id] = rt
-	for name, texts := range t.allow.Snapshot() {
-		for _, text := range texts {
-			g.add(rt, name, text)
+	rs.limit = t.opts.limits.InboundBytes
+	return rs
+}
+
+// group returns the group of tl, creating it.
+func (rs *routes) group(tl *Tool) *group {
+	for _, g := range rs.groups {
+		if g.tool == tl {
+			return g
 		}
 	}
-	return nil
+	conj := conjunctsOf(tl)
+	g := &group{routes: rs, tool: tl, conj: conj, index: newMemIndex(conj), source: heldTasks{}}
+	rs.groups = append(rs.groups, g)
+	return g
 }
 
 // Remove stops routing to the task with that ID; an unknown ID does nothing.
@@ -146,101 +188,27 @@ func (r *Router) Remove(taskID string) {
 func (r *Router) removeLocked(rt *routed) {
 	delete(r.tasks, rt.task.id)
 	g := rt.group
-	delete(g.tasks, rt.task)
-	for name, texts := range rt.texts {
-		for text := range texts {
-			g.remove(rt, name, text)
-		}
-	}
-	if len(g.tasks) == 0 { // a Tool value no task uses any more; the tool's name stays known
+	if g.index.remove(rt.task) == 0 && !g.served { // a Tool value no task uses any more; its name stays known
 		g.routes.groups = slices.DeleteFunc(g.routes.groups, func(x *group) bool { return x == g })
 	}
 }
 
-// group returns the group of tl, creating it.
-func (rs *routes) group(tl *Tool) *group {
-	for _, g := range rs.groups {
-		if g.tool == tl {
-			return g
-		}
-	}
-	g := &group{routes: rs, tool: tl, tasks: map[*Task]*routed{}, keyed: make([]bool, len(tl.events)),
-		indexed: map[string]bool{}, index: map[string]map[string]map[*Task]struct{}{}}
-	for i, ev := range tl.events {
-		if ev.filter == nil {
-			continue
-		}
-		for _, c := range ev.filter.Program().EqualityConjuncts() {
-			g.keyed[i] = true
-			g.indexed[c.Param] = true
-		}
-	}
-	rs.groups = append(rs.groups, g)
-	return g
-}
-
-func (g *group) add(rt *routed, name, text string) {
-	if !g.indexed[name] || rt.texts[name][text] {
-		return
-	}
-	if rt.texts[name] == nil {
-		rt.texts[name] = map[string]bool{}
-	}
-	rt.texts[name][text] = true
-	byText := g.index[name]
-	if byText == nil {
-		byText = map[string]map[*Task]struct{}{}
-		g.index[name] = byText
-	}
-	if byText[text] == nil {
-		byText[text] = map[*Task]struct{}{}
-	}
-	byText[text][rt.task] = struct{}{}
-}
-
-func (g *group) remove(rt *routed, name, text string) {
-	delete(rt.texts[name], text)
-	set := g.index[name][text]
-	delete(set, rt.task)
-	if len(set) == 0 {
-		delete(g.index[name], text)
-	}
-}
-
-// grown re-indexes the names a task's call changed (watcher). It reads the list as it is now rather than
-// applying the call's delta: notifications of concurrent calls may arrive out of order, and a delta applied late
-// could drop a value a later call restored.
+// grown re-indexes the names a task's call changed (watcher).
 func (r *Router) grown(t *Task, added map[string]any, evicted map[string][]string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	r.mu.RLock() // held, so that a Remove cannot come between the lookup and the index's update
+	defer r.mu.RUnlock()
 	rt := r.tasks[t.id]
 	if rt == nil || rt.task != t {
 		return
 	}
-	g := rt.group
-	changed := map[string]bool{}
+	names := make(map[string]bool, len(added)+len(evicted))
 	for name := range added {
-		changed[name] = g.indexed[name]
+		names[name] = true
 	}
 	for name := range evicted {
-		changed[name] = g.indexed[name]
+		names[name] = true
 	}
-	now := t.allow.Snapshot()
-	for name, indexed := range changed {
-		if !indexed {
-			continue
-		}
-		current := map[string]bool{}
-		for _, text := range now[name] {
-			current[text] = true
-			g.add(rt, name, text)
-		}
-		for text := range rt.texts[name] {
-			if !current[text] {
-				g.remove(rt, name, text)
-			}
-		}
-	}
+	rt.group.index.grown(t, names)
 }
 
 // closed drops a closing task (watcher).
@@ -252,31 +220,32 @@ func (r *Router) closed(t *Task) {
 	}
 }
 
-// errUnknownTool is Dispatch's error for a tool no task of which was ever added.
+// errUnknownTool is Dispatch's error for a tool the Router never held or served.
 var errUnknownTool = errors.New("tool: router: no task of this tool was ever added")
 
 // Dispatch delivers in to the tasks of namespace/tool it may concern, one after another, and returns a Delivery
 // for each task it visited: the tasks the index could not rule out. When the payload is discarded for every
 // task alike before any filter runs (a bad signature, a misconfigured event, a payload over the JSON bounds),
-// no task is visited and the one Delivery returned has an empty TaskID.
+// no task is visited and the one Delivery returned has an empty TaskID. A payload that lacks a field an
+// equality conjunct of an event's filter reads visits no task for that event: no task could activate it.
 //
-// The error wraps ErrNotAccepted when some Sink refused an activation (the Deliveries are returned too),
+// The error wraps ErrNotAccepted when some Sink refused an activation (the Deliveries are returned too) and
+// when ctx ended before every task's outcome was decided (the tasks not yet visited are not visited),
 // ErrPayloadTooLarge for a body over the tool's limit, and ErrUnknownEvent for an in.Event the tool does not
 // have. ctx bounds the filter evaluations and the Sinks.
+//
+// On its first payload for a Tool, and every few minutes after, Dispatch records this replica (WithReplicaID) in
+// the Tool's Store as serving it, and reports facts.RouterEagerReplicas to the Tool's Observer when other
+// replicas did the same recently: a Router that holds its tasks in memory cannot see their allow-list growth.
 func (r *Router) Dispatch(ctx context.Context, namespace, tool string, in *Inbound) ([]*Delivery, error) {
-	r.mu.RLock()
-	rs := r.tools[namespace+"/"+tool]
-	var groups []*group
-	if rs != nil {
-		groups = append(groups, rs.groups...)
-	}
-	r.mu.RUnlock()
-	if rs == nil {
+	groups, known := r.groups(namespace, tool)
+	if !known {
 		return nil, fmt.Errorf("%w: %s/%s", errUnknownTool, namespace, tool)
 	}
 	var out []*Delivery
 	var errs []error
 	for _, g := range groups {
+		g.presence.announce(ctx, g.tool)
 		p, err := g.tool.prepare(ctx, in)
 		if err != nil { // this Tool value cannot take it (another version may): the others still get it
 			errs = append(errs, err)
@@ -285,288 +254,24 @@ func (r *Router) Dispatch(ctx context.Context, namespace, tool string, in *Inbou
 		if d := toolWide(p); d != nil {
 			out = append(out, d)
 		}
-		for _, t := range r.candidates(ctx, g, p) {
-			d, err := t.deliver(ctx, p)
-			switch {
-			case errors.Is(err, ErrClosed):
-				continue
-			case err != nil:
-				errs = append(errs, err)
-			}
-			if d != nil {
-				out = append(out, d)
-			}
+		refs, err := g.index.lookup(ctx, g.conj.routes(ctx, p))
+		if err != nil {
+			errs = append(errs, err)
+			continue
 		}
+		delivered, failed := dispatch(ctx, p, refs, g.source)
+		out, errs = append(out, delivered...), append(errs, failed...)
 	}
 	return out, errors.Join(errs...)
 }
 
-// toolWide is the Delivery of the discards decided for every task (signature, misconfiguration); nil when
-// there are none.
-func toolWide(p *inbound) *Delivery {
-	var d *Delivery
-	for i := range p.events {
-		if pe := &p.events[i]; pe.tried && pe.reason != "" {
-			if d == nil {
-				d = &Delivery{}
-			}
-			d.Discarded = append(d.Discarded, Discard{Event: pe.ev.def.Name, Reason: pe.reason, Detail: pe.detail})
-		}
-	}
-	return d
-}
-
-// candidates returns the tasks of g that p may activate: for each event still in play, the tasks whose allow
-// list holds the value of the filter's most selective equality conjunct, or every task when the filter has no
-// usable conjunct.
-func (r *Router) candidates(ctx context.Context, g *group, p *inbound) []*Task {
-	keys := make([][]allowlist.Key, len(p.events))
-	for i := range p.events {
-		if pe := &p.events[i]; pe.tried && pe.reason == "" && pe.match != nil && g.keyed[i] {
-			keys[i] = pe.match.Keys(ctx) // CEL runs outside the lock
-		}
-	}
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	var sets []map[*Task]struct{}
-	for i := range p.events {
-		pe := &p.events[i]
-		if !pe.tried || pe.reason != "" {
-			continue
-		}
-		set, ok := g.narrow(keys[i])
-		if !ok {
-			return g.all()
-		}
-		if len(set) > 0 {
-			sets = append(sets, set)
-		}
-	}
-	var out []*Task
-	var seen map[*Task]bool // only needed when several events contribute
-	if len(sets) > 1 {
-		seen = map[*Task]bool{}
-	}
-	for _, set := range sets {
-		for t := range set {
-			if seen == nil || !seen[t] {
-				out = append(out, t)
-				if seen != nil {
-					seen[t] = true
-				}
-			}
-		}
-	}
-	return out
-}
-
-// narrow returns the tasks that can match an event through its most selective conjunct key; false when the
-// index cannot narrow (no filter, no conjunct, or no conjunct evaluated).
-func (g *group) narrow(keys []allowlist.Key) (map[*Task]struct{}, bool) {
-	var best map[*Task]struct{}
-	found := false
-	for _, k := range keys {
-		switch {
-		case k.Err != nil:
-			continue
-		case k.Null:
-			return nil, true // no allow list holds null: no task matches
-		}
-		set := g.index[k.Param][k.Text]
-		if !found || len(set) < len(best) {
-			best, found = set, true
-		}
-	}
-	return best, found
-}
-
-func (g *group) all() []*Task {
-	out := make([]*Task, 0, len(g.tasks))
-	for t := range g.tasks {
-		out = append(out, t)
-	}
-	return out
-}
-
-// Register registers the webhook endpoint on m: the subtree {prefix}/, so any Mux works.
-func (r *Router) Register(m Mux) { m.Handle(r.prefix+"/", r) }
-
-// Mount is the former name of Register.
-//
-// Deprecated: use Register. Mount is also the name of a task's storage (TaskConfig.Mount).
-func (r *Router) Mount(m Mux) { r.Register(m) }
-
-// ServeHTTP serves POST {prefix}/{namespace}/{tool}. It answers 202 once every activation the payload caused
-// was accepted by its task's Sink (also when no task wanted it), 503 when a Sink refused one or an earlier attempt
-// with the same delivery id is still with a Sink (in_flight; the sender retries; activations already accepted are
-// then discarded as duplicates if the sender gives a delivery id),
-// 401 when the signature was bad for every event, 500 when the events are misconfigured (a missing secret
-// setting) and nothing else happened, 413 for a body over the limit or a JSON payload over Limits.InboundDepth
-// or Limits.InboundValues that no event took otherwise, 503 with Retry-After when the bodies in flight are at
-// their cap (WithInFlightBytes), 404 for a path that names no tool the Router ever held, 405 for other methods
-// and 400 for an event name the tool does not have.
-func (r *Router) ServeHTTP(w http.ResponseWriter, req *http.Request) {
-	rest, ok := strings.CutPrefix(req.URL.Path, r.prefix+"/")
-	namespace, name, ok2 := strings.Cut(rest, "/")
-	if !ok || !ok2 || namespace == "" || name == "" || strings.Contains(name, "/") {
-		http.NotFound(w, req)
-		return
-	}
-	if req.Method != http.MethodPost {
-		w.Header().Set("Allow", http.MethodPost)
-		http.Error(w, "use POST", http.StatusMethodNotAllowed)
-		return
-	}
-	limit, known := r.limit(namespace, name)
-	if !known {
-		http.NotFound(w, req)
-		return
-	}
-	if req.ContentLength > limit {
-		http.Error(w, "payload too large", http.StatusRequestEntityTooLarge)
-		return
-	}
-	share := limit
-	if req.ContentLength >= 0 {
-		share = req.ContentLength
-	}
-	if !r.inFlight.acquire(share) {
-		w.Header().Set("Retry-After", "1")
-		http.Error(w, "too many payloads in flight", http.StatusServiceUnavailable)
-		return
-	}
-	defer r.inFlight.release(share)
-	body, err := readBody(w, req, limit)
-	if err != nil {
-		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-			http.Error(w, "payload too large", http.StatusRequestEntityTooLarge)
-			return
-		}
-		http.Error(w, "could not read the body", http.StatusBadRequest)
-		return
-	}
-	deliveries, err := r.Dispatch(req.Context(), namespace, name, &Inbound{Headers: req.Header, Body: body})
-	status := statusOf(deliveries, err)
-	if status == http.StatusServiceUnavailable { // a Sink refused, or another attempt holds the delivery id
-		w.Header().Set("Retry-After", retryRefused)
-	}
-	if status != http.StatusAccepted {
-		http.Error(w, http.StatusText(status), status)
-		return
-	}
-	activations := 0
-	for _, d := range deliveries {
-		activations += len(d.Activations)
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(map[string]int{"activations": activations})
-}
-
-// retryRefused is the Retry-After of a 503 for a refused or in-flight delivery, in seconds: long enough for the
-// attempt that holds the delivery id to reach its Sink's accept in the common case.
-const retryRefused = "5"
-
-// readBody reads a request body of at most limit bytes. A body with a Content-Length is read into a buffer of
-// exactly that size (io.ReadAll would grow its buffer and copy, about twice the body in allocations).
-func readBody(w http.ResponseWriter, req *http.Request, limit int64) ([]byte, error) {
-	src := http.MaxBytesReader(w, req.Body, limit)
-	if req.ContentLength < 0 {
-		return io.ReadAll(src)
-	}
-	body := make([]byte, req.ContentLength)
-	if _, err := io.ReadFull(src, body); err != nil {
-		return nil, err
-	}
-	return body, nil
-}
-
-// budget counts the bytes of bodies in flight against a limit.
-type budget struct {
-	mu          sync.Mutex
-	limit, used int64
-	peak        int64 // the most ever held, for tests
-}
-
-// acquire takes n bytes unless that would go over the limit while something else is in flight.
-func (b *budget) acquire(n int64) bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.used > 0 && b.used+n > b.limit {
-		return false
-	}
-	b.used += n
-	b.peak = max(b.peak, b.used)
-	return true
-}
-
-func (b *budget) release(n int64) {
-	b.mu.Lock()
-	b.used -= n
-	b.mu.Unlock()
-}
-
-// limit is the largest inbound size of the tool's groups; false when the Router never held the tool.
-func (r *Router) limit(namespace, name string) (int64, bool) {
+// groups returns the groups of namespace/name; false when the Router never held or served the tool.
+func (r *Router) groups(namespace, name string) ([]*group, bool) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	rs := r.tools[namespace+"/"+name]
 	if rs == nil {
-		return 0, false
+		return nil, false
 	}
-	var limit int64
-	for _, g := range rs.groups {
-		limit = max(limit, g.tool.opts.limits.InboundBytes)
-	}
-	return limit, true
-}
-
-// statusOf maps a dispatch to the HTTP status of ServeHTTP.
-func statusOf(deliveries []*Delivery, err error) int {
-	switch {
-	case errors.Is(err, ErrNotAccepted):
-		return http.StatusServiceUnavailable
-	case errors.Is(err, ErrPayloadTooLarge):
-		return http.StatusRequestEntityTooLarge
-	case errors.Is(err, errUnknownTool):
-		return http.StatusNotFound
-	case errors.Is(err, ErrUnknownEvent):
-		return http.StatusBadRequest
-	case err != nil:
-		return http.StatusInternalServerError
-	}
-	bad, misconfigured, tooComplex, other := 0, 0, 0, 0
-	for _, d := range deliveries {
-		other += len(d.Activations)
-		for _, x := range d.Discarded {
-			switch x.Reason {
-			case ReasonInFlight: // another attempt has not reached its Sink's accept: only a retry can tell
-				return http.StatusServiceUnavailable
-			case ReasonBadSignature:
-				bad++
-			case ReasonMisconfigured:
-				misconfigured++
-			case ReasonTooComplex:
-				tooComplex++
-			default:
-				other++
-			}
-		}
-	}
-	switch {
-	case other > 0:
-		return http.StatusAccepted
-	case misconfigured > 0: // e.g. the secret setting is missing: the sender should keep the payload and retry
-		return http.StatusInternalServerError
-	case tooComplex > 0: // nothing took the payload, and the events without a valid signature could not parse it
-		return http.StatusRequestEntityTooLarge
-	case bad > 0:
-		return http.StatusUnauthorized
-	}
-	return http.StatusAccepted
-}
-
-// Mux is where a Router registers its webhook endpoint; *http.ServeMux satisfies it.
-type Mux interface {
-	Handle(pattern string, h http.Handler)
+	return slices.Clone(rs.groups), true
 }

@@ -24,6 +24,16 @@ type ScanStore = store.ScanStore
 // Entry is store.Entry: a key and its value, as ScanStore.Scan returns them.
 type Entry = store.Entry
 
+// RouteStore is store.RouteStore: a Store that keeps a routing index the replicas share, from the values webhooks
+// carry to the tasks whose allow lists may hold them.
+type RouteStore = store.RouteStore
+
+// RouteHits is store.RouteHits: the tasks RouteStore.Lookup found for one route.
+type RouteHits = store.RouteHits
+
+// RouteHit is store.RouteHit: one task that has a route, and its generation.
+type RouteHit = store.RouteHit
+
 // NewMemoryStore returns store.NewMemory(): a Store that keeps everything in memory, the default, lost when the
-// process ends. It implements SwapStore, LeaseStore, ExpiringStore and ScanStore too.
+// process ends. It implements SwapStore, LeaseStore, ExpiringStore, ScanStore and RouteStore too.
 func NewMemoryStore() Store { return store.NewMemory() }

@@ -112,6 +112,15 @@ const (
 	PollStopped = "poll.stopped"
 )
 
+// Routers: reported by a Router through the Observer of a Tool it serves, with no task.
+const (
+	// RouterEagerReplicas: a Router that holds its tasks in memory (eager mode) found other replicas serving
+	// the same tool over the same Store; a webhook at one replica does not see allow-list values another added,
+	// so it can be lost (several replicas need store mode). Data: replica (this one's id), replicas (the others'
+	// ids), within (how recent their records are), detail.
+	RouterEagerReplicas = "router.eager_replicas"
+)
+
 // Backends: reported by the backends of a task's calls.
 const (
 	// SessionCreated: stateful_session created a session. Data: session, status, keys (the session values' names).
@@ -148,6 +157,7 @@ var All = []string{
 	EventActivated, EventDiscarded, EventRefused, SubscriptionCreated, SubscriptionRenewed, SubscriptionFailed,
 	SubscriptionRemoved, SubscriptionUnsubscribeFailed, SubscriptionAbandoned, SubscriptionExpired,
 	SubscriptionOrphaned, PollFetched, PollFailed, PollStopped,
+	RouterEagerReplicas,
 	SessionCreated, SessionDestroyed, SessionDestroyFailed, JobCreated, JobDeleted, JobDeleteFailed,
 	ExecProcessStarted, ExecServerStarted, ExecServerExited, MCPServerStarted,
 }

@@ -11,8 +11,8 @@ import (
 // NewMemory returns a Store that keeps everything in memory: the default, lost when the process ends. Keys
 // are indexed by each of their "/"-ended prefixes, so listing one task's state (the prefixes the library lists)
 // costs the size of that state, not of the store; other prefixes scan every key. It implements SwapStore,
-// LeaseStore and ExpiringStore too (leases and expiries on the wall clock), for hosts that run several Tools of one
-// manifest in one process, and for tests.
+// LeaseStore, ExpiringStore, ScanStore and RouteStore too (leases and expiries on the wall clock), for hosts that
+// run several Tools of one manifest in one process, and for tests.
 func NewMemory() Store {
 	return &memoryStore{data: map[string][]byte{}, dirs: map[string]map[string]struct{}{},
 		expires: map[string]time.Time{}, leases: map[string]lease{}}
@@ -24,6 +24,7 @@ type memoryStore struct {
 	dirs    map[string]map[string]struct{} // "/"-ended prefix → keys under it
 	expires map[string]time.Time           // keys written with PutTTL
 	leases  map[string]lease
+	routes  routeTable // RouteStore (memory_routes.go)
 }
 
 type lease struct {

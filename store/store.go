@@ -1,8 +1,8 @@
 // Package store is the contract between this library and the storage of task state (SPEC §10, §13): the Store
-// interface, its optional upgrades (SwapStore, LeaseStore, ClaimStore, ExpiringStore, ScanStore), ErrNotFound and
-// the in-memory implementation. It imports nothing from the library, so a Store implementation (store/postgres, or
-// a third party's) depends on this package alone; package tool re-exports every name here. Package
-// store/storetest is the conformance suite an implementation proves itself with.
+// interface, its optional upgrades (SwapStore, LeaseStore, ClaimStore, ExpiringStore, ScanStore, RouteStore),
+// ErrNotFound and the in-memory implementation. It imports nothing from the library, so a Store implementation
+// (store/postgres, or a third party's) depends on this package alone; package tool re-exports every name here.
+// Package store/storetest is the conformance suite an implementation proves itself with.
 package store
 
 import (
@@ -73,6 +73,42 @@ type ScanStore interface {
 	Store
 	// Scan returns the live keys that start with prefix with their values, sorted by key.
 	Scan(ctx context.Context, prefix string) ([]Entry, error)
+}
+
+// RouteStore is implemented by Stores that keep a routing index shared by the replicas: for each route (a value
+// a webhook can carry), the tasks whose allow lists may hold it, so that a replica can find a webhook's tasks
+// without holding them (the store-routed mode of issue 28). A route is opaque bytes the library builds (a hash of
+// tool, event, parameter and value); a task is named by its key prefix. The index may name too many tasks, never
+// too few: the library writes a task's routes before its allow list can match them, and each task's own filter
+// decides. A task's generation counts the changes of its stored allow list, so that a replica holding an older
+// copy of the task knows to read it again. The memory store and store/postgres implement it.
+type RouteStore interface {
+	Store
+	// PutRoutes adds routes to task's. Adding a route the task has is no error. A route must not be empty.
+	PutRoutes(ctx context.Context, task string, routes [][]byte) error
+	// DeleteRoutes removes routes from task's; removing a route it does not have is no error. nil routes
+	// removes all of the task's routes and its generation: the task is gone.
+	DeleteRoutes(ctx context.Context, task string, routes [][]byte) error
+	// BumpGeneration adds one to task's generation (0 until the first bump) and returns the new value. Of
+	// concurrent bumps each returns a different value.
+	BumpGeneration(ctx context.Context, task string) (uint64, error)
+	// Lookup returns, for each of routes in order, the tasks that have the route with their generations: the
+	// tasks after after (bytewise; "" for the first page), sorted, at most limit of them (limit > 0), and whether
+	// more exist. All routes are looked up at once (one round trip for store/postgres).
+	Lookup(ctx context.Context, routes [][]byte, after string, limit int) ([]RouteHits, error)
+}
+
+// RouteHits are the tasks RouteStore.Lookup found for one route.
+type RouteHits struct {
+	Hits []RouteHit
+	// More reports that tasks after the last of Hits have the route too.
+	More bool
+}
+
+// RouteHit is one task that has a route, and its generation.
+type RouteHit struct {
+	Task       string
+	Generation uint64
 }
 
 // Entry is a key and its value, as ScanStore.Scan returns them.

@@ -163,6 +163,44 @@ func TestNewerSchema(t *testing.T) {
 	}
 }
 
+// TestSchemaUpgradeFromVersion1: a database of schema version 1 (as the library before the routing index left
+// it, with a stored key) is migrated to the current version in place: the key stays, and the routing index
+// works. Going back is refused by the older library, as TestNewerSchema shows for any newer version.
+func TestSchemaUpgradeFromVersion1(t *testing.T) {
+	t.Parallel()
+	schema := newSchema(t)
+	q := pgx.Identifier{schema}.Sanitize() + "."
+	for _, stmt := range []string{ // version 1, as released: never changes
+		`CREATE SCHEMA ` + pgx.Identifier{schema}.Sanitize(),
+		`CREATE TABLE ` + q + `tool_schema_version (version integer NOT NULL)`,
+		`INSERT INTO ` + q + `tool_schema_version (version) VALUES (1)`,
+		`CREATE TABLE ` + q + `tool_kv (key bytea PRIMARY KEY, value bytea NOT NULL, expires_at timestamptz)`,
+		`CREATE INDEX ON ` + q + `tool_kv (expires_at) WHERE expires_at IS NOT NULL`,
+		`CREATE TABLE ` + q + `tool_leases (key bytea PRIMARY KEY, owner bytea NOT NULL, until timestamptz NOT NULL)`,
+		`INSERT INTO ` + q + `tool_kv (key, value) VALUES ('tasks/ns/tool/t1/allowlist'::bytea, 'kept'::bytea)`,
+	} {
+		if _, err := admin(t).Exec(stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	s := open(t, schema)
+	var version int
+	if err := admin(t).QueryRow(`SELECT version FROM ` + q + `tool_schema_version`).Scan(&version); err != nil || version != postgres.SchemaVersion {
+		t.Fatalf("version after Open = %d, %v; want %d", version, err, postgres.SchemaVersion)
+	}
+	if v, err := s.Get(t.Context(), "tasks/ns/tool/t1/allowlist"); err != nil || string(v) != "kept" {
+		t.Fatalf("the version-1 key after the upgrade: %q, %v", v, err)
+	}
+	rs := tool.Store(s).(tool.RouteStore)
+	if err := rs.PutRoutes(t.Context(), "tasks/ns/tool/t1/", [][]byte{[]byte("r")}); err != nil {
+		t.Fatal(err)
+	}
+	hits, err := rs.Lookup(t.Context(), [][]byte{[]byte("r")}, "", 10)
+	if err != nil || len(hits) != 1 || len(hits[0].Hits) != 1 || hits[0].Hits[0].Task != "tasks/ns/tool/t1/" {
+		t.Fatalf("Lookup after the upgrade = %+v, %v", hits, err)
+	}
+}
+
 // TestSchemaNameQuoted: the schema name is an identifier, never SQL.
 func TestSchemaNameQuoted(t *testing.T) {
 	t.Parallel()

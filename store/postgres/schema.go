@@ -11,7 +11,7 @@ import (
 )
 
 // SchemaVersion is the schema version this package creates and understands: len(migrations).
-const SchemaVersion = 1
+const SchemaVersion = 2
 
 // migrations are the schema's versions in order: migrations[i] brings version i to i+1, one statement at a time.
 // Never edit a released step; append a new one. %[1]s is the schema prefix ("" or `"name".`).
@@ -28,6 +28,17 @@ var migrations = [][]string{
 			owner bytea NOT NULL,
 			until timestamptz NOT NULL
 		)`,
+	},
+	{
+		// The routing index (store.RouteStore, routes.go). A task's generation is the row of the empty route,
+		// which no route of the library's is: one table, one primary key, one index by task (for a task's close).
+		`CREATE TABLE %[1]stool_routes (
+			route bytea NOT NULL,
+			task  bytea NOT NULL,
+			gen   bigint NOT NULL DEFAULT 0,
+			PRIMARY KEY (route, task)
+		)`,
+		`CREATE INDEX ON %[1]stool_routes (task)`,
 	},
 }
 

@@ -16,10 +16,11 @@ type queries struct {
 	get, put, putTTL, del, listFrom, listRange, casInsert, casUpdate, claim string
 	lease, release, sweepKeys, sweepLeases                                  string
 	scanFrom, scanRange                                                     string // Scan (scan.go)
+	putRoutes, deleteRoutes, deleteTask, bump, lookup                       string // RouteStore (routes.go)
 }
 
 func newQueries(prefix string) queries {
-	kv, leases := prefix+"tool_kv", prefix+"tool_leases"
+	kv, leases, routes := prefix+"tool_kv", prefix+"tool_leases", prefix+"tool_routes"
 	const live = `(expires_at IS NULL OR expires_at > now())`
 	return queries{
 		get: `SELECT value FROM ` + kv + ` WHERE key = $1 AND ` + live,
@@ -52,9 +53,22 @@ func newQueries(prefix string) queries {
 		// a key that had just expired survives the sweep.
 		sweepKeys: `DELETE FROM ` + kv + ` WHERE key IN (SELECT key FROM ` + kv + ` WHERE expires_at <= now() LIMIT $1)
 			AND expires_at <= now()`,
-		sweepLeases: `DELETE FROM ` + leases + ` WHERE until <= now()`,
-		scanFrom:    `SELECT key, value FROM ` + kv + ` WHERE key >= $1 AND ` + live + ` ORDER BY key`,
-		scanRange:   `SELECT key, value FROM ` + kv + ` WHERE key >= $1 AND key < $2 AND ` + live + ` ORDER BY key`,
+		sweepLeases:  `DELETE FROM ` + leases + ` WHERE until <= now()`,
+		scanFrom:     `SELECT key, value FROM ` + kv + ` WHERE key >= $1 AND ` + live + ` ORDER BY key`,
+		scanRange:    `SELECT key, value FROM ` + kv + ` WHERE key >= $1 AND key < $2 AND ` + live + ` ORDER BY key`,
+		putRoutes:    `INSERT INTO ` + routes + ` (route, task) SELECT r, $1 FROM unnest($2::bytea[]) AS r ON CONFLICT DO NOTHING`,
+		deleteRoutes: `DELETE FROM ` + routes + ` WHERE task = $1 AND route = ANY($2::bytea[]) AND octet_length(route) > 0`,
+		deleteTask:   `DELETE FROM ` + routes + ` WHERE task = $1`,
+		bump: `INSERT INTO ` + routes + ` AS g (route, task, gen) VALUES (''::bytea, $1, 1)
+			ON CONFLICT (route, task) DO UPDATE SET gen = g.gen + 1 RETURNING gen`,
+		// Per route, in the order given, the first $3+1 tasks after $2 (one more than the limit tells whether
+		// there are more), each with its generation row's value.
+		lookup: `SELECT r.ord, h.task, coalesce(g.gen, 0)
+			FROM unnest($1::bytea[]) WITH ORDINALITY AS r(route, ord)
+			CROSS JOIN LATERAL (SELECT x.task FROM ` + routes + ` x WHERE x.route = r.route AND x.task > $2
+				ORDER BY x.task LIMIT $3 + 1) h
+			LEFT JOIN ` + routes + ` g ON g.route = ''::bytea AND g.task = h.task
+			ORDER BY r.ord, h.task`,
 	}
 }
 

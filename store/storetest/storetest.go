@@ -7,7 +7,7 @@
 //	}
 //
 // The optional upgrades (store.SwapStore, store.LeaseStore, store.ClaimStore, store.ExpiringStore,
-// store.ScanStore) are tested when the store implements them; their subtests are skipped, and say so, when it
+// store.ScanStore, store.RouteStore) are tested when the store implements them; their subtests are skipped, and say so, when it
 // does not.
 package storetest
 
@@ -49,6 +49,9 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"ClaimExpiry", testClaimExpiry},
 		{"ConcurrentClaim", testConcurrentClaim},
 		{"Scan", testScan},
+		{"Routes", testRoutes},
+		{"RoutesPaging", testRoutesPaging},
+		{"ConcurrentGeneration", testConcurrentGeneration},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -313,13 +316,19 @@ func race(t *testing.T, n int, f func(i int) (bool, error)) []int {
 	return winners
 }
 
+// upgrade returns s as the optional upgrade U (name is how the skip names it), or skips the test.
+func upgrade[U store.Store](t *testing.T, s store.Store, name string) U {
+	t.Helper()
+	u, ok := s.(U)
+	if !ok {
+		t.Skip("not a store." + name)
+	}
+	return u
+}
+
 func leaseStore(t *testing.T, s store.Store) store.LeaseStore {
 	t.Helper()
-	ls, ok := s.(store.LeaseStore)
-	if !ok {
-		t.Skip("not a store.LeaseStore")
-	}
-	return ls
+	return upgrade[store.LeaseStore](t, s, "LeaseStore")
 }
 
 func wantLease(t *testing.T, s store.LeaseStore, key, owner string, ttl time.Duration, want bool) {
@@ -606,5 +615,188 @@ func testScan(t *testing.T, s store.Store) {
 	if len(got) == 1 {
 		got[0].Value[0] = 'X'
 		wantValue(t, s, "tasks/a/1", []byte("v tasks/a/1"))
+	}
+}
+
+func routeStore(t *testing.T, s store.Store) store.RouteStore {
+	t.Helper()
+	return upgrade[store.RouteStore](t, s, "RouteStore")
+}
+
+// routeTasks renders hits as "task@generation" items.
+func routeTasks(h store.RouteHits) []string {
+	var out []string
+	for _, x := range h.Hits {
+		out = append(out, x.Task+"@"+strconv.FormatUint(x.Generation, 10))
+	}
+	return out
+}
+
+// lookup looks routes up and fails the test on an error or a result of the wrong length.
+func lookup(t *testing.T, rs store.RouteStore, after string, limit int, routes ...[]byte) []store.RouteHits {
+	t.Helper()
+	got, err := rs.Lookup(ctx(t), routes, after, limit)
+	if err != nil {
+		t.Fatalf("Lookup: %v", err)
+	}
+	if len(got) != len(routes) {
+		t.Fatalf("Lookup of %d routes returned %d results", len(routes), len(got))
+	}
+	return got
+}
+
+func testRoutes(t *testing.T, s store.Store) {
+	rs := routeStore(t, s)
+	// Routes are bytes: a NUL, an invalid UTF-8 byte and a prefix of another route are all distinct routes.
+	a, b, c, none := []byte("r\x00a"), []byte{0xff, 0x01}, []byte("r"), []byte("nobody's")
+	put := func(task string, routes ...[]byte) {
+		t.Helper()
+		if err := rs.PutRoutes(ctx(t), task, routes); err != nil {
+			t.Fatalf("PutRoutes(%q): %v", task, err)
+		}
+	}
+	put("tasks/ns/tool/t2/", a, b)
+	put("tasks/ns/tool/t1/", a)
+	put("tasks/ns/tool/t1/", a, c) // a again: no error, no duplicate
+	got := lookup(t, rs, "", 10, a, b, c, none, a)
+	want := [][]string{
+		{"tasks/ns/tool/t1/@0", "tasks/ns/tool/t2/@0"},
+		{"tasks/ns/tool/t2/@0"},
+		{"tasks/ns/tool/t1/@0"},
+		nil,
+		{"tasks/ns/tool/t1/@0", "tasks/ns/tool/t2/@0"},
+	}
+	for i := range want {
+		if !slices.Equal(routeTasks(got[i]), want[i]) || got[i].More {
+			t.Errorf("route %d: %v (more %v), want %v", i, routeTasks(got[i]), got[i].More, want[i])
+		}
+	}
+	if got := lookup(t, rs, "", 10); len(got) != 0 {
+		t.Errorf("Lookup of no routes = %v, want none", got)
+	}
+	if err := rs.PutRoutes(ctx(t), "tasks/ns/tool/t3/", [][]byte{a, {}}); err == nil {
+		t.Error("PutRoutes with an empty route did not fail")
+	}
+
+	// Generations count bumps per task, start at 0, and show in every hit of the task.
+	for want := uint64(1); want <= 2; want++ {
+		g, err := rs.BumpGeneration(ctx(t), "tasks/ns/tool/t1/")
+		if err != nil || g != want {
+			t.Fatalf("BumpGeneration = %d, %v; want %d", g, err, want)
+		}
+	}
+	if g, err := rs.BumpGeneration(ctx(t), "tasks/ns/tool/unrouted/"); err != nil || g != 1 {
+		t.Fatalf("BumpGeneration of a task with no routes = %d, %v; want 1", g, err)
+	}
+	got = lookup(t, rs, "", 10, a, c)
+	if w := []string{"tasks/ns/tool/t1/@2", "tasks/ns/tool/t2/@0"}; !slices.Equal(routeTasks(got[0]), w) {
+		t.Errorf("after two bumps of t1: %v, want %v", routeTasks(got[0]), w)
+	}
+	if w := []string{"tasks/ns/tool/t1/@2"}; !slices.Equal(routeTasks(got[1]), w) {
+		t.Errorf("after two bumps of t1: %v, want %v", routeTasks(got[1]), w)
+	}
+
+	// Deleting some routes keeps the others and the generation; deleting an absent one is no error.
+	if err := rs.DeleteRoutes(ctx(t), "tasks/ns/tool/t1/", [][]byte{a, none}); err != nil {
+		t.Fatal(err)
+	}
+	got = lookup(t, rs, "", 10, a, c)
+	if w := []string{"tasks/ns/tool/t2/@0"}; !slices.Equal(routeTasks(got[0]), w) {
+		t.Errorf("after deleting t1's route a: %v, want %v", routeTasks(got[0]), w)
+	}
+	if w := []string{"tasks/ns/tool/t1/@2"}; !slices.Equal(routeTasks(got[1]), w) {
+		t.Errorf("t1's other route: %v, want %v", routeTasks(got[1]), w)
+	}
+	// nil deletes every route of the task and its generation.
+	if err := rs.DeleteRoutes(ctx(t), "tasks/ns/tool/t1/", nil); err != nil {
+		t.Fatal(err)
+	}
+	got = lookup(t, rs, "", 10, a, b, c)
+	if len(got[2].Hits) != 0 || !slices.Equal(routeTasks(got[0]), []string{"tasks/ns/tool/t2/@0"}) ||
+		!slices.Equal(routeTasks(got[1]), []string{"tasks/ns/tool/t2/@0"}) {
+		t.Errorf("after deleting all of t1: %v %v %v, want t2 alone", routeTasks(got[0]), routeTasks(got[1]), routeTasks(got[2]))
+	}
+	put("tasks/ns/tool/t1/", c)
+	if got := lookup(t, rs, "", 10, c); !slices.Equal(routeTasks(got[0]), []string{"tasks/ns/tool/t1/@0"}) {
+		t.Errorf("t1 routed again: %v, want its generation back at 0", routeTasks(got[0]))
+	}
+}
+
+func testRoutesPaging(t *testing.T, s store.Store) {
+	rs := routeStore(t, s)
+	route, other := []byte("popular"), []byte("rare")
+	var all []string
+	for i := range 7 {
+		task := fmt.Sprintf("tasks/ns/tool/%02d/", i)
+		all = append(all, task+"@0")
+		if err := rs.PutRoutes(ctx(t), task, [][]byte{route}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := rs.PutRoutes(ctx(t), "tasks/ns/tool/03/", [][]byte{other}); err != nil {
+		t.Fatal(err)
+	}
+	var pages []string
+	after := ""
+	for n := 0; ; n++ {
+		if n > 7 {
+			t.Fatal("paging does not end")
+		}
+		got := lookup(t, rs, after, 3, route, other)
+		page := routeTasks(got[0])
+		if len(page) > 3 {
+			t.Fatalf("a page of limit 3 holds %v", page)
+		}
+		pages = append(pages, page...)
+		if n == 0 && (!slices.Equal(routeTasks(got[1]), []string{"tasks/ns/tool/03/@0"}) || got[1].More) {
+			t.Errorf("the rare route beside the popular one: %v (more %v)", routeTasks(got[1]), got[1].More)
+		}
+		if !got[0].More {
+			break
+		}
+		if len(page) == 0 {
+			t.Fatal("More with an empty page")
+		}
+		after = got[0].Hits[len(got[0].Hits)-1].Task
+	}
+	if !slices.Equal(pages, all) {
+		t.Errorf("pages = %v, want %v", pages, all)
+	}
+	// Exactly limit tasks left: no More.
+	if got := lookup(t, rs, "tasks/ns/tool/03/", 3, route); got[0].More || len(got[0].Hits) != 3 {
+		t.Errorf("the last 3 of 7 with limit 3: %v more %v, want 3 and no more", routeTasks(got[0]), got[0].More)
+	}
+}
+
+func testConcurrentGeneration(t *testing.T, s store.Store) {
+	rs := routeStore(t, s)
+	const workers, bumps = 8, 10
+	var mu sync.Mutex
+	seen := map[uint64]bool{}
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for range bumps {
+				g, err := rs.BumpGeneration(ctx(t), "tasks/ns/tool/hot/")
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				if seen[g] {
+					t.Errorf("generation %d returned twice", g)
+				}
+				seen[g] = true
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if err := rs.PutRoutes(ctx(t), "tasks/ns/tool/hot/", [][]byte{[]byte("r")}); err != nil {
+		t.Fatal(err)
+	}
+	got := lookup(t, rs, "", 1, []byte("r"))
+	if w := []string{fmt.Sprintf("tasks/ns/tool/hot/@%d", workers*bumps)}; !slices.Equal(routeTasks(got[0]), w) {
+		t.Errorf("after %d concurrent bumps: %v, want %v", workers*bumps, routeTasks(got[0]), w)
 	}
 }

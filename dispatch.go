@@ -1,0 +1,78 @@
+package tool
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// The last step of a webhook's path: the prepared payload delivered to the tasks an index named, one after
+// another, each through its own pipeline (deliver.go).
+
+// taskSource brings the tasks an index named into memory. The tasks of the index in memory are there already
+// (heldTasks); a bounded cache that hydrates tasks from the Store (issue 28's store mode) plugs in here.
+type taskSource interface {
+	// task returns the task ref names; ctx bounds bringing it into memory.
+	task(ctx context.Context, ref taskRef) (*Task, error)
+}
+
+// heldTasks is the taskSource of tasks held in memory: a ref holds its task.
+type heldTasks struct{}
+
+func (heldTasks) task(_ context.Context, ref taskRef) (*Task, error) {
+	if ref.task == nil {
+		return nil, fmt.Errorf("tool: router: task %s is not held", ref.id)
+	}
+	return ref.task, nil
+}
+
+// dispatch delivers p to the tasks refs names, one after another, and returns a Delivery for each task it
+// visited and the errors of the others.
+//
+// A context that ends mid-dispatch is no outcome for the tasks not yet visited: dispatch stops, and its error
+// wraps ErrNotAccepted and ctx's cause, so that the sender is answered 503 and retries. A task that closed
+// meanwhile is skipped.
+func dispatch(ctx context.Context, p *inbound, refs []taskRef, src taskSource) ([]*Delivery, []error) {
+	var out []*Delivery
+	var errs []error
+	for i, ref := range refs {
+		if ctx.Err() != nil {
+			errs = append(errs, fmt.Errorf("%w: %d of %d tasks not handled: %w", ErrNotAccepted, len(refs)-i,
+				len(refs), context.Cause(ctx)))
+			break
+		}
+		t, err := src.task(ctx, ref)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		d, err := t.deliver(ctx, p)
+		switch {
+		case errors.Is(err, ErrClosed):
+			continue
+		case err != nil:
+			errs = append(errs, err)
+		}
+		if d != nil {
+			out = append(out, d)
+		}
+	}
+	return out, errs
+}
+
+// toolWide is the Delivery of the discards decided for every task (signature, misconfiguration); nil when
+// there are none.
+func toolWide(p *inbound) *Delivery {
+	var d *Delivery
+	for i := range p.events {
+		if pe := &p.events[i]; pe.tried && pe.reason != "" {
+			if d == nil {
+				d = &Delivery{}
+			}
+			d.Discarded = append(d.Discarded, Discard{Event: pe.ev.def.Name, Reason: pe.reason, Detail: pe.detail})
+		}
+	}
+	return d
+}
+
+var _ taskSource = heldTasks{}

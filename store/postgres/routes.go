@@ -1,0 +1,111 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/commonagents-go/tool/store"
+)
+
+// The routing index of store.RouteStore lives in tool_routes (schema version 2): a row per (route, task), and per
+// task one row under the empty route holding its generation. Lookup is one statement for any number of routes.
+
+// PutRoutes adds routes to task's in one statement.
+func (s *Store) PutRoutes(ctx context.Context, task string, routes [][]byte) error {
+	if err := checkRoutes(task, routes); err != nil {
+		return err
+	}
+	if len(routes) == 0 {
+		return nil
+	}
+	if _, err := s.db.ExecContext(ctx, s.q.putRoutes, []byte(task), routes); err != nil {
+		return fmt.Errorf("postgres store: put routes of %q: %w", task, err)
+	}
+	return nil
+}
+
+// DeleteRoutes removes routes from task's, or every route of the task and its generation when routes is nil.
+func (s *Store) DeleteRoutes(ctx context.Context, task string, routes [][]byte) error {
+	var err error
+	switch {
+	case routes == nil:
+		_, err = s.db.ExecContext(ctx, s.q.deleteTask, []byte(task))
+	case len(routes) > 0:
+		_, err = s.db.ExecContext(ctx, s.q.deleteRoutes, []byte(task), routes)
+	}
+	if err != nil {
+		return fmt.Errorf("postgres store: delete routes of %q: %w", task, err)
+	}
+	return nil
+}
+
+// BumpGeneration adds one to task's generation in one statement; the row lock orders concurrent bumps.
+func (s *Store) BumpGeneration(ctx context.Context, task string) (uint64, error) {
+	if err := checkKey(task); err != nil {
+		return 0, err
+	}
+	var gen int64
+	if err := s.db.QueryRowContext(ctx, s.q.bump, []byte(task)).Scan(&gen); err != nil {
+		return 0, fmt.Errorf("postgres store: bump the generation of %q: %w", task, err)
+	}
+	return uint64(gen), nil
+}
+
+// Lookup returns the tasks of each route, at most limit after after, with their generations, in one round trip.
+func (s *Store) Lookup(ctx context.Context, routes [][]byte, after string, limit int) ([]store.RouteHits, error) {
+	if limit <= 0 {
+		return nil, errors.New("postgres store: lookup: limit must be positive")
+	}
+	if slices.ContainsFunc(routes, func(r []byte) bool { return len(r) == 0 }) {
+		return nil, errEmptyRoute
+	}
+	out := make([]store.RouteHits, len(routes))
+	if len(routes) == 0 {
+		return out, nil
+	}
+	rows, err := s.db.QueryContext(ctx, s.q.lookup, routes, []byte(after), limit)
+	if err != nil {
+		return nil, fmt.Errorf("postgres store: lookup: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var ord, gen int64
+		var task []byte
+		if err := rows.Scan(&ord, &task, &gen); err != nil {
+			return nil, fmt.Errorf("postgres store: lookup: %w", err)
+		}
+		h := &out[ord-1]
+		if len(h.Hits) == limit {
+			h.More = true
+			continue
+		}
+		h.Hits = append(h.Hits, store.RouteHit{Task: string(task), Generation: uint64(gen)})
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("postgres store: lookup: %w", err)
+	}
+	return out, nil
+}
+
+// errEmptyRoute refuses an empty route: the empty route's row is the generation.
+var errEmptyRoute = errors.New("postgres store: empty route")
+
+// checkRoutes refuses an empty route and keys the primary key cannot hold.
+func checkRoutes(task string, routes [][]byte) error {
+	if err := checkKey(task); err != nil {
+		return err
+	}
+	for _, r := range routes {
+		if len(r) == 0 {
+			return errEmptyRoute
+		}
+		if err := checkKey(string(r)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+var _ store.RouteStore = (*Store)(nil)
