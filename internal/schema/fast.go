@@ -7,10 +7,10 @@ import (
 )
 
 // typeCheck is a shortcut for the most common parameters schema: an object whose properties constrain nothing
-// but their JSON type. For such a schema a valid value can be recognised without gojsonschema, which costs
+// but their JSON type. For such a schema a valid value can be recognised without the validator, which costs
 // microseconds per call on the Invoke hot path. It only ever answers "valid"; anything else — a violation, a
-// value of an unusual Go type, a number whose integer-ness needs care — goes to gojsonschema, so messages and
-// edge cases stay exactly gojsonschema's.
+// value of an unusual Go type, a number whose integer-ness needs care — goes to the validator, so messages and
+// edge cases stay exactly the validator's.
 type typeCheck struct {
 	required []string
 	types    map[string]string // property → its one JSON type; "" accepts any value
@@ -83,7 +83,7 @@ func simpleType(p any) (string, bool) {
 	return t, true
 }
 
-// valid reports whether v certainly satisfies the schema; false means "ask gojsonschema".
+// valid reports whether v certainly satisfies the schema; false means "ask the validator".
 func (tc *typeCheck) valid(v any) bool {
 	obj, ok := v.(map[string]any)
 	if !ok {
@@ -144,7 +144,7 @@ func hasType(v any, t string) bool {
 	return false
 }
 
-// plainJSON reports whether v is made only of the decoded-JSON types gojsonschema would accept as they are.
+// plainJSON reports whether v is made only of the decoded-JSON types the validator reads as they are.
 func plainJSON(v any) bool {
 	switch x := v.(type) {
 	case nil, bool, string, int, int64, int32:

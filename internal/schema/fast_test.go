@@ -7,9 +7,9 @@ import (
 	"testing"
 )
 
-// TestTypeCheckAgreesWithGojsonschema checks the shortcut never calls a value valid that gojsonschema rejects,
+// TestTypeCheckAgreesWithTheValidator checks the shortcut never calls a value valid that the validator rejects,
 // and that it does take the shortcut for the common valid cases (else it would be dead code).
-func TestTypeCheckAgreesWithGojsonschema(t *testing.T) {
+func TestTypeCheckAgreesWithTheValidator(t *testing.T) {
 	t.Parallel()
 	schemas := []map[string]any{
 		{"properties": map[string]any{"s": map[string]any{"type": "string", "description": "d"},
@@ -52,11 +52,11 @@ func TestTypeCheckAgreesWithGojsonschema(t *testing.T) {
 					shortcuts++
 				}
 				if fast && !slow {
-					t.Errorf("schema %d: %s = %#v (value %d): shortcut says valid, gojsonschema says %v",
+					t.Errorf("schema %d: %s = %#v (value %d): shortcut says valid, the validator says %v",
 						si, name, v, vi, validate(s.compiled, obj))
 				}
 				if got := s.Validate(obj) == nil; got != slow {
-					t.Errorf("schema %d: %s = %#v: Validate valid=%v, gojsonschema %v", si, name, v, got, slow)
+					t.Errorf("schema %d: %s = %#v: Validate valid=%v, the validator %v", si, name, v, got, slow)
 				}
 			}
 		}

@@ -178,7 +178,7 @@ func (c *converter) strings(s *openapi3.Schema, out map[string]any) {
 		out["maxLength"] = *s.MaxLength
 	}
 	// ECMA-262 patterns that Go's RE2 cannot compile (lookaheads, backreferences) are left out: the server still
-	// checks them, and gojsonschema would otherwise reject the whole schema.
+	// checks them, and the validator (Go regexp) would otherwise reject the whole schema.
 	if s.Pattern != "" && compiles(s.Pattern) {
 		out["pattern"] = s.Pattern
 	}
