@@ -43,6 +43,7 @@ type Options struct {
 type Schema struct {
 	doc        map[string]any // effective document; nil for a boolean schema
 	dialect    Dialect
+	uri        string // the root `$schema` as written; "" when absent
 	compiled   *jsonschema.Schema
 	properties []Property // sorted by name
 	fast       *typeCheck // nil unless the schema only constrains property types
@@ -81,6 +82,7 @@ func Compile(doc any, base *field.Path, opts Options) (*Schema, field.List) {
 		c.checkParameters(doc)
 	}
 	s := &Schema{doc: root, dialect: c.draft, properties: properties(written, opts.Parameters)}
+	s.uri, _ = written["$schema"].(string)
 	if opts.Parameters && root != nil {
 		if _, explicit := written["required"]; !explicit {
 			if names := s.requiredNames(); len(names) > 0 {
@@ -236,6 +238,9 @@ func (s *Schema) Doc() map[string]any { return s.doc }
 
 // Dialect returns the dialect the schema was compiled in.
 func (s *Schema) Dialect() Dialect { return s.dialect }
+
+// SchemaURI returns the root `$schema` as written, "" when the schema names no dialect.
+func (s *Schema) SchemaURI() string { return s.uri }
 
 // ApplyDefaults returns a shallow copy of obj in which every top-level property that is absent and has a default
 // is set to a copy of that default. obj itself is never modified; a nil obj yields a map of the defaults.
