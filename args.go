@@ -56,8 +56,9 @@ func (t *Task) resolveArgs(a *action, args map[string]any) (map[string]any, []st
 	if len(missing) > 0 {
 		return nil, nil, t.missingError(a, missing)
 	}
-	// Bindings were validated by NewTask and defaults at Load: only LLM values can be wrong.
-	if fromLLM {
+	// Bindings were validated by NewTask and defaults at Load: only LLM values can be wrong, or, under a backend's
+	// whole schema, the object as a whole (anyOf, minProperties, dependentRequired).
+	if fromLLM || a.whole != nil {
 		if err := t.validateArgs(a, resolved); err != nil {
 			return nil, nil, err
 		}

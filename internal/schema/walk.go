@@ -550,12 +550,14 @@ func number(v any) (float64, bool) {
 	return 0, false
 }
 
-// nonNegativeInteger accepts an integer written without a fraction.
+// nonNegativeInteger accepts an integral value, also when written with a fraction ("2.0" is the integer 2 since
+// draft-06, and the suites of 2019-09 and 2020-12 check it).
 func nonNegativeInteger(v any) bool {
 	if n, ok := v.(json.Number); ok {
-		i, err := strconv.ParseInt(string(n), 10, 64)
-		return err == nil && i >= 0
+		if i, err := strconv.ParseInt(string(n), 10, 64); err == nil {
+			return i >= 0
+		}
 	}
 	f, ok := number(v)
-	return ok && f >= 0 && f == math.Trunc(f)
+	return ok && f >= 0 && f == math.Trunc(f) && !math.IsInf(f, 0)
 }

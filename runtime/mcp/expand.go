@@ -192,7 +192,7 @@ func parameters(name string, raw json.RawMessage, base *field.Path) (llm, whole 
 	}
 	llm = inlined(whole)
 	if _, problems := schema.Compile(llm, path, opts); len(problems) > 0 {
-		return nil, nil, unusable(problems)
+		llm = asWritten(whole) // inlining moved a reference out of its resource: show the schema as it is
 	}
 	return llm, whole, nil
 }
@@ -211,11 +211,7 @@ func inlined(whole map[string]any) map[string]any {
 	in := inliner{root: whole}
 	v, err := in.inline(whole, 0)
 	if err != nil {
-		llm := maps.Clone(whole)
-		if _, ok := llm["properties"]; !ok {
-			llm["properties"] = map[string]any{}
-		}
-		return llm
+		return asWritten(whole)
 	}
 	out := v.(map[string]any)
 	delete(out, "$defs")
@@ -224,6 +220,15 @@ func inlined(whole map[string]any) map[string]any {
 		out["properties"] = map[string]any{}
 	}
 	return out
+}
+
+// asWritten is the LLM copy of a schema that cannot be inlined: the schema itself, with its properties.
+func asWritten(whole map[string]any) map[string]any {
+	llm := maps.Clone(whole)
+	if _, ok := llm["properties"]; !ok {
+		llm["properties"] = map[string]any{}
+	}
+	return llm
 }
 
 // inliner replaces local $refs ("#/$defs/x", "#/definitions/x") by a copy of what they point to.
