@@ -142,6 +142,12 @@ type sourceParameters interface {
 	Parameters() map[string]any
 }
 
+// sourceDialect is implemented by prepared actions whose Parameters are in a dialect other than draft-07: it
+// returns the `$schema` URI ("" for draft-07).
+type sourceDialect interface {
+	SchemaDialect() string
+}
+
 // bindDeclared gives each declared action bound to a document item (operation_id) the item's parameters when it
 // declares none, and otherwise checks that it declares every parameter the item requires.
 func (l *loader) bindDeclared(t *Tool) {
@@ -153,7 +159,11 @@ func (l *loader) bindDeclared(t *Tool) {
 		p := field.NewPath("actions").Index(i)
 		bp := p.Child("execute").Key(a.kind)
 		if len(a.def.Parameters) == 0 {
-			own, _, reason := compileSource(src.Parameters(), "")
+			dialect := ""
+			if d, ok := a.prepared.(sourceDialect); ok {
+				dialect = d.SchemaDialect()
+			}
+			own, _, reason := compileSource(src.Parameters(), dialect)
 			if own == nil {
 				l.errs.Add(field.Invalid(bp, "the parameters of the bound operation cannot be used: %s", reason))
 				continue
