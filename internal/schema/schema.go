@@ -69,6 +69,20 @@ func Compile(doc any, base *field.Path, opts Options) (*Schema, field.List) {
 	if doc == nil && opts.Parameters {
 		doc = map[string]any{}
 	}
+	key, cacheable := cacheKey(doc, opts)
+	if cacheable {
+		if s := cache.get(key); s != nil {
+			return s, nil
+		}
+	}
+	s, errs := compile(doc, base, opts)
+	if s != nil && cacheable {
+		cache.put(key, s)
+	}
+	return s, errs
+}
+
+func compile(doc any, base *field.Path, opts Options) (*Schema, field.List) {
 	c := &compiler{base: base, draft: opts.Dialect, foreign: opts.Foreign, anchors: map[string]bool{}}
 	c.detectDraft(doc)
 	cleaned := c.schema(doc, base, roleRoot)
@@ -129,8 +143,12 @@ func (c *compiler) compile(doc any) (*jsonschema.Schema, *jsonschema.Compiler, e
 	return s, jc, err
 }
 
-// canonical re-decodes doc the way the validator reads JSON, so numbers are exact (json.Number).
+// canonical returns doc as the validator reads JSON: doc itself when it is made of decoded-JSON types only, else
+// doc encoded and decoded again.
 func canonical(doc any) (any, error) {
+	if plainJSON(doc) {
+		return doc, nil
+	}
 	b, err := json.Marshal(doc)
 	if err != nil {
 		return nil, err
