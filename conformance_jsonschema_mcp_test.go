@@ -30,12 +30,7 @@ const caseBase = "https://json-schema-test-suite.invalid/case.json"
 // schema, referenced as an embedded resource ($defs.case with its own `$id`) so its references resolve as they
 // do at the root of a document.
 func suiteToolSchema(t testing.TB, raw json.RawMessage, uri string) json.RawMessage {
-	d := json.NewDecoder(bytes.NewReader(raw))
-	d.UseNumber()
-	var s any
-	if err := d.Decode(&s); err != nil {
-		t.Fatal(err)
-	}
+	s := decodeNumbers(t, raw)
 	if m, ok := s.(map[string]any); ok {
 		if _, has := m["$id"]; !has {
 			m["$id"] = caseBase
@@ -51,6 +46,30 @@ func suiteToolSchema(t testing.TB, raw json.RawMessage, uri string) json.RawMess
 		t.Fatal(err)
 	}
 	return out
+}
+
+// decodeNumbers decodes raw JSON with its numbers as json.Number, exact as written.
+func decodeNumbers(t testing.TB, raw json.RawMessage) any {
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// suiteInvoke invokes action with the suite case data as its argument param; the result must be a run or an
+// invalid_arguments refusal.
+func suiteInvoke(t *testing.T, task *tool.Task, name, action, param string, data json.RawMessage) *tool.Result {
+	res, err := task.Invoke(context.Background(), action, map[string]any{param: decodeNumbers(t, data)})
+	if err != nil {
+		t.Fatalf("%s: Invoke: %v", name, err)
+	}
+	if res.IsError && res.Error.Kind != tool.KindInvalidArguments {
+		t.Errorf("%s: %v, want a run or invalid_arguments", name, res.Error)
+	}
+	return res
 }
 
 // needsFetch reports whether compiling schema would load a URL: a remote `$ref` or a meta-schema that is not one
@@ -160,23 +179,10 @@ func runSuiteMCP(t *testing.T, file, uri string) {
 		for _, c := range g.g.Tests {
 			total++
 			name := g.name + " / " + c.Description
-			d := json.NewDecoder(bytes.NewReader(c.Data))
-			d.UseNumber()
-			var arg any
-			if err := d.Decode(&arg); err != nil {
-				t.Fatal(err)
-			}
 			accepted := false
 			if _, refused := skipped[g.tool]; !refused {
-				res, err := task.Invoke(context.Background(), g.tool, map[string]any{"x": arg})
-				if err != nil {
-					t.Fatalf("%s: Invoke: %v", name, err)
-				}
-				accepted = !res.IsError
-				if !accepted && res.Error.Kind != tool.KindInvalidArguments {
-					t.Errorf("%s: %v, want a run or invalid_arguments", name, res.Error)
-				}
-				if accepted && res.Text() != "ran" {
+				res := suiteInvoke(t, task, name, g.tool, "x", c.Data)
+				if accepted = !res.IsError; accepted && res.Text() != "ran" {
 					t.Errorf("%s: result %q, want the server's", name, res.Text())
 				}
 			}

@@ -135,8 +135,8 @@ func (c *converter) types(s *openapi3.Schema, out map[string]any) {
 		}
 		out["type"] = list
 	}
-	if len(s.Enum) > 0 {
-		enum := append([]any(nil), s.Enum...)
+	if len(s.Enum) > 0 || c.modern && s.Enum != nil { // an empty enum allows nothing (2020-12 §6.1.2)
+		enum := append([]any{}, s.Enum...)
 		if s.Nullable && !containsNil(enum) {
 			enum = append(enum, nil)
 		}

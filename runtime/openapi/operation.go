@@ -182,17 +182,24 @@ func convert(path, method string, item *openapi3.PathItem, op *openapi3.Operatio
 			return nil, fmt.Errorf("parameter %s is named like the request body parameter %q", first, BodyParameter)
 		}
 		body := map[string]any{}
+		var boolean any // a boolean body schema: true takes any body, false none
 		if reqBody.kind == bodyText {
 			body["type"] = "string"
 		} else if mt != nil && mt.Schema != nil {
-			if b, ok := c.ref(mt.Schema).(map[string]any); ok {
+			switch b := c.ref(mt.Schema).(type) {
+			case map[string]any:
 				body = b
+			case bool:
+				boolean = b
 			}
 		}
 		if _, has := body["description"]; !has && rb.Value.Description != "" {
 			body["description"] = rb.Value.Description
 		}
 		props[BodyParameter] = body
+		if boolean != nil {
+			props[BodyParameter] = boolean
+		}
 		o.body, o.bodyRequired = reqBody, rb.Value.Required
 		if rb.Value.Required {
 			required = append(required, BodyParameter)
