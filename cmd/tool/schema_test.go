@@ -124,6 +124,18 @@ func TestSchemaRejectsBrokenManifests(t *testing.T) {
 		want     string // a substring of one of the errors; "" for a valid manifest
 	}{
 		{"valid", schemaBase + celAction, ""},
+		{"2020-12 parameters", schemaBase + `actions:
+  - name: answer
+    description: "Returns 42."
+    parameters:
+      $schema: https://json-schema.org/draft/2020-12/schema
+      properties:
+        pair: {type: array, prefixItems: [{type: string}], items: false, minContains: 0}
+      unevaluatedProperties: false
+      dependentRequired: {pair: [pair]}
+    execute:
+      cel: { expression: "42" }
+`, ""},
 		{"unknown top-level key", schemaBase + "colour: blue\n" + celAction, "additional properties 'colour' not allowed"},
 		{"two backends", schemaBase + `actions:
   - name: answer
