@@ -30,7 +30,6 @@ type compiler struct {
 	draft   Dialect
 	foreign bool // Options.Foreign
 	errs    field.List
-	unsafe  bool // a `$ref` was forbidden or does not resolve: the document must not reach the validator
 	refs    []refSite
 	anchors map[string]bool // `$id: "#name"`, `$anchor` and `$dynamicAnchor` names, with their "#"
 }
@@ -374,7 +373,6 @@ func (c *compiler) ref(v any, p *field.Path) bool {
 	s, ok := v.(string)
 	if !ok {
 		c.errs.Add(field.Invalid(p, "must be a string"))
-		c.unsafe = true
 		return false
 	}
 	if c.foreign {
@@ -383,7 +381,6 @@ func (c *compiler) ref(v any, p *field.Path) bool {
 	}
 	if !strings.HasPrefix(s, "#") {
 		c.errs.Add(field.Forbidden(p, "only local references (#...) are allowed"))
-		c.unsafe = true
 		return false
 	}
 	c.refs = append(c.refs, refSite{ref: s, path: p})
@@ -436,7 +433,6 @@ func (c *compiler) resolveRefs(root any) {
 	for _, site := range c.refs {
 		if err := c.resolve(root, site.ref); err != nil {
 			c.errs.Add(field.Invalid(site.path, "reference %q does not resolve within the schema: %v", site.ref, err))
-			c.unsafe = true
 		}
 	}
 }
