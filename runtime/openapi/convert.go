@@ -18,23 +18,25 @@ var errSchemaTooLarge = errors.New("its schemas expand into more than 20000 node
 // converter turns OpenAPI 3.0 and 3.1 schemas, with every $ref already resolved by kin-openapi, into the JSON
 // Schema documents action parameters are (SPEC §3.1).
 //
-// For OpenAPI 3.0 (and a 3.1 document in another dialect than 2020-12) the result is draft-07: `nullable: true`
+// For OpenAPI 3.0 (and a 3.1 document in draft-07 or earlier) the result is draft-07: `nullable: true`
 // becomes a type list with "null" (without a type, anyOf the schema and {type: null}), 3.0's boolean exclusive
 // bounds become numbers, prefixItems becomes a list of items, dependentRequired and dependentSchemas become
 // dependencies, and what draft-07 does not know (discriminator, xml, externalDocs, unevaluated*, $defs, $id,
 // $anchor, $dynamicRef) is left out. A schema met again inside itself (a recursive $ref) becomes `{}`, any value,
 // with its description kept.
 //
-// For OpenAPI 3.1 in 2020-12 (modern) the 2020-12 keywords stay (prefixItems, unevaluatedProperties,
-// unevaluatedItems, dependentRequired, dependentSchemas, minContains, maxContains), and a recursive $ref becomes
-// a reference to the schema in the operation's `$defs` (defs), so it still validates.
+// For OpenAPI 3.1 in 2020-12 or 2019-09 (modern) the keywords of those dialects stay (prefixItems,
+// unevaluatedProperties, unevaluatedItems, dependentRequired, dependentSchemas, minContains, maxContains; in
+// 2019-09 prefixItems is written as a list of items), and a recursive $ref becomes a reference to the schema in the
+// operation's `$defs` (defs), so it still validates.
 type converter struct {
-	modern bool
-	stack  []*openapi3.Schema
-	nodes  int
-	err    error
-	defs   map[string]any              // modern: recursive schemas, by the name their references use
-	names  map[*openapi3.Schema]string // modern: the name of each recursive schema in defs
+	modern    bool
+	items2019 bool // modern, in 2019-09: prefixItems is written as items: [...]
+	stack     []*openapi3.Schema
+	nodes     int
+	err       error
+	defs      map[string]any              // modern: recursive schemas, by the name their references use
+	names     map[*openapi3.Schema]string // modern: the name of each recursive schema in defs
 }
 
 // recursion returns what stands for s met again inside itself.
@@ -230,10 +232,18 @@ func (c *converter) arrays(s *openapi3.Schema, out map[string]any) {
 	}
 	setTrue(out, "uniqueItems", s.UniqueItems)
 	if c.modern {
-		if len(s.PrefixItems) > 0 {
+		switch {
+		case len(s.PrefixItems) > 0 && c.items2019:
+			out["items"] = c.list(s.PrefixItems)
+			if s.Items != nil {
+				out["additionalItems"] = c.ref(s.Items)
+			}
+		case len(s.PrefixItems) > 0:
 			out["prefixItems"] = c.list(s.PrefixItems)
-		}
-		if s.Items != nil {
+			if s.Items != nil {
+				out["items"] = c.ref(s.Items)
+			}
+		case s.Items != nil:
 			out["items"] = c.ref(s.Items)
 		}
 		if s.Contains != nil {

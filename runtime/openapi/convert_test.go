@@ -86,6 +86,13 @@ func TestConvertSchemas2020(t *testing.T) {
 		{"recursive $ref", recursive, `{"properties":{"next":{"$ref":"#/$defs/r1"}},"type":"object"}`,
 			`{"r1":{"properties":{"next":{"$ref":"#/$defs/r1"}},"type":"object"}}`},
 	}
+	t.Run("2019-09 prefixItems", func(t *testing.T) {
+		c := &converter{modern: true, items2019: true}
+		in := &openapi3.Schema{PrefixItems: openapi3.SchemaRefs{str}, Items: str}
+		if got, want := encode(t, c.schema(in)), `{"additionalItems":{"type":"string"},"items":[{"type":"string"}]}`; got != want {
+			t.Errorf("got %s, want %s", got, want)
+		}
+	})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := &converter{modern: true}

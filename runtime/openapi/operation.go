@@ -52,6 +52,11 @@ type operation struct {
 // dialect2020 names JSON Schema 2020-12, the dialect of OpenAPI 3.1 schemas unless the document says otherwise.
 const dialect2020 = "https://json-schema.org/draft/2020-12/schema"
 
+// modernDialect reports whether the `$schema` URI d names 2019-09 or 2020-12.
+func modernDialect(d string) bool {
+	return strings.Contains(d, "json-schema.org/draft/2019-09/") || strings.Contains(d, "json-schema.org/draft/2020-12/")
+}
+
 // schemaDialect returns the JSON Schema dialect of doc's schemas as a `$schema` URI: "" for OpenAPI 3.0, whose
 // schema objects are converted to draft-07; for 3.1 the document's jsonSchemaDialect, else 2020-12. The OpenAPI
 // dialects (https://spec.openapis.org/oas/3.1/dialect/...) are 2020-12 with annotations of their own.
@@ -138,7 +143,7 @@ func convert(path, method string, item *openapi3.PathItem, op *openapi3.Operatio
 	if err := checkPath(path); err != nil {
 		return nil, err
 	}
-	c := &converter{modern: dialect == dialect2020}
+	c := &converter{modern: dialect != "" && modernDialect(dialect), items2019: strings.Contains(dialect, "2019-09")}
 	props := map[string]any{}
 	var required []any
 	seen := map[string]string{}
