@@ -95,10 +95,11 @@ func suiteDocument(t testing.TB, url, uri string, paths, schemas map[string]any)
 }
 
 // TestJSONSchemaTestSuiteOpenAPI31 runs the required draft2020-12 and draft2019-09 files of the
-// JSON-Schema-Test-Suite through an OpenAPI 3.1 document (issue 29; for 2019-09 its jsonSchemaDialect says so): each group's schema is a component, the JSON request body of one operation;
-// each case's data is the argument {"body": data} of an Invoke against an httptest server. A valid case must reach
-// the server, an invalid one must be refused as invalid_arguments. The exclusions are openAPIExclusion's; every
-// wrong case must have a known reason (openAPILimitation).
+// JSON-Schema-Test-Suite through an OpenAPI 3.1 document (issue 29; for 2019-09 its jsonSchemaDialect says so):
+// each group's schema is a component, the JSON request body of one operation; each case's data is the argument
+// {"body": data} of an Invoke against an httptest server. A valid case must reach the server, an invalid one must
+// be refused as invalid_arguments. The exclusions are openAPIExclusion's; every wrong case must have a known
+// reason (openAPILimitation).
 func TestJSONSchemaTestSuiteOpenAPI31(t *testing.T) {
 	t.Parallel()
 	for _, d := range suiteDialects {

@@ -156,7 +156,8 @@ func TestSchemaRejectsBrokenManifests(t *testing.T) {
       lambda: { arn: "x" }
 `, "additional properties 'lambda' not allowed"},
 		{"wrong kind", strings.Replace(schemaBase, "v1beta2", "v1beta1", 1) + celAction, "kind"},
-		{"missing namespace", strings.Replace(schemaBase, `namespace: "tests"`+"\n", "", 1) + celAction, "missing property 'namespace'"},
+		{"missing namespace", strings.Replace(schemaBase, `namespace: "tests"`+"\n", "", 1) + celAction,
+			"missing property 'namespace'"},
 		{"bad name", strings.Replace(schemaBase, `name: "sample"`, `name: "1sample"`, 1) + celAction, "name"},
 		{"unknown field in a backend", schemaBase + `actions:
   - name: answer

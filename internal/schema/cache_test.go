@@ -20,7 +20,8 @@ func TestCompileCache(t *testing.T) {
 	}
 	bad := decode(t, `{"properties":{"a":{"type":"strnig"}}}`)
 	for range 2 {
-		if s, errs := Compile(bad, field.NewPath("p"), Options{}); s != nil || len(errs) != 1 || errs[0].Path != "p.properties.a.type" {
+		s, errs := Compile(bad, field.NewPath("p"), Options{})
+		if s != nil || len(errs) != 1 || errs[0].Path != "p.properties.a.type" {
 			t.Fatalf("broken schema: %v, %v", s, errs)
 		}
 	}

@@ -416,7 +416,8 @@ func (c *compiler) requireBinding(v any, p *field.Path, r role) {
 
 func (c *compiler) unknownKeyword(k string, p *field.Path) {
 	if slices.Contains(modernKeywords, k) {
-		c.errs.Add(field.Unsupported(p, "%s is a keyword of JSON Schema 2019-09 and later; name that dialect in the root $schema, this schema is %s",
+		c.errs.Add(field.Unsupported(p,
+			"%s is a keyword of JSON Schema 2019-09 and later; name that dialect in the root $schema, this schema is %s",
 			k, c.draft))
 		return
 	}

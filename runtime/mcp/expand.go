@@ -91,7 +91,8 @@ const maxListPages = 1000
 
 // listTools connects to srv with the load-time values, lists its tools and closes the connection; connecting and
 // listing are bounded by ctx and by the server's timeout (else DefaultTimeout).
-func listTools(ctx context.Context, srv *CompiledServer, b *runtime.Block, replyFloor time.Duration) ([]listedTool, error) {
+func listTools(ctx context.Context, srv *CompiledServer, b *runtime.Block,
+	replyFloor time.Duration) ([]listedTool, error) {
 	timeout := srv.Timeout
 	if timeout <= 0 {
 		timeout = DefaultTimeout
@@ -145,7 +146,8 @@ func (s *session) listRaw(ctx context.Context) ([]listedTool, error) {
 			return tools, nil
 		}
 		if seen[result.NextCursor] || page >= maxListPages {
-			return nil, fmt.Errorf("the server's pages do not end (cursor %q again, or over %d pages)", result.NextCursor, maxListPages)
+			return nil, fmt.Errorf("the server's pages do not end (cursor %q again, or over %d pages)",
+				result.NextCursor, maxListPages)
 		}
 		seen[result.NextCursor] = true
 		cursor = result.NextCursor
