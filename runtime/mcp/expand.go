@@ -247,6 +247,9 @@ func (in inliner) inline(v any, depth int) (any, error) {
 			switch k {
 			case "$defs", "definitions", "$ref":
 				continue
+			case "$id", "$dynamicRef", "$recursiveRef":
+				// A new base URI or a dynamic reference: pointers no longer mean what they say at the root.
+				return nil, fmt.Errorf("the input schema has %s: its references are kept as written", k)
 			case "enum", "const", "default", "examples":
 				out[k] = e // data, not schemas: a "$ref" key in it is no reference
 				continue

@@ -145,6 +145,8 @@ func TestParametersKeepWhatTheServerSent(t *testing.T) {
 		{"recursive", `{"type":"object","$defs":{"n":{"type":"object","properties":{"next":{"$ref":"#/$defs/n"}}}},
 			"properties":{"n":{"$ref":"#/$defs/n"}}}`, "$defs"},
 		{"anchor", `{"$defs":{"n":{"$anchor":"node","type":"string"}},"properties":{"n":{"$ref":"#node"}}}`, "$defs"},
+		{"embedded resource", `{"$defs":{"c":{"$id":"https://example.com/c","$defs":{"n":{"type":"string"}},
+			"$ref":"#/$defs/n"},"n":{"type":"integer"}},"properties":{"x":{"$ref":"#/$defs/c"}}}`, "$defs"},
 		{"unknown keyword", `{"type":"object","properties":{"x":{"type":"string","x_widget":2}}}`, "properties"},
 		{"true", `true`, "properties"},
 		{"absent", ``, "properties"},
