@@ -11,8 +11,10 @@ import (
 
 // resolveArgs applies SPEC §3.4 to one call: for each root and action parameter, binding, then LLM argument, then
 // default; missing required parameters, unknown arguments and settings passed as arguments are recoverable
-// errors, and the merged object is validated against the schemas. It returns the resolved arguments and the
-// names of LLM arguments ignored because they are bound. args is never modified.
+// errors, and the merged object is validated against the schemas. An action whose backend brought its own schema
+// (SPEC §3.1) takes the undeclared arguments that schema allows: its schema decides, not the declared list. It
+// returns the resolved arguments and the names of LLM arguments ignored because they are bound. args is never
+// modified.
 func (t *Task) resolveArgs(a *action, args map[string]any) (map[string]any, []string, *ToolError) {
 	var unknown, settings, ignored []string
 	for name := range args {
@@ -28,13 +30,16 @@ func (t *Task) resolveArgs(a *action, args map[string]any) (map[string]any, []st
 			unknown = append(unknown, name)
 		}
 	}
-	if len(settings) > 0 || len(unknown) > 0 {
+	if len(settings) > 0 || len(unknown) > 0 && a.whole == nil {
 		return nil, nil, t.argumentError(a, settings, unknown)
 	}
 
-	resolved := make(map[string]any, len(a.params))
+	resolved := make(map[string]any, len(a.params)+len(unknown))
 	var missing []string
-	fromLLM := false
+	fromLLM := len(unknown) > 0
+	for _, name := range unknown {
+		resolved[name] = args[name] // a.whole allows them or validateArgs says why not
+	}
 	for _, p := range a.params {
 		if v, ok := t.bindings[p.Name]; ok {
 			resolved[p.Name] = v
@@ -51,14 +56,27 @@ func (t *Task) resolveArgs(a *action, args map[string]any) (map[string]any, []st
 	if len(missing) > 0 {
 		return nil, nil, t.missingError(a, missing)
 	}
-	// Bindings were validated by NewTask and defaults at Load: only LLM values can be wrong.
-	if fromLLM {
+	// Bindings were validated by NewTask and defaults at Load: only LLM values can be wrong, or, under a backend's
+	// whole schema, the object as a whole (anyOf, minProperties, dependentRequired).
+	if fromLLM || a.whole != nil {
 		if err := t.validateArgs(a, resolved); err != nil {
 			return nil, nil, err
 		}
 	}
 	sort.Strings(ignored)
 	return resolved, ignored, nil
+}
+
+// rootOnly reports whether name is a root parameter that the action's own schema does not declare.
+func (t *Tool) rootOnly(a *action, name string) bool {
+	if t.rootParams == nil {
+		return false
+	}
+	if _, root := t.rootParams.Property(name); !root {
+		return false
+	}
+	_, own := a.own.Property(name)
+	return !own
 }
 
 // isSetting reports whether name is declared in the settings schema.
@@ -110,16 +128,21 @@ func (t *Task) missingError(a *action, missing []string) *ToolError {
 }
 
 // validateArgs checks the resolved arguments against the root and the action schema, each seeing its own
-// properties. Violation details never hold values, so secrets cannot leak through them.
+// properties; a backend's whole schema sees every argument but the root's own. Violation details never hold
+// values, so secrets cannot leak through them.
 func (t *Task) validateArgs(a *action, resolved map[string]any) *ToolError {
 	var violations []string
 	for _, s := range []*schema.Schema{t.tool.rootParams, a.own} {
+		whole := s == a.own && a.whole != nil
+		if whole {
+			s = a.whole
+		}
 		if s == nil || s.Satisfied(resolved) {
 			continue
 		}
 		obj := make(map[string]any, len(resolved))
 		for name, v := range resolved {
-			if _, ok := s.Property(name); ok {
+			if _, ok := s.Property(name); ok || whole && !t.tool.rootOnly(a, name) {
 				obj[name] = v
 			}
 		}

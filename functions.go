@@ -27,7 +27,8 @@ type Capability struct {
 }
 
 // Function is an action as the LLM sees it (SPEC §3.5). Parameters is a JSON Schema of type object, accepted as
-// is by OpenAI (`parameters`), Anthropic (`input_schema`) and MCP (`inputSchema`) tool definitions.
+// is by OpenAI (`parameters`), Anthropic (`input_schema`) and MCP (`inputSchema`) tool definitions. It keeps the
+// `$schema` of the schema it comes from (a manifest's parameters, an MCP tool's inputSchema), if that names one.
 type Function struct {
 	Name        string          `json:"name"`
 	Action      string          `json:"-"`
@@ -132,9 +133,10 @@ type llmParam struct {
 
 // llmSchemas holds what an action's LLM schema is built from.
 type llmSchemas struct {
-	params []llmParam
-	defs   []byte // `,"definitions":{...}` or empty
-	full   json.RawMessage
+	params  []llmParam
+	defs    []byte // `,"definitions":{...}` or empty
+	dialect []byte // the encoded `$schema` to keep, or nil
+	full    json.RawMessage
 }
 
 // prepareLLM encodes the parameters of a once, so Functions only joins bytes. Property schemas come from the
@@ -151,8 +153,26 @@ func (a *action) prepareLLM(root *schema.Schema) {
 		s.params = append(s.params, llmParam{name: p.Name, key: key, schema: enc, required: p.Required})
 	}
 	s.defs = definitions(root, a.own)
+	s.dialect = dialectOf(a.own, root)
 	a.llm = s
 	s.full = s.build(nil)
+}
+
+// dialectOf returns the encoded `$schema` the LLM schema keeps (SPEC §3.1: served as received): the action
+// schema's, else the root's when the action's is in the same dialect; nil when neither names one.
+func dialectOf(own, root *schema.Schema) []byte {
+	uri := ""
+	switch {
+	case own != nil && own.SchemaURI() != "":
+		uri = own.SchemaURI()
+	case root != nil && (own == nil || own.Dialect() == root.Dialect()):
+		uri = root.SchemaURI()
+	}
+	if uri == "" {
+		return nil
+	}
+	enc, _ := json.Marshal(uri)
+	return enc
 }
 
 // effectiveProperty returns the cleaned schema of the named property from the first schema that declares it.
@@ -223,7 +243,13 @@ func (a *action) llmSchema(bindings map[string]any) json.RawMessage {
 
 func (s *llmSchemas) build(bindings map[string]any) json.RawMessage {
 	var b bytes.Buffer
-	b.WriteString(`{"type":"object","properties":{`)
+	b.WriteByte('{')
+	if s.dialect != nil {
+		b.WriteString(`"$schema":`)
+		b.Write(s.dialect)
+		b.WriteByte(',')
+	}
+	b.WriteString(`"type":"object","properties":{`)
 	first := true
 	for _, p := range s.params {
 		if _, bound := bindings[p.name]; bound {

@@ -7,12 +7,14 @@ import (
 )
 
 // Schema returns Parameters decoded, for SDKs that take a schema as a map (openai-go's
-// shared.FunctionParameters, MCP tool definitions). Each call returns a new map the caller may change.
+// shared.FunctionParameters, MCP tool definitions), without the `$schema` Parameters may keep: vendors take
+// their own dialect. Each call returns a new map the caller may change.
 func (f Function) Schema() map[string]any {
 	var m map[string]any
 	if err := json.Unmarshal(f.Parameters, &m); err != nil || m == nil {
 		m = map[string]any{"type": "object", "properties": map[string]any{}}
 	}
+	delete(m, "$schema")
 	return m
 }
 

@@ -22,7 +22,10 @@ type action struct {
 	// params are the parameters of a call: root then action, merged, sorted by name.
 	params []schema.Property
 	own    *schema.Schema
-	llm    *llmSchemas
+	// whole is the backend's own schema when it says more than own (runtime.Expanded.Schema): arguments are
+	// validated against it, and the ones it allows beyond the declared parameters pass (SPEC §3.1).
+	whole *schema.Schema
+	llm   *llmSchemas
 
 	// Derived at load for calls.
 	byName            map[string]int // index in params

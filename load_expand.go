@@ -142,6 +142,12 @@ type sourceParameters interface {
 	Parameters() map[string]any
 }
 
+// sourceDialect is implemented by prepared actions whose Parameters are in a dialect other than draft-07: it
+// returns the `$schema` URI ("" for draft-07).
+type sourceDialect interface {
+	SchemaDialect() string
+}
+
 // bindDeclared gives each declared action bound to a document item (operation_id) the item's parameters when it
 // declares none, and otherwise checks that it declares every parameter the item requires.
 func (l *loader) bindDeclared(t *Tool) {
@@ -153,7 +159,11 @@ func (l *loader) bindDeclared(t *Tool) {
 		p := field.NewPath("actions").Index(i)
 		bp := p.Child("execute").Key(a.kind)
 		if len(a.def.Parameters) == 0 {
-			own, _, reason := compileSource(src.Parameters())
+			dialect := ""
+			if d, ok := a.prepared.(sourceDialect); ok {
+				dialect = d.SchemaDialect()
+			}
+			own, _, reason := compileSource(src.Parameters(), dialect)
 			if own == nil {
 				l.errs.Add(field.Invalid(bp, "the parameters of the bound operation cannot be used: %s", reason))
 				continue
@@ -182,9 +192,10 @@ func hasParam(params []schema.Property, name string) bool {
 	return false
 }
 
-// compileSource compiles parameters a backend derived from a document, as a manifest's parameters are compiled; it
-// returns the JSON too, or the reason it cannot.
-func compileSource(params map[string]any) (*schema.Schema, json.RawMessage, string) {
+// compileSource compiles parameters a backend derived from its source, in dialect (a `$schema` URI; "" is
+// draft-07) unless they name theirs, as a backend's schema (schema.Options.Foreign); it returns the JSON too, or
+// the reason it cannot.
+func compileSource(params map[string]any, dialect string) (*schema.Schema, json.RawMessage, string) {
 	raw, err := json.Marshal(params)
 	if err != nil {
 		return nil, nil, "not encodable as JSON"
@@ -194,7 +205,15 @@ func compileSource(params map[string]any) (*schema.Schema, json.RawMessage, stri
 	if err := json.Unmarshal(raw, &doc); err != nil {
 		return nil, nil, "not decodable"
 	}
-	own, errs := schema.Compile(doc, field.NewPath("parameters"), schema.Options{Parameters: true})
+	opts := schema.Options{Parameters: true, Foreign: true}
+	if dialect != "" {
+		d, ok := schema.ParseDialect(dialect)
+		if !ok {
+			return nil, nil, fmt.Sprintf("in the JSON Schema dialect %q, which is not supported", dialect)
+		}
+		opts.Dialect = d
+	}
+	own, errs := schema.Compile(doc, field.NewPath("parameters"), opts)
 	if len(errs) > 0 {
 		return nil, nil, "not a usable JSON Schema: " + errs[0].Error()
 	}
@@ -203,9 +222,15 @@ func compileSource(params map[string]any) (*schema.Schema, json.RawMessage, stri
 
 // expandedAction turns e into an action as a declared one is built; it returns the reason when it cannot.
 func (l *loader) expandedAction(kind string, backend runtime.Runtime, e runtime.Expanded) (*action, string) {
-	own, raw, reason := compileSource(e.Parameters)
+	own, raw, reason := compileSource(e.Parameters, e.Dialect)
 	if own == nil {
 		return nil, "its parameters are " + reason
+	}
+	var whole *schema.Schema
+	if e.Schema != nil {
+		if whole, _, reason = compileSource(e.Schema, e.Dialect); whole == nil {
+			return nil, "its schema is " + reason
+		}
 	}
 	for _, prop := range own.Properties() {
 		for _, r := range l.rootProperties {
@@ -216,7 +241,7 @@ func (l *loader) expandedAction(kind string, backend runtime.Runtime, e runtime.
 	}
 	def := &Action{Name: e.Name, Description: e.Description, Parameters: raw,
 		Execute: map[string]json.RawMessage{kind: json.RawMessage("null")}, Annotations: annotationsOf(e.Annotations)}
-	a := &action{def: def, kind: kind, backend: backend, prepared: e.Action, own: own}
+	a := &action{def: def, kind: kind, backend: backend, prepared: e.Action, own: own, whole: whole}
 	a.params = l.mergeParams(field.NewPath(kind), own.Properties())
 	a.prepareLLM(l.rootParams)
 	return a, ""

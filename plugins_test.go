@@ -1,6 +1,7 @@
 package tool_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,7 +13,7 @@ import (
 	"github.com/commonagents-go/tool/events"
 	"github.com/commonagents-go/tool/field"
 	"github.com/commonagents-go/tool/runtime"
-	"github.com/xeipuuv/gojsonschema"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 	"sigs.k8s.io/yaml"
 )
 
@@ -170,7 +171,15 @@ func TestThirdPartyBackendTopLevelBlock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := gojsonschema.NewSchema(gojsonschema.NewBytesLoader(schemaDoc))
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(schemaDoc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := jsonschema.NewCompiler()
+	if err := c.AddResource("urn:tool:manifest", doc); err != nil {
+		t.Fatal(err)
+	}
+	s, err := c.Compile("urn:tool:manifest")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,9 +192,12 @@ func TestThirdPartyBackendTopLevelBlock(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, err := s.Validate(gojsonschema.NewBytesLoader(js))
-		if err != nil || res.Valid() != valid {
-			t.Errorf("schema valid = %v (%v), want %v for:\n%s\n%v", res.Valid(), err, valid, manifest, res.Errors())
+		inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(js))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Validate(inst); (err == nil) != valid {
+			t.Errorf("schema valid = %v, want %v for:\n%s\n%v", err == nil, valid, manifest, err)
 		}
 	}
 	without, err := tool.ManifestSchema()

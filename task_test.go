@@ -14,6 +14,7 @@ import (
 
 	"github.com/commonagents-go/tool"
 	"github.com/commonagents-go/tool/tooltest"
+	"github.com/mark3labs/mcp-go/mcp"
 )
 
 // factRecorder records the facts a task reports.
@@ -432,5 +433,59 @@ func TestAllowListAtItsCapKeepsTheNewestValue(t *testing.T) {
 				t.Errorf("label allow list after a, b, c with cap 2 = %s, want [b c]", got)
 			}
 		})
+	}
+}
+
+// TestBackendSchemaDecidesExtraArguments pins SPEC §3.1 (issue 29): an MCP tool's own schema decides which
+// arguments beyond its declared properties pass, root keywords included; settings keys never pass and bound
+// parameters keep their bound value.
+func TestBackendSchemaDecidesExtraArguments(t *testing.T) {
+	t.Parallel()
+	url := schemaServer(t, map[string]json.RawMessage{
+		"open":   json.RawMessage(`{"type":"object","properties":{"a":{"type":"string"}},"required":["a"]}`),
+		"closed": json.RawMessage(`{"type":"object","properties":{"a":{"type":"string"}},"additionalProperties":false}`),
+		"either": json.RawMessage(`{"anyOf":[{"required":["a"]},{"required":["b"]}],
+			"properties":{"a":{"type":"string"},"b":{"type":"string"}}}`),
+		"typed": json.RawMessage(`{"type":"object","properties":{"a":{"type":"string"}},
+			"patternProperties":{"^n_":{"type":"integer"}}}`),
+	}, func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		b, _ := json.Marshal(req.GetArguments())
+		return mcp.NewToolResultText(string(b)), nil
+	})
+	src := manifestHeader("extras") + "settings:\n  properties:\n    token: {type: string, format: password}\n" +
+		"mcp:\n  transport: streamable_http\n  url: " + url + "\nactions: []\n"
+	tl := mustLoadSrc(t, src, tool.WithDiscovery(true), tool.WithSettings(map[string]any{"token": "t0ken-SECRET"}))
+	if s := tl.Skipped(); len(s) > 0 {
+		t.Fatalf("skipped: %v", s)
+	}
+	task := newTask(t, tl, tool.TaskConfig{})
+	bound := newTask(t, tl, tool.TaskConfig{Capability: tool.Capability{Bindings: map[string]any{"a": "bound"}}})
+	tests := []struct {
+		name, action string
+		task         *tool.Task
+		args         map[string]any
+		sent         string // the arguments the server received; "" when the call is refused
+		refusal      string
+	}{
+		{"allowed extra passes", "open", task, map[string]any{"a": "x", "b": 1.0}, `{"a":"x","b":1}`, ""},
+		{"forbidden extra refused", "closed", task, map[string]any{"a": "x", "b": 1.0}, "", "b: is not an allowed property"},
+		{"root anyOf applies", "either", task, map[string]any{}, "", "anyOf"},
+		{"root anyOf satisfied", "either", task, map[string]any{"b": "y"}, `{"b":"y"}`, ""},
+		{"patternProperties type", "typed", task, map[string]any{"n_count": "three"}, "", "n_count: must be of type integer"},
+		{"patternProperties passes", "typed", task, map[string]any{"n_count": 3.0}, `{"n_count":3}`, ""},
+		{"a settings key never passes", "open", task, map[string]any{"a": "x", "token": "s3cret"}, "", `"token" cannot be passed`},
+		{"a bound parameter keeps its value", "open", bound, map[string]any{"a": "llm", "b": 2.0}, `{"a":"bound","b":2}`, ""},
+	}
+	for _, tc := range tests {
+		res := mustInvoke(t, tc.task, tc.action, tc.args)
+		switch {
+		case tc.sent != "" && (res.IsError || res.Text() != tc.sent):
+			t.Errorf("%s: result %+v (%s), want the server to receive %s", tc.name, res.Error, res.Text(), tc.sent)
+		case tc.sent == "" && (!res.IsError || res.Error.Kind != tool.KindInvalidArguments ||
+			!strings.Contains(res.Error.Message, tc.refusal)):
+			t.Errorf("%s: result %+v, want invalid_arguments containing %q", tc.name, res.Error, tc.refusal)
+		case res.IsError && strings.Contains(res.Error.Message, "s3cret"):
+			t.Errorf("%s: the refused value is in the message: %s", tc.name, res.Error.Message)
+		}
 	}
 }

@@ -174,3 +174,41 @@ func TestTaskOverAfterUnrecoverable(t *testing.T) {
 		t.Errorf("the task New started is not closed: %v", err)
 	}
 }
+
+// TestServedSchemaKeepsItsDialect pins issue 29 and the MCP conformance scenario json-schema-2020-12: the served
+// inputSchema keeps the `$schema` the manifest names, and a 2020-12 schema loads and validates as 2020-12.
+func TestServedSchemaKeepsItsDialect(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct{ uri, extra string }{
+		{"https://json-schema.org/draft/2020-12/schema", `, prefixItems: [{type: string}], items: false`},
+		{"http://json-schema.org/draft-07/schema#", ``},
+	} {
+		src := strings.Replace(manifest, "      properties:\n        word: {type: string}\n",
+			"      $schema: \""+tt.uri+"\"\n      properties:\n        word: {type: string}\n        pair: {type: array"+tt.extra+"}\n", 1)
+		_, url := serve(t, src)
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		c := mcp.NewClient(&mcp.Implementation{Name: "go-sdk-test", Version: "1"}, nil)
+		s, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, MaxRetries: -1}, nil)
+		if err != nil {
+			cancel()
+			t.Fatal(err)
+		}
+		list, err := s.ListTools(ctx, nil)
+		if err != nil || len(list.Tools) != 1 {
+			t.Fatalf("tools = %+v, %v", list, err)
+		}
+		in, _ := list.Tools[0].InputSchema.(map[string]any)
+		if in["$schema"] != tt.uri {
+			t.Errorf("served inputSchema %v: $schema %v, want %s", in, in["$schema"], tt.uri)
+		}
+		if tt.extra != "" {
+			res, err := s.CallTool(ctx, &mcp.CallToolParams{Name: "words",
+				Arguments: map[string]any{"word": "a", "pair": []any{"x", "y"}}})
+			if err != nil || !res.IsError {
+				t.Errorf("a second item past prefixItems with items: false was accepted (%v)", err)
+			}
+		}
+		_ = s.Close()
+		cancel()
+	}
+}

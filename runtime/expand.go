@@ -36,6 +36,14 @@ type Expanded struct {
 	// Parameters is the action's parameters as a JSON Schema object (type: object, properties, required), with
 	// every $ref resolved. The loader checks it like a declared action's parameters (SPEC §3.5).
 	Parameters map[string]any
+	// Schema is the schema the action's arguments are validated against when the source's own schema says more
+	// than Parameters can show an LLM: the schema as the source gave it, every keyword kept, $refs as written
+	// (an MCP tool's inputSchema). Where it allows properties Parameters does not list, such arguments pass to
+	// the action (SPEC §3.1). nil: arguments are validated against Parameters, and undeclared ones are refused.
+	Schema map[string]any
+	// Dialect is the `$schema` URI of the JSON Schema dialect Parameters and Schema are in when they name none
+	// (MCP and OpenAPI 3.1: "https://json-schema.org/draft/2020-12/schema"); "" is draft-07.
+	Dialect string
 	// Annotations are the catalog hints the source gives (an HTTP GET is read-only); nil when it gives none.
 	Annotations *Traits
 	// Action is the prepared action, as Prepare would have returned it.

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -24,7 +26,7 @@ import (
 	"github.com/commonagents-go/tool/runtime/statefulsession"
 	"github.com/commonagents-go/tool/runtime/statelesshttp"
 	"github.com/commonagents-go/tool/runtime/subprocess"
-	"github.com/xeipuuv/gojsonschema"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 	"sigs.k8s.io/yaml"
 )
 
@@ -38,36 +40,46 @@ func manifestSchema(t *testing.T) []byte {
 	return s
 }
 
-// compileSchema compiles the embedded schema after checking it against the draft-07 meta-schema (gojsonschema
+// compileSchema compiles the embedded schema after checking it against the draft-07 meta-schema (the validator
 // carries the meta-schemas: nothing is fetched).
-func compileSchema(t *testing.T) *gojsonschema.Schema {
+func compileSchema(t *testing.T) *jsonschema.Schema {
 	t.Helper()
-	sl := gojsonschema.NewSchemaLoader()
-	sl.Validate = true
-	sl.Draft = gojsonschema.Draft7
-	s, err := sl.Compile(gojsonschema.NewBytesLoader(manifestSchema(t)))
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(manifestSchema(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft7)
+	if err := c.AddResource("urn:tool:manifest", doc); err != nil {
+		t.Fatal(err)
+	}
+	s, err := c.Compile("urn:tool:manifest")
 	if err != nil {
 		t.Fatalf("the generated schema is not a valid draft-07 JSON Schema: %v", err)
 	}
 	return s
 }
 
-// schemaErrors validates a YAML manifest against the schema and returns the failures.
-func schemaErrors(t *testing.T, s *gojsonschema.Schema, manifest []byte) []string {
+// schemaErrors validates a YAML manifest against the schema and returns the lines of the validator's report.
+func schemaErrors(t *testing.T, s *jsonschema.Schema, manifest []byte) []string {
 	t.Helper()
 	js, err := yaml.YAMLToJSON(manifest)
 	if err != nil {
 		t.Fatalf("YAML to JSON: %v", err)
 	}
-	res, err := s.Validate(gojsonschema.NewBytesLoader(js))
+	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(js))
 	if err != nil {
-		t.Fatalf("validate: %v", err)
+		t.Fatalf("decode: %v", err)
 	}
-	var out []string
-	for _, e := range res.Errors() {
-		out = append(out, e.String())
+	err = s.Validate(inst)
+	var verr *jsonschema.ValidationError
+	if err == nil || !errors.As(err, &verr) {
+		if err != nil {
+			t.Fatalf("validate: %v", err)
+		}
+		return nil
 	}
-	return out
+	return strings.Split(verr.Error(), "\n")
 }
 
 func TestSchemaAcceptsOKManifests(t *testing.T) {
@@ -112,34 +124,47 @@ func TestSchemaRejectsBrokenManifests(t *testing.T) {
 		want     string // a substring of one of the errors; "" for a valid manifest
 	}{
 		{"valid", schemaBase + celAction, ""},
-		{"unknown top-level key", schemaBase + "colour: blue\n" + celAction, "Additional property colour is not allowed"},
+		{"2020-12 parameters", schemaBase + `actions:
+  - name: answer
+    description: "Returns 42."
+    parameters:
+      $schema: https://json-schema.org/draft/2020-12/schema
+      properties:
+        pair: {type: array, prefixItems: [{type: string}], items: false, minContains: 0}
+      unevaluatedProperties: false
+      dependentRequired: {pair: [pair]}
+    execute:
+      cel: { expression: "42" }
+`, ""},
+		{"unknown top-level key", schemaBase + "colour: blue\n" + celAction, "additional properties 'colour' not allowed"},
 		{"two backends", schemaBase + `actions:
   - name: answer
     description: "Returns 42."
     execute:
       cel: { expression: "42" }
       exec: { command: "echo" }
-`, "Must validate one and only one schema"},
+`, "'oneOf' failed"},
 		{"no backend", schemaBase + `actions:
   - name: answer
     description: "Returns 42."
     execute: {}
-`, "Must validate one and only one schema"},
+`, "'oneOf' failed"},
 		{"unknown backend", schemaBase + `actions:
   - name: answer
     description: "Returns 42."
     execute:
       lambda: { arn: "x" }
-`, "Additional property lambda is not allowed"},
+`, "additional properties 'lambda' not allowed"},
 		{"wrong kind", strings.Replace(schemaBase, "v1beta2", "v1beta1", 1) + celAction, "kind"},
-		{"missing namespace", strings.Replace(schemaBase, `namespace: "tests"`+"\n", "", 1) + celAction, "namespace is required"},
+		{"missing namespace", strings.Replace(schemaBase, `namespace: "tests"`+"\n", "", 1) + celAction,
+			"missing property 'namespace'"},
 		{"bad name", strings.Replace(schemaBase, `name: "sample"`, `name: "1sample"`, 1) + celAction, "name"},
 		{"unknown field in a backend", schemaBase + `actions:
   - name: answer
     description: "Returns 42."
     execute:
       cel: { expresion: "42" }
-`, "Additional property expresion is not allowed"},
+`, "additional properties 'expresion' not allowed"},
 		{"unknown JSON Schema keyword", schemaBase + `parameters:
   properties:
     count: { type: integer, minimun: 1 }
@@ -154,7 +179,7 @@ func TestSchemaRejectsBrokenManifests(t *testing.T) {
     receive:
       webhook: {}
       poll: { url: "https://example.com", detect: "[]" }
-`, "Must validate one and only one schema"},
+`, "'oneOf' failed"},
 		{"bad duration", schemaBase + celAction + `events:
   - name: ping
     message: "ping"
@@ -172,14 +197,14 @@ func TestSchemaRejectsBrokenManifests(t *testing.T) {
   transport: stdio
   command: "server"
   url: "https://example.com"
-`, "Must not validate the schema (not)"},
+`, "'not' failed"},
 		{"body and its alias json", schemaBase + celAction + `events:
   - name: ping
     message: "ping"
     receive:
       subscription:
         subscribe: { method: POST, url: "https://example.com", body: {}, json: {} }
-`, "Must not validate the schema (not)"},
+`, "'not' failed"},
 		{"exec env as a map", schemaBase + `actions:
   - name: run
     description: "Runs."

@@ -7,13 +7,15 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"math/big"
 	"reflect"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 
-	"github.com/xeipuuv/gojsonschema"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 )
 
 // Violation is one way a value fails a schema. Detail never contains the offending value, so a violation can be
@@ -48,26 +50,28 @@ func (s *Schema) Validate(v any) []Violation {
 	return validate(s.compiled, v)
 }
 
-func validate(compiled *gojsonschema.Schema, v any) (out []Violation) {
+func validate(compiled *jsonschema.Schema, v any) (out []Violation) {
 	doc, _, err := normalize(v)
 	if err != nil {
 		return []Violation{{Detail: err.Error()}}
 	}
 	defer func() {
-		// gojsonschema is not ours to trust on every input; a panic in it must not take the host down.
+		// A panic in the validator must not take the host down.
 		if r := recover(); r != nil {
 			out = []Violation{{Detail: "cannot be validated"}}
 		}
 	}()
-	res, err := compiled.Validate(gojsonschema.NewRawLoader(doc))
-	if err != nil {
-		return []Violation{{Detail: "cannot be validated"}}
-	}
-	if res.Valid() {
+	err = compiled.Validate(doc)
+	if err == nil {
 		return nil
 	}
-	for _, e := range res.Errors() {
-		out = append(out, violation(e))
+	var verr *jsonschema.ValidationError
+	if !errors.As(err, &verr) {
+		return []Violation{{Detail: "cannot be validated"}}
+	}
+	collect(verr, &out)
+	if len(out) == 0 {
+		out = []Violation{{Detail: "does not match the schema"}}
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Path != out[j].Path {
@@ -78,22 +82,48 @@ func validate(compiled *gojsonschema.Schema, v any) (out []Violation) {
 	return slices.Compact(out)
 }
 
-// violation turns a gojsonschema error into a Violation. gojsonschema's own descriptions are not used: the
-// messages here are built only from the schema side of the error details, never from the value.
-func violation(e gojsonschema.ResultError) Violation {
-	path := e.Field()
-	if path == "(root)" {
-		path = ""
-	}
-	d := e.Details()
-	switch e.Type() {
-	case "required", "additional_property_not_allowed", "invalid_property_name":
-		// These are reported at the object; the property they name is the better path.
-		if prop, ok := d["property"].(string); ok {
-			path = joinPath(path, prop)
+// collect turns a validation error tree into violations. The validator's own messages are not used: a message
+// here is built only from the schema side of the error, never from the value. Errors that only group others
+// (the root, a `$ref`, allOf) give way to their causes; anyOf and oneOf are reported as themselves, since the
+// failures of their branches contradict each other.
+func collect(e *jsonschema.ValidationError, out *[]Violation) {
+	path := strings.Join(e.InstanceLocation, ".")
+	add := func(path, detail string) { *out = append(*out, Violation{Path: path, Detail: detail}) }
+	switch k := e.ErrorKind.(type) {
+	case *kind.Schema, *kind.Group, *kind.AllOf, *kind.Reference:
+		for _, c := range e.Causes {
+			collect(c, out)
 		}
+		if len(e.Causes) == 0 {
+			add(path, "does not match the schema")
+		}
+	case *kind.Required:
+		for _, m := range k.Missing {
+			add(joinPath(path, m), "is required")
+		}
+	case *kind.AdditionalProperties:
+		for _, p := range k.Properties {
+			add(joinPath(path, p), "is not an allowed property")
+		}
+	case *kind.PropertyNames:
+		add(joinPath(path, k.Property), "is not an allowed property name")
+	case *kind.Dependency:
+		if len(k.Missing) == 0 { // a schema dependency
+			for _, c := range e.Causes {
+				collect(c, out)
+			}
+			return
+		}
+		for _, m := range k.Missing {
+			add(path, "requires property "+m)
+		}
+	case *kind.DependentRequired:
+		for _, m := range k.Missing {
+			add(path, "requires property "+m)
+		}
+	default:
+		add(path, describe(e.ErrorKind))
 	}
-	return Violation{Path: path, Detail: describe(e.Type(), d)}
 }
 
 func joinPath(parent, child string) string {
@@ -103,84 +133,106 @@ func joinPath(parent, child string) string {
 	return parent + "." + child
 }
 
-func describe(typ string, d gojsonschema.ErrorDetails) string {
-	switch typ {
-	case "required":
-		return "is required"
-	case "invalid_type":
-		return "must be of type " + typeList(d["expected"])
-	case "false":
+// describe words one failed keyword. Only the schema's side of it (a bound, an enum list, a pattern) appears.
+func describe(k jsonschema.ErrorKind) string {
+	switch k := k.(type) {
+	case *kind.Type:
+		return "must be of type " + typeList(k.Want)
+	case *kind.FalseSchema:
 		return "is not allowed"
-	case "additional_property_not_allowed":
-		return "is not an allowed property"
-	case "invalid_property_name":
-		return "is not an allowed property name"
-	case "missing_dependency":
-		return fmt.Sprintf("requires property %v", d["dependency"])
-	case "number_any_of":
+	case *kind.AnyOf:
 		return "must match at least one of the allowed schemas (anyOf)"
-	case "number_one_of":
+	case *kind.OneOf:
 		return "must match exactly one of the allowed schemas (oneOf)"
-	case "number_all_of":
-		return "must match all of the schemas (allOf)"
-	case "number_not":
+	case *kind.Not:
 		return "must not match the excluded schema (not)"
-	case "condition_then":
-		return "must match the \"then\" schema"
-	case "condition_else":
-		return "must match the \"else\" schema"
-	case "const":
+	case *kind.Const:
 		return "must equal the value the schema fixes (const)"
-	case "enum":
-		return fmt.Sprintf("must be one of: %v", d["allowed"]) // the schema's list; a failing value is never in it
-	case "array_no_additional_items":
+	case *kind.Enum:
+		return "must be one of: " + jsonList(k.Want) // the schema's list; a failing value is never in it
+	case *kind.AdditionalItems:
 		return "must not have more items than the schema lists"
-	case "array_min_items":
-		return fmt.Sprintf("must have at least %v items", d["min"])
-	case "array_max_items":
-		return fmt.Sprintf("must have at most %v items", d["max"])
-	case "unique":
+	case *kind.MinItems:
+		return fmt.Sprintf("must have at least %d items", k.Want)
+	case *kind.MaxItems:
+		return fmt.Sprintf("must have at most %d items", k.Want)
+	case *kind.UniqueItems:
 		return "must have unique items"
-	case "contains":
+	case *kind.Contains:
 		return "must contain at least one matching item"
-	case "array_min_properties":
-		return fmt.Sprintf("must have at least %v properties", d["min"])
-	case "array_max_properties":
-		return fmt.Sprintf("must have at most %v properties", d["max"])
-	case "string_gte":
-		return fmt.Sprintf("must be at least %v characters long", d["min"])
-	case "string_lte":
-		return fmt.Sprintf("must be at most %v characters long", d["max"])
-	case "pattern":
-		return fmt.Sprintf("must match the pattern %v", d["pattern"])
-	case "format":
-		return fmt.Sprintf("must be a valid %v", d["format"])
-	case "multiple_of":
-		return fmt.Sprintf("must be a multiple of %v", d["multiple"])
-	case "number_gte":
-		return fmt.Sprintf("must be greater than or equal to %v", d["min"])
-	case "number_gt":
-		return fmt.Sprintf("must be greater than %v", d["min"])
-	case "number_lte":
-		return fmt.Sprintf("must be less than or equal to %v", d["max"])
-	case "number_lt":
-		return fmt.Sprintf("must be less than %v", d["max"])
-	default:
-		return "is invalid"
+	case *kind.MinContains:
+		return fmt.Sprintf("must contain at least %d matching items", k.Want)
+	case *kind.MaxContains:
+		return fmt.Sprintf("must contain at most %d matching items", k.Want)
+	case *kind.MinProperties:
+		return fmt.Sprintf("must have at least %d properties", k.Want)
+	case *kind.MaxProperties:
+		return fmt.Sprintf("must have at most %d properties", k.Want)
+	case *kind.MinLength:
+		return fmt.Sprintf("must be at least %d characters long", k.Want)
+	case *kind.MaxLength:
+		return fmt.Sprintf("must be at most %d characters long", k.Want)
+	case *kind.Pattern:
+		return "must match the pattern " + k.Want
+	case *kind.Format:
+		return "must be a valid " + k.Want
+	case *kind.MultipleOf:
+		return "must be a multiple of " + ratString(k.Want)
+	case *kind.Minimum:
+		return "must be greater than or equal to " + ratString(k.Want)
+	case *kind.ExclusiveMinimum:
+		return "must be greater than " + ratString(k.Want)
+	case *kind.Maximum:
+		return "must be less than or equal to " + ratString(k.Want)
+	case *kind.ExclusiveMaximum:
+		return "must be less than " + ratString(k.Want)
+	case *kind.ContentEncoding, *kind.ContentMediaType, *kind.ContentSchema:
+		return "has content that does not match the schema"
+	case *kind.InvalidJsonValue:
+		return "is not representable as JSON"
 	}
+	return "is invalid"
 }
 
-// typeList renders gojsonschema's "integer" or "[integer,null]" as "integer" or "integer or null".
-func typeList(expected any) string {
-	s, _ := expected.(string)
-	return strings.ReplaceAll(strings.Trim(s, "[]"), ",", " or ")
+// typeList renders the allowed types with "null" last ("integer or null"), as a nullable type is usually written.
+func typeList(want []string) string {
+	types := slices.Clone(want)
+	if i := slices.Index(types, "null"); i >= 0 && len(types) > 1 {
+		types = append(slices.Delete(types, i, i+1), "null")
+	}
+	return strings.Join(types, " or ")
+}
+
+// jsonList renders schema values as JSON, comma-separated: `"fast", "slow"`.
+func jsonList(values []any) string {
+	parts := make([]string, len(values))
+	for i, v := range values {
+		b, err := json.Marshal(v)
+		if err != nil {
+			b = []byte("?")
+		}
+		parts[i] = string(b)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// ratString renders a bound: an integer as written, else its shortest float form.
+func ratString(r *big.Rat) string {
+	if r == nil {
+		return "?"
+	}
+	if r.IsInt() {
+		return r.Num().String()
+	}
+	f, _ := r.Float64()
+	return strconv.FormatFloat(f, 'g', -1, 64)
 }
 
 var errNotFinite = errors.New("contains a number that is not finite")
 
-// normalize returns v with every number as a json.Number, the only form for which gojsonschema applies numeric
-// keywords (with float64 it silently skips them). changed reports whether the result differs from v; maps and
-// slices are copied only when something inside them changes.
+// normalize returns v with every number as a json.Number, so that numeric keywords compare exact decimal values
+// whatever Go type a number arrived as, and values of other Go types become decoded JSON. changed reports whether
+// the result differs from v; maps and slices are copied only when something inside them changes.
 func normalize(v any) (out any, changed bool, err error) {
 	switch t := v.(type) {
 	case nil, bool, string:
@@ -246,7 +298,7 @@ func floatNumber(f float64, bits int) (any, bool, error) {
 	return json.Number(strconv.FormatFloat(f, 'g', -1, bits)), true, nil
 }
 
-// viaJSON converts any other Go value the way gojsonschema's NewGoLoader does: encode, then decode with UseNumber.
+// viaJSON converts any other Go value to decoded JSON: encode, then decode with UseNumber.
 func viaJSON(v any) (any, bool, error) {
 	b, err := json.Marshal(v)
 	if err != nil {

@@ -7,8 +7,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-
-	"github.com/xeipuuv/gojsonschema"
 )
 
 func TestValidateNumbers(t *testing.T) {
@@ -222,13 +220,12 @@ func BenchmarkValidate(b *testing.B) {
 				}
 			}
 		})
-		// The baseline: gojsonschema alone, through the NewGoLoader its README suggests for Go values.
+		// The baseline: the validator alone, given the value as it is.
 		b.Run(bc.name+"/baseline", func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				res, err := s.compiled.Validate(gojsonschema.NewGoLoader(bc.value))
-				if err != nil || res.Valid() != bc.valid {
-					b.Fatalf("valid = %v, err = %v", res.Valid(), err)
+				if err := s.compiled.Validate(bc.value); (err == nil) != bc.valid {
+					b.Fatalf("err = %v", err)
 				}
 			}
 		})

@@ -13,7 +13,6 @@ import (
 
 	"github.com/commonagents-go/tool/field"
 	"github.com/commonagents-go/tool/internal/suggest"
-	"github.com/xeipuuv/gojsonschema"
 )
 
 // role tells the walker where a schema sits: only a top-level property may carry `require_binding`.
@@ -28,11 +27,11 @@ const (
 // compiler carries the state of one Compile: the problems found so far and the local references to resolve.
 type compiler struct {
 	base    *field.Path
-	draft   gojsonschema.Draft
+	draft   Dialect
+	foreign bool // Options.Foreign
 	errs    field.List
-	unsafe  bool // a `$ref` was forbidden or does not resolve: the document must not reach gojsonschema
 	refs    []refSite
-	anchors map[string]bool // `$id: "#name"` anchors
+	anchors map[string]bool // `$id: "#name"`, `$anchor` and `$dynamicAnchor` names, with their "#"
 }
 
 type refSite struct {
@@ -40,8 +39,16 @@ type refSite struct {
 	path *field.Path
 }
 
+// modernKeywords are the keywords 2019-09 and 2020-12 add; in an older dialect they are unknown keywords.
+var modernKeywords = []string{
+	"$anchor", "$dynamicAnchor", "$dynamicRef", "$recursiveAnchor", "$recursiveRef", "$vocabulary", "contentSchema",
+	"dependentRequired", "dependentSchemas", "maxContains", "minContains", "prefixItems", "unevaluatedItems",
+	"unevaluatedProperties",
+}
+
 // keywordNames lists every keyword of drafts 04, 06 and 07, the annotations we accept and our extension; the
-// walker's switch in keyword must stay in step with it. It is the vocabulary for did-you-mean suggestions.
+// walker's switch in keyword must stay in step with it and modernKeywords. It is the vocabulary for did-you-mean
+// suggestions.
 var keywordNames = []string{
 	"$comment", "$defs", "$id", "$ref", "$schema", "additionalItems", "additionalProperties", "allOf", "anyOf",
 	"const", "contains", "contentEncoding", "contentMediaType", "default", "definitions", "dependencies",
@@ -53,14 +60,7 @@ var keywordNames = []string{
 
 var typeNames = []string{"array", "boolean", "integer", "null", "number", "object", "string"}
 
-// draftURLs maps the `$schema` values we accept to their draft.
-var draftURLs = map[string]gojsonschema.Draft{
-	"json-schema.org/draft-04/schema": gojsonschema.Draft4,
-	"json-schema.org/draft-06/schema": gojsonschema.Draft6,
-	"json-schema.org/draft-07/schema": gojsonschema.Draft7,
-}
-
-// detectDraft reads the root `$schema`; without one the document is draft-07.
+// detectDraft reads the root `$schema`; without one the document is in the dialect Options.Dialect names.
 func (c *compiler) detectDraft(doc any) {
 	m, _ := doc.(map[string]any)
 	v, ok := m["$schema"]
@@ -71,11 +71,10 @@ func (c *compiler) detectDraft(doc any) {
 	if !ok {
 		return // reported by the walker
 	}
-	u := strings.TrimSuffix(s, "#")
-	u = strings.TrimPrefix(strings.TrimPrefix(u, "https://"), "http://")
-	d, ok := draftURLs[u]
+	d, ok := ParseDialect(s)
 	if !ok {
-		c.errs.Add(field.Unsupported(c.base.Child("$schema"), "only draft-04, draft-06 and draft-07 schemas are supported"))
+		c.errs.Add(field.Unsupported(c.base.Child("$schema"),
+			"only draft-04, draft-06, draft-07, 2019-09 and 2020-12 schemas are supported"))
 		return
 	}
 	c.draft = d
@@ -98,7 +97,15 @@ func (c *compiler) schema(node any, p *field.Path, r role) any {
 				continue
 			}
 			kept, keep, known := c.keyword(k, v, p.Child(k), r)
+			if !known && c.draft.modern() {
+				kept, keep, known = c.modernKeyword(k, v, p.Child(k))
+			}
 			if !known {
+				if c.foreign {
+					// A backend's schema is not ours to correct: an unknown keyword is an annotation (2020-12 §6.5).
+					out[k] = deepCopy(v)
+					continue
+				}
 				c.unknownKeyword(k, p.Key(k))
 				continue
 			}
@@ -145,12 +152,17 @@ func (c *compiler) keyword(k string, v any, p *field.Path, r role) (kept any, ke
 		return v, c.id(v, p), true
 	case "$schema":
 		_, ok = v.(string)
-		return nil, false, c.expect(ok, p, "must be a string")
+		// The root's names the dialect the validator is given; an embedded resource's stays for the validator.
+		return v, ok && c.foreign && r != roleRoot, c.expect(ok, p, "must be a string")
 	case "type":
 		ok = c.typeValue(v, p)
 	case "enum":
 		list, isList := v.([]any)
-		ok = c.expect(isList && len(list) > 0, p, "must be a non-empty array")
+		if c.draft == Draft4 {
+			ok = c.expect(isList && len(list) > 0, p, "must be a non-empty array")
+		} else {
+			ok = c.expect(isList, p, "must be an array")
+		}
 	case "required":
 		ok = c.stringSet(v, p)
 	case "const", "default":
@@ -167,7 +179,7 @@ func (c *compiler) keyword(k string, v any, p *field.Path, r role) (kept any, ke
 		_, isNumber := number(v)
 		ok = c.expect(isNumber, p, "must be a number")
 	case "exclusiveMaximum", "exclusiveMinimum":
-		if c.draft == gojsonschema.Draft4 {
+		if c.draft == Draft4 {
 			_, isBool := v.(bool)
 			ok = c.expect(isBool, p, "must be a boolean in draft-04")
 		} else {
@@ -181,6 +193,48 @@ func (c *compiler) keyword(k string, v any, p *field.Path, r role) (kept any, ke
 		ok = c.expect(nonNegativeInteger(v), p, "must be a non-negative integer")
 	case "pattern":
 		ok = c.regexp(v, p)
+	default:
+		return nil, false, false
+	}
+	if !ok {
+		return nil, false, true
+	}
+	return deepCopy(v), true, true
+}
+
+// modernKeyword checks a keyword that 2019-09 and 2020-12 add. The validator's meta-schema check catches what is
+// left, such as a 2020-12 keyword in a 2019-09 schema.
+func (c *compiler) modernKeyword(k string, v any, p *field.Path) (kept any, keep, known bool) {
+	ok := true
+	switch k {
+	case "prefixItems":
+		return c.schemaList(v, p, true), true, true
+	case "unevaluatedItems", "unevaluatedProperties", "contentSchema":
+		return c.schema(v, p, roleNested), true, true
+	case "dependentSchemas":
+		return c.schemaMap(v, p, roleNested, false), true, true
+	case "dependentRequired":
+		m, isMap := v.(map[string]any)
+		if !c.expect(isMap, p, "must be an object mapping names to arrays of names") {
+			return nil, false, true
+		}
+		for _, name := range slices.Sorted(maps.Keys(m)) {
+			ok = c.stringSet(m[name], p.Key(name)) && ok
+		}
+	case "minContains", "maxContains":
+		ok = c.expect(nonNegativeInteger(v), p, "must be a non-negative integer")
+	case "$anchor", "$dynamicAnchor":
+		s, isString := v.(string)
+		if ok = c.expect(isString && s != "", p, "must be a name"); ok {
+			c.anchors["#"+s] = true
+		}
+	case "$dynamicRef", "$recursiveRef":
+		return v, c.ref(v, p), true
+	case "$recursiveAnchor":
+		ok = c.expect(isBool(v), p, "must be a boolean")
+	case "$vocabulary":
+		_, isMap := v.(map[string]any)
+		ok = c.expect(isMap, p, "must be an object")
 	default:
 		return nil, false, false
 	}
@@ -319,25 +373,31 @@ func (c *compiler) ref(v any, p *field.Path) bool {
 	s, ok := v.(string)
 	if !ok {
 		c.errs.Add(field.Invalid(p, "must be a string"))
-		c.unsafe = true
 		return false
+	}
+	if c.foreign {
+		// The validator resolves it within the document; its loader refuses anything else (no fetch, no file).
+		return true
 	}
 	if !strings.HasPrefix(s, "#") {
 		c.errs.Add(field.Forbidden(p, "only local references (#...) are allowed"))
-		c.unsafe = true
 		return false
 	}
 	c.refs = append(c.refs, refSite{ref: s, path: p})
 	return true
 }
 
-// id keeps a `$id` (or draft-04 `id`) only when it is a plain-name anchor ("#name"). Any other identifier would
-// change the base URI that gojsonschema resolves references against — a base on another host is a way to make it
-// fetch — so it is accepted as an annotation and dropped.
+// id keeps a `$id` (or draft-04 `id`) of a manifest's schema only when it is a plain-name anchor ("#name"): any
+// other identifier would change the base URI that the `#...` references the walker checks resolve against, so it
+// is accepted as an annotation and dropped. A backend's schema keeps its identifiers: its references resolve
+// against them, and the validator never fetches.
 func (c *compiler) id(v any, p *field.Path) bool {
 	s, ok := v.(string)
 	if !c.expect(ok, p, "must be a string") {
 		return false
+	}
+	if c.foreign {
+		return true
 	}
 	if strings.HasPrefix(s, "#") {
 		c.anchors[s] = true
@@ -355,8 +415,18 @@ func (c *compiler) requireBinding(v any, p *field.Path, r role) {
 }
 
 func (c *compiler) unknownKeyword(k string, p *field.Path) {
+	if slices.Contains(modernKeywords, k) {
+		c.errs.Add(field.Unsupported(p,
+			"%s is a keyword of JSON Schema 2019-09 and later; name that dialect in the root $schema, this schema is %s",
+			k, c.draft))
+		return
+	}
+	vocabulary := keywordNames
+	if c.draft.modern() {
+		vocabulary = append(slices.Clip(keywordNames), modernKeywords...)
+	}
 	c.errs.Add(field.Unsupported(p, "unknown JSON Schema keyword%s; extensions must start with \"x-\"",
-		didYouMean(k, keywordNames)))
+		didYouMean(k, vocabulary)))
 }
 
 // resolveRefs checks that every local `$ref` points at a schema inside the cleaned document.
@@ -364,7 +434,6 @@ func (c *compiler) resolveRefs(root any) {
 	for _, site := range c.refs {
 		if err := c.resolve(root, site.ref); err != nil {
 			c.errs.Add(field.Invalid(site.path, "reference %q does not resolve within the schema: %v", site.ref, err))
-			c.unsafe = true
 		}
 	}
 }
@@ -430,36 +499,6 @@ func (c *compiler) checkParameters(doc any) {
 	}
 }
 
-// checkDefaults validates each top-level default against its property's schema. The check compiles the root
-// document with `$ref` pointing at the property schema — gojsonschema ignores a `$ref`'s siblings — so that
-// references inside the property still resolve. The property goes under an "x-" key, which the cleaned document
-// never has.
-func (c *compiler) checkDefaults(root map[string]any, props []Property) {
-	if root == nil {
-		return
-	}
-	cleanedProps, _ := root["properties"].(map[string]any)
-	for _, p := range props {
-		if !p.HasDefault {
-			continue
-		}
-		doc := make(map[string]any, len(root)+2)
-		for k, v := range root {
-			doc[k] = v
-		}
-		doc["x-default"] = cleanedProps[p.Name]
-		doc["$ref"] = "#/x-default"
-		compiled, err := c.compile(doc)
-		if err != nil {
-			continue // the property schema itself is broken: reported by the full compile
-		}
-		if vs := validate(compiled, p.Default); len(vs) > 0 {
-			c.errs.Add(field.Invalid(c.base.Child("properties").Key(p.Name).Child("default"),
-				"does not validate against the property schema: %s", vs[0]))
-		}
-	}
-}
-
 // didYouMean returns ` (did you mean "x"?)` for the closest candidate, else "".
 func didYouMean(s string, candidates []string) string { return suggest.Hint(s, candidates) }
 
@@ -508,12 +547,14 @@ func number(v any) (float64, bool) {
 	return 0, false
 }
 
-// nonNegativeInteger accepts what gojsonschema accepts: an integer written without a fraction.
+// nonNegativeInteger accepts an integral value, also when written with a fraction ("2.0" is the integer 2 since
+// draft-06, and the suites of 2019-09 and 2020-12 check it).
 func nonNegativeInteger(v any) bool {
 	if n, ok := v.(json.Number); ok {
-		i, err := strconv.ParseInt(string(n), 10, 64)
-		return err == nil && i >= 0
+		if i, err := strconv.ParseInt(string(n), 10, 64); err == nil {
+			return i >= 0
+		}
 	}
 	f, ok := number(v)
-	return ok && f >= 0 && f == math.Trunc(f)
+	return ok && f >= 0 && f == math.Trunc(f) && !math.IsInf(f, 0)
 }

@@ -6,13 +6,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/commonagents-go/tool/field"
 	"github.com/commonagents-go/tool/internal/schema"
 	"github.com/commonagents-go/tool/runtime"
+	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
@@ -53,7 +56,7 @@ func (be Backend) Expand(ctx context.Context, b *runtime.Block) (*runtime.Expans
 				Reason: "the name is not a valid action name (^[a-zA-Z][a-zA-Z0-9_-]{0,63}$)"})
 			continue
 		}
-		params, err := parameters(t, b.SharedPath)
+		params, whole, err := parameters(t.Name, t.InputSchema, b.SharedPath)
 		if err != nil {
 			exp.Skipped = append(exp.Skipped, runtime.Skipped{Name: t.Name, Reason: err.Error()})
 			continue
@@ -64,16 +67,32 @@ func (be Backend) Expand(ctx context.Context, b *runtime.Block) (*runtime.Expans
 		}
 		hints := annotations(t.Annotations)
 		exp.Actions = append(exp.Actions, runtime.Expanded{
-			Name: t.Name, Description: desc, Parameters: params, Annotations: hints,
-			Action: &Action{Server: srv, Key: key, ToolName: t.Name, Hints: hints},
+			Name: t.Name, Description: desc, Parameters: params, Schema: whole, Dialect: schema.Draft2020.URL(),
+			Annotations: hints,
+			Action:      &Action{Server: srv, Key: key, ToolName: t.Name, Hints: hints},
 		})
 	}
 	return exp, nil
 }
 
+// listedTool is one tool of a tools/list reply. Its schemas are kept as the server sent them: mcp-go's Tool keeps
+// only a few root keywords of an inputSchema (and fails the whole listing on a boolean one).
+type listedTool struct {
+	Name         string             `json:"name"`
+	Title        string             `json:"title"`
+	Description  string             `json:"description"`
+	Annotations  mcp.ToolAnnotation `json:"annotations"`
+	InputSchema  json.RawMessage    `json:"inputSchema"`
+	OutputSchema json.RawMessage    `json:"outputSchema"`
+}
+
+// maxListPages bounds how many tools/list pages a listing reads.
+const maxListPages = 1000
+
 // listTools connects to srv with the load-time values, lists its tools and closes the connection; connecting and
 // listing are bounded by ctx and by the server's timeout (else DefaultTimeout).
-func listTools(ctx context.Context, srv *CompiledServer, b *runtime.Block, replyFloor time.Duration) ([]mcp.Tool, error) {
+func listTools(ctx context.Context, srv *CompiledServer, b *runtime.Block,
+	replyFloor time.Duration) ([]listedTool, error) {
 	timeout := srv.Timeout
 	if timeout <= 0 {
 		timeout = DefaultTimeout
@@ -89,58 +108,129 @@ func listTools(ctx context.Context, srv *CompiledServer, b *runtime.Block, reply
 		defer ccancel()
 		_ = sess.close(cctx)
 	}()
-	res, err := sess.client.ListTools(lctx, mcp.ListToolsRequest{})
+	tools, err := sess.listRaw(lctx)
 	if err != nil {
 		return nil, sess.failure("tools/list", startErr(lctx, err))
 	}
-	return res.Tools, nil
+	return tools, nil
 }
 
-// parameters converts a tool's input schema into an action's parameters: a JSON Schema object whose local $refs
-// are inlined, checked as a manifest's parameters schema would be. The error says why the schema is unusable.
-func parameters(t mcp.Tool, base *field.Path) (map[string]any, error) {
-	raw := t.RawInputSchema
-	if len(raw) == 0 {
-		var err error
-		if raw, err = json.Marshal(t.InputSchema); err != nil {
-			return nil, fmt.Errorf("the input schema cannot be encoded: %v", err)
+// listRaw sends tools/list itself, page after page, on the session's transport, and decodes each tool with its
+// schemas whole.
+func (s *session) listRaw(ctx context.Context) ([]listedTool, error) {
+	var tools []listedTool
+	seen := map[string]bool{"": true}
+	cursor := ""
+	for page := 1; ; page++ {
+		var params any
+		if cursor != "" {
+			params = map[string]any{"cursor": cursor}
 		}
+		resp, err := s.client.GetTransport().SendRequest(ctx, transport.JSONRPCRequest{JSONRPC: mcp.JSONRPC_VERSION,
+			ID: mcp.NewRequestId(fmt.Sprintf("tools-list-%d", page)), Method: string(mcp.MethodToolsList), Params: params})
+		if err != nil {
+			return nil, err
+		}
+		if resp.Error != nil {
+			return nil, resp.Error.AsError()
+		}
+		var result struct {
+			Tools      []listedTool `json:"tools"`
+			NextCursor string       `json:"nextCursor"`
+		}
+		if err := json.Unmarshal(resp.Result, &result); err != nil {
+			return nil, fmt.Errorf("the reply is not a tools/list result: %v", err)
+		}
+		tools = append(tools, result.Tools...)
+		if result.NextCursor == "" {
+			return tools, nil
+		}
+		if seen[result.NextCursor] || page >= maxListPages {
+			return nil, fmt.Errorf("the server's pages do not end (cursor %q again, or over %d pages)",
+				result.NextCursor, maxListPages)
+		}
+		seen[result.NextCursor] = true
+		cursor = result.NextCursor
 	}
+}
+
+// parameters converts a tool's input schema into an action's two schemas (SPEC §3.1): whole is the schema as the
+// server sent it, which arguments are validated against in its dialect (its `$schema`, else 2020-12, MCP
+// 2025-11-25); llm is the copy shown to the LLM, with local $refs inlined where they can be (a recursive or
+// anchored reference stays as written, its `$defs` carried along). The error says why the schema is unusable.
+func parameters(name string, raw json.RawMessage, base *field.Path) (llm, whole map[string]any, err error) {
+	path := base.Child("tools").Key(name).Child("inputSchema")
 	d := json.NewDecoder(bytes.NewReader(raw))
 	d.UseNumber()
-	var doc map[string]any
-	if err := d.Decode(&doc); err != nil || doc == nil {
-		return nil, errors.New("the input schema is not a JSON object")
+	var doc any
+	if len(bytes.TrimSpace(raw)) > 0 {
+		if err := d.Decode(&doc); err != nil {
+			return nil, nil, errors.New("the input schema is not JSON")
+		}
 	}
-	if typ, ok := doc["type"]; ok && typ != "object" {
-		return nil, fmt.Errorf("the input schema has type %v, not object", typ)
+	switch v := doc.(type) {
+	case nil:
+		doc = map[string]any{} // absent: any arguments
+	case bool:
+		if !v {
+			return nil, nil, errors.New("the input schema is false: no arguments are ever valid")
+		}
+		doc = map[string]any{} // true: any arguments
+	case map[string]any:
+		if typ, ok := v["type"]; ok && typ != "object" {
+			return nil, nil, fmt.Errorf("the input schema has type %v, not object", typ)
+		}
+	default:
+		return nil, nil, errors.New("the input schema is not a JSON Schema object")
 	}
-	in := inliner{root: doc}
-	v, err := in.inline(doc, 0)
+	whole = doc.(map[string]any)
+	// MCP's required list decides (a property without it is optional, default or not).
+	if _, ok := whole["required"]; !ok {
+		whole["required"] = []any{}
+	}
+	opts := schema.Options{Parameters: true, Dialect: schema.Draft2020, Foreign: true}
+	if _, problems := schema.Compile(whole, path, opts); len(problems) > 0 {
+		return nil, nil, unusable(problems)
+	}
+	llm = inlined(whole)
+	if _, problems := schema.Compile(llm, path, opts); len(problems) > 0 {
+		llm = asWritten(whole) // inlining moved a reference out of its resource: show the schema as it is
+	}
+	return llm, whole, nil
+}
+
+func unusable(problems field.List) error {
+	msgs := make([]string, len(problems))
+	for n, p := range problems {
+		msgs[n] = p.Error()
+	}
+	return fmt.Errorf("the input schema is not usable: %s", strings.Join(msgs, "; "))
+}
+
+// inlined returns the LLM copy of a whole input schema: every local $ref inlined, or, when one cannot be (a
+// recursive schema, an anchor), a copy of the schema as it is, whose $defs the LLM schema carries.
+func inlined(whole map[string]any) map[string]any {
+	in := inliner{root: whole}
+	v, err := in.inline(whole, 0)
 	if err != nil {
-		return nil, err
+		return asWritten(whole)
 	}
 	out := v.(map[string]any)
 	delete(out, "$defs")
 	delete(out, "definitions")
-	delete(out, "$schema") // MCP schemas often name draft 2020-12; what we keep is valid draft-07
-	out["type"] = "object"
 	if _, ok := out["properties"]; !ok {
 		out["properties"] = map[string]any{}
 	}
-	// MCP's required list decides (a property without it is optional, default or not).
-	if _, ok := out["required"]; !ok {
-		out["required"] = []any{}
+	return out
+}
+
+// asWritten is the LLM copy of a schema that cannot be inlined: the schema itself, with its properties.
+func asWritten(whole map[string]any) map[string]any {
+	llm := maps.Clone(whole)
+	if _, ok := llm["properties"]; !ok {
+		llm["properties"] = map[string]any{}
 	}
-	if _, problems := schema.Compile(out, base.Child("tools").Key(t.Name).Child("inputSchema"),
-		schema.Options{Parameters: true}); len(problems) > 0 {
-		msgs := make([]string, len(problems))
-		for n, p := range problems {
-			msgs[n] = p.Error()
-		}
-		return nil, fmt.Errorf("the input schema is not usable: %s", strings.Join(msgs, "; "))
-	}
-	return out, nil
+	return llm
 }
 
 // inliner replaces local $refs ("#/$defs/x", "#/definitions/x") by a copy of what they point to.
@@ -152,16 +242,16 @@ func (in inliner) inline(v any, depth int) (any, error) {
 	}
 	switch v := v.(type) {
 	case map[string]any:
-		if ref, ok := v["$ref"].(string); ok {
-			target, err := in.resolve(ref)
-			if err != nil {
-				return nil, err
-			}
-			return in.inline(target, depth+1)
-		}
 		out := make(map[string]any, len(v))
 		for k, e := range v {
-			if k == "$defs" || k == "definitions" {
+			switch k {
+			case "$defs", "definitions", "$ref":
+				continue
+			case "$id", "$dynamicRef", "$recursiveRef":
+				// A new base URI or a dynamic reference: pointers no longer mean what they say at the root.
+				return nil, fmt.Errorf("the input schema has %s: its references are kept as written", k)
+			case "enum", "const", "default", "examples":
+				out[k] = e // data, not schemas: a "$ref" key in it is no reference
 				continue
 			}
 			c, err := in.inline(e, depth)
@@ -170,6 +260,21 @@ func (in inliner) inline(v any, depth int) (any, error) {
 			}
 			out[k] = c
 		}
+		ref, ok := v["$ref"].(string)
+		if !ok {
+			return out, nil
+		}
+		target, err := in.resolve(ref)
+		if err != nil {
+			return nil, err
+		}
+		t, err := in.inline(target, depth+1)
+		if err != nil || len(out) == 0 {
+			return t, err
+		}
+		// Since 2019-09 a $ref's siblings apply too: keep both.
+		all, _ := out["allOf"].([]any)
+		out["allOf"] = append(slices.Clip(all), t)
 		return out, nil
 	case []any:
 		out := make([]any, len(v))

@@ -107,8 +107,9 @@ func TestExpandServerFailure(t *testing.T) {
 
 func TestParametersInlineLocalRefs(t *testing.T) {
 	t.Parallel()
-	got, err := mcp.Parameters([]byte(`{"type":"object","$defs":{"id":{"type":"string","minLength":1}},
-		"properties":{"id":{"$ref":"#/$defs/id"},"ids":{"type":"array","items":{"$ref":"#/$defs/id"}}},"required":["id"]}`))
+	got, whole, err := mcp.Parameters([]byte(`{"type":"object","$defs":{"id":{"type":"string","minLength":1}},
+		"properties":{"id":{"$ref":"#/$defs/id"},"ids":{"type":"array","items":{"$ref":"#/$defs/id"}},
+		"kind":{"enum":[{"$ref":"#/nowhere"}]}},"required":["id"]}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,17 +120,54 @@ func TestParametersInlineLocalRefs(t *testing.T) {
 	if _, ok := got["$defs"]; ok {
 		t.Errorf("$defs kept: %v", got)
 	}
+	if _, ok := whole["$defs"]; !ok {
+		t.Errorf("the whole schema lost its $defs: %v", whole)
+	}
 	bad := []struct{ name, schema string }{
-		{"recursive", `{"type":"object","$defs":{"n":{"type":"object","properties":{"next":{"$ref":"#/$defs/n"}}}},"properties":{"n":{"$ref":"#/$defs/n"}}}`},
 		{"remote", `{"type":"object","properties":{"x":{"$ref":"https://example.com/x"}}}`},
 		{"dangling", `{"type":"object","properties":{"x":{"$ref":"#/$defs/missing"}}}`},
 		{"array", `{"type":"array"}`},
-		{"unknown keyword", `{"type":"object","properties":{"x":{"type":"string","minLenght":2}}}`},
+		{"false", `false`},
+		{"not a schema", `"object"`},
 	}
 	for _, b := range bad {
-		if _, err := mcp.Parameters([]byte(b.schema)); err == nil {
+		if _, _, err := mcp.Parameters([]byte(b.schema)); err == nil {
 			t.Errorf("%s: accepted", b.name)
 		}
+	}
+}
+
+// TestParametersKeepWhatTheServerSent pins issue 29: a schema the inliner cannot flatten, a keyword the walker
+// does not know, a boolean or type-less schema are used as the server sent them, not refused.
+func TestParametersKeepWhatTheServerSent(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct{ name, schema, llmHas string }{
+		{"recursive", `{"type":"object","$defs":{"n":{"type":"object","properties":{"next":{"$ref":"#/$defs/n"}}}},
+			"properties":{"n":{"$ref":"#/$defs/n"}}}`, "$defs"},
+		{"anchor", `{"$defs":{"n":{"$anchor":"node","type":"string"}},"properties":{"n":{"$ref":"#node"}}}`, "$defs"},
+		{"embedded resource", `{"$defs":{"c":{"$id":"https://example.com/c","$defs":{"n":{"type":"string"}},
+			"$ref":"#/$defs/n"},"n":{"type":"integer"}},"properties":{"x":{"$ref":"#/$defs/c"}}}`, "$defs"},
+		{"unknown keyword", `{"type":"object","properties":{"x":{"type":"string","x_widget":2}}}`, "properties"},
+		{"true", `true`, "properties"},
+		{"absent", ``, "properties"},
+		{"type-less with root keywords", `{"anyOf":[{"required":["a"]},{"required":["b"]}],
+			"properties":{"a":{},"b":{}}}`, "anyOf"},
+		{"$ref siblings", `{"$defs":{"s":{"type":"string"}},"properties":{"a":{"$ref":"#/$defs/s","maxLength":3}}}`,
+			"properties"},
+	} {
+		llm, whole, err := mcp.Parameters([]byte(tt.schema))
+		if err != nil {
+			t.Errorf("%s: %v", tt.name, err)
+			continue
+		}
+		if _, ok := llm[tt.llmHas]; !ok || whole == nil {
+			t.Errorf("%s: llm copy %v lacks %s (whole %v)", tt.name, llm, tt.llmHas, whole)
+		}
+	}
+	llm, _, _ := mcp.Parameters([]byte(`{"$defs":{"s":{"type":"string"}},"properties":{"a":{"$ref":"#/$defs/s","maxLength":3}}}`))
+	a := llm["properties"].(map[string]any)["a"].(map[string]any)
+	if a["maxLength"] == nil || a["allOf"] == nil {
+		t.Errorf("the $ref's sibling was dropped from the LLM copy: %v", a)
 	}
 }
 

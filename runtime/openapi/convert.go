@@ -2,6 +2,7 @@ package openapi
 
 import (
 	"errors"
+	"fmt"
 	"regexp"
 	"sort"
 
@@ -14,16 +15,49 @@ const maxSchemaNodes = 20000
 
 var errSchemaTooLarge = errors.New("its schemas expand into more than 20000 nodes once $refs are inlined")
 
-// converter turns OpenAPI 3.0 and 3.1 schemas, with every $ref already resolved by kin-openapi, into the draft-07
-// JSON Schema documents action parameters are (SPEC §3.1): `nullable: true` becomes a type list with "null"
-// (without a type, anyOf the schema and {type: null}), 3.0's boolean exclusive bounds become numbers, prefixItems
-// becomes a list of items, dependentRequired and dependentSchemas become dependencies, and what draft-07 does not
-// know (discriminator, xml, externalDocs, unevaluated*, $defs, $id, $anchor, $dynamicRef) is left out. A schema met
-// again inside itself (a recursive $ref) becomes `{}`, any value, with its description kept.
+// converter turns OpenAPI 3.0 and 3.1 schemas, with every $ref already resolved by kin-openapi, into the JSON
+// Schema documents action parameters are (SPEC §3.1).
+//
+// For OpenAPI 3.0 (and a 3.1 document in draft-07 or earlier) the result is draft-07: `nullable: true`
+// becomes a type list with "null" (without a type, anyOf the schema and {type: null}), 3.0's boolean exclusive
+// bounds become numbers, prefixItems becomes a list of items, dependentRequired and dependentSchemas become
+// dependencies, and what draft-07 does not know (discriminator, xml, externalDocs, unevaluated*, $defs, $id,
+// $anchor, $dynamicRef) is left out. A schema met again inside itself (a recursive $ref) becomes `{}`, any value,
+// with its description kept.
+//
+// For OpenAPI 3.1 in 2020-12 or 2019-09 (modern) the keywords of those dialects stay (prefixItems,
+// unevaluatedProperties, unevaluatedItems, dependentRequired, dependentSchemas, minContains, maxContains; in
+// 2019-09 prefixItems is written as a list of items), and a recursive $ref becomes a reference to the schema in the
+// operation's `$defs` (defs), so it still validates.
 type converter struct {
-	stack []*openapi3.Schema
-	nodes int
-	err   error
+	modern    bool
+	items2019 bool // modern, in 2019-09: prefixItems is written as items: [...]
+	stack     []*openapi3.Schema
+	nodes     int
+	err       error
+	defs      map[string]any              // modern: recursive schemas, by the name their references use
+	names     map[*openapi3.Schema]string // modern: the name of each recursive schema in defs
+}
+
+// recursion returns what stands for s met again inside itself.
+func (c *converter) recursion(s *openapi3.Schema) map[string]any {
+	if c.modern {
+		name, ok := c.names[s]
+		if !ok {
+			if c.names == nil {
+				c.names, c.defs = map[*openapi3.Schema]string{}, map[string]any{}
+			}
+			name = fmt.Sprintf("r%d", len(c.names)+1)
+			c.names[s] = name
+			c.defs[name] = map[string]any{} // filled once s is converted
+		}
+		return map[string]any{"$ref": "#/$defs/" + name}
+	}
+	out := map[string]any{}
+	if s.Description != "" {
+		out["description"] = s.Description
+	}
+	return out
 }
 
 func (c *converter) ref(r *openapi3.SchemaRef) any {
@@ -43,11 +77,7 @@ func (c *converter) schema(s *openapi3.Schema) any {
 	}
 	for _, seen := range c.stack {
 		if seen == s {
-			out := map[string]any{}
-			if s.Description != "" {
-				out["description"] = s.Description
-			}
-			return out
+			return c.recursion(s)
 		}
 	}
 	c.stack = append(c.stack, s)
@@ -61,10 +91,14 @@ func (c *converter) schema(s *openapi3.Schema) any {
 	c.arrays(s, out)
 	c.objects(s, out)
 	c.logic(s, out)
+	var result any = out
 	if s.Nullable && len(s.Type.Slice()) == 0 && len(s.Enum) == 0 {
-		return nullable(out)
+		result = nullable(out)
 	}
-	return out
+	if name, ok := c.names[s]; ok {
+		c.defs[name] = result
+	}
+	return result
 }
 
 // annotationKeys are the keywords that describe a schema without constraining it.
@@ -103,8 +137,8 @@ func (c *converter) types(s *openapi3.Schema, out map[string]any) {
 		}
 		out["type"] = list
 	}
-	if len(s.Enum) > 0 {
-		enum := append([]any(nil), s.Enum...)
+	if len(s.Enum) > 0 || c.modern && s.Enum != nil { // an empty enum allows nothing (2020-12 §6.1.2)
+		enum := append([]any{}, s.Enum...)
 		if s.Nullable && !containsNil(enum) {
 			enum = append(enum, nil)
 		}
@@ -178,7 +212,7 @@ func (c *converter) strings(s *openapi3.Schema, out map[string]any) {
 		out["maxLength"] = *s.MaxLength
 	}
 	// ECMA-262 patterns that Go's RE2 cannot compile (lookaheads, backreferences) are left out: the server still
-	// checks them, and gojsonschema would otherwise reject the whole schema.
+	// checks them, and the validator (Go regexp) would otherwise reject the whole schema.
 	if s.Pattern != "" && compiles(s.Pattern) {
 		out["pattern"] = s.Pattern
 	}
@@ -197,6 +231,35 @@ func (c *converter) arrays(s *openapi3.Schema, out map[string]any) {
 		out["maxItems"] = *s.MaxItems
 	}
 	setTrue(out, "uniqueItems", s.UniqueItems)
+	if c.modern {
+		switch {
+		case len(s.PrefixItems) > 0 && c.items2019:
+			out["items"] = c.list(s.PrefixItems)
+			if s.Items != nil {
+				out["additionalItems"] = c.ref(s.Items)
+			}
+		case len(s.PrefixItems) > 0:
+			out["prefixItems"] = c.list(s.PrefixItems)
+			if s.Items != nil {
+				out["items"] = c.ref(s.Items)
+			}
+		case s.Items != nil:
+			out["items"] = c.ref(s.Items)
+		}
+		if s.Contains != nil {
+			out["contains"] = c.ref(s.Contains)
+		}
+		if s.MinContains != nil {
+			out["minContains"] = *s.MinContains
+		}
+		if s.MaxContains != nil {
+			out["maxContains"] = *s.MaxContains
+		}
+		if u := c.boolSchema(s.UnevaluatedItems); u != nil {
+			out["unevaluatedItems"] = u
+		}
+		return
+	}
 	if len(s.PrefixItems) > 0 {
 		out["items"] = c.list(s.PrefixItems)
 		if s.Items != nil {
@@ -241,6 +304,22 @@ func (c *converter) objects(s *openapi3.Schema, out map[string]any) {
 	if s.PropertyNames != nil {
 		out["propertyNames"] = c.ref(s.PropertyNames)
 	}
+	if c.modern {
+		if u := c.boolSchema(s.UnevaluatedProperties); u != nil {
+			out["unevaluatedProperties"] = u
+		}
+		if len(s.DependentRequired) > 0 {
+			dr := map[string]any{}
+			for name, req := range s.DependentRequired {
+				dr[name] = stringList(req)
+			}
+			out["dependentRequired"] = dr
+		}
+		if len(s.DependentSchemas) > 0 {
+			out["dependentSchemas"] = c.schemas(s.DependentSchemas, false)
+		}
+		return
+	}
 	deps := map[string]any{}
 	for name, req := range s.DependentRequired {
 		list := make([]any, len(req))
@@ -255,6 +334,25 @@ func (c *converter) objects(s *openapi3.Schema, out map[string]any) {
 	if len(deps) > 0 {
 		out["dependencies"] = deps
 	}
+}
+
+// boolSchema converts unevaluatedProperties or unevaluatedItems; nil when absent.
+func (c *converter) boolSchema(b openapi3.BoolSchema) any {
+	switch {
+	case b.Schema != nil:
+		return c.ref(b.Schema)
+	case b.Has != nil:
+		return *b.Has
+	}
+	return nil
+}
+
+func stringList(names []string) []any {
+	out := make([]any, len(names))
+	for i, n := range names {
+		out[i] = n
+	}
+	return out
 }
 
 func (c *converter) logic(s *openapi3.Schema, out map[string]any) {

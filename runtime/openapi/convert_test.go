@@ -32,7 +32,7 @@ func TestConvertTypeLists(t *testing.T) {
 		t.Fatal(err)
 	}
 	item := doc.Paths.Find("/somewhere/{in_path}")
-	o, err := convert("/somewhere/{in_path}", "POST", item, item.Post)
+	o, err := convert("/somewhere/{in_path}", "POST", item, item.Post, schemaDialect(doc))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,6 +52,59 @@ func TestConvertTypeLists(t *testing.T) {
 	}
 	if got := encode(t, o.schema["required"]); got != `["in_path","in_query1","in_query2","in_query3"]` {
 		t.Errorf("required = %s", got)
+	}
+	if o.dialect != dialect2020 {
+		t.Errorf("dialect = %q, want 2020-12 (a 3.1 document without jsonSchemaDialect)", o.dialect)
+	}
+}
+
+// TestConvertSchemas2020 pins the 3.1 conversion (issue 29): 2020-12 keywords stay, and a recursive $ref becomes a
+// reference into the operation's $defs.
+func TestConvertSchemas2020(t *testing.T) {
+	t.Parallel()
+	u := func(v uint64) *uint64 { return &v }
+	no := false
+	str := &openapi3.SchemaRef{Value: &openapi3.Schema{Type: &openapi3.Types{"string"}}}
+	recursive := &openapi3.Schema{Type: &openapi3.Types{"object"}}
+	recursive.Properties = openapi3.Schemas{"next": &openapi3.SchemaRef{Ref: "#/components/schemas/Node", Value: recursive}}
+	tests := []struct {
+		name string
+		in   *openapi3.Schema
+		want string
+		defs string
+	}{
+		{"prefixItems", &openapi3.Schema{PrefixItems: openapi3.SchemaRefs{str}, Items: str},
+			`{"items":{"type":"string"},"prefixItems":[{"type":"string"}]}`, ``},
+		{"contains counts", &openapi3.Schema{Contains: str, MinContains: u(2), MaxContains: u(3)},
+			`{"contains":{"type":"string"},"maxContains":3,"minContains":2}`, ``},
+		{"unevaluated", &openapi3.Schema{UnevaluatedProperties: openapi3.BoolSchema{Has: &no},
+			UnevaluatedItems: openapi3.BoolSchema{Schema: str}},
+			`{"unevaluatedItems":{"type":"string"},"unevaluatedProperties":false}`, ``},
+		{"dependents", &openapi3.Schema{DependentRequired: map[string][]string{"a": {"b"}},
+			DependentSchemas: openapi3.Schemas{"a": str}},
+			`{"dependentRequired":{"a":["b"]},"dependentSchemas":{"a":{"type":"string"}}}`, ``},
+		{"recursive $ref", recursive, `{"properties":{"next":{"$ref":"#/$defs/r1"}},"type":"object"}`,
+			`{"r1":{"properties":{"next":{"$ref":"#/$defs/r1"}},"type":"object"}}`},
+	}
+	t.Run("2019-09 prefixItems", func(t *testing.T) {
+		c := &converter{modern: true, items2019: true}
+		in := &openapi3.Schema{PrefixItems: openapi3.SchemaRefs{str}, Items: str}
+		if got, want := encode(t, c.schema(in)), `{"additionalItems":{"type":"string"},"items":[{"type":"string"}]}`; got != want {
+			t.Errorf("got %s, want %s", got, want)
+		}
+	})
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := &converter{modern: true}
+			if got := encode(t, c.schema(tt.in)); got != tt.want {
+				t.Errorf("got %s, want %s", got, tt.want)
+			}
+			if tt.defs != "" {
+				if got := encode(t, c.defs); got != tt.defs {
+					t.Errorf("defs %s, want %s", got, tt.defs)
+				}
+			}
+		})
 	}
 }
 

@@ -56,7 +56,7 @@ func (Backend) Expand(ctx context.Context, b *runtime.Block) (*runtime.Expansion
 				Reason: fmt.Sprintf("its name %q, made apart from a like name by a hash, is still another operation's: change its operationId", e.name)})
 			continue
 		}
-		o, err := convert(e.path, e.method, e.item, e.op)
+		o, err := convert(e.path, e.method, e.item, e.op, schemaDialect(doc))
 		if err != nil {
 			out.Skipped = append(out.Skipped, runtime.Skipped{Name: e.label(), Reason: err.Error()})
 			continue
@@ -68,7 +68,7 @@ func (Backend) Expand(ctx context.Context, b *runtime.Block) (*runtime.Expansion
 		a := &Action{DocumentURL: shared.URL, OperationID: e.op.OperationID}
 		fill(a, o, parts, base)
 		out.Actions = append(out.Actions, runtime.Expanded{
-			Name: e.name, Description: o.description, Parameters: o.schema, Action: a,
+			Name: e.name, Description: o.description, Parameters: o.schema, Dialect: o.dialect, Action: a,
 		})
 	}
 	return out, nil

@@ -69,9 +69,10 @@ type Action struct {
 	Timeout time.Duration
 	params  []param
 	// body says how the request body is sent; nil when the operation takes none.
-	body   *requestBody
-	path   []pathPart
-	schema map[string]any
+	body    *requestBody
+	path    []pathPart
+	schema  map[string]any
+	dialect string
 	// queryNames are the names of the operation's query parameters: keys an exploded object must not produce.
 	queryNames map[string]bool
 }
@@ -79,6 +80,10 @@ type Action struct {
 // Parameters returns the operation's parameters as a JSON Schema object, every $ref resolved: what an action bound
 // with operation_id takes when it declares no parameters of its own. The caller must not modify it.
 func (a *Action) Parameters() map[string]any { return a.schema }
+
+// SchemaDialect returns the `$schema` URI of the dialect Parameters is in; "" is draft-07 (an OpenAPI 3.0
+// document's schemas, converted).
+func (a *Action) SchemaDialect() string { return a.dialect }
 
 // Traits derives catalog flags from the operation's HTTP method, as stateless_http does.
 func (a *Action) Traits() runtime.Traits { return statelesshttp.HTTPTraits(a.Method) }
@@ -133,7 +138,7 @@ func (Backend) Prepare(ctx context.Context, b *runtime.Block) (runtime.Action, e
 		return a, field.Invalid(idPath, "the document has no operation with operationId %q", cfg.OperationID)
 	}
 	a.OperationID = op.OperationID
-	o, err := convert(path, method, item, op)
+	o, err := convert(path, method, item, op, schemaDialect(doc))
 	if err != nil {
 		return a, field.Invalid(idPath, "operation %q cannot be used: %v", cfg.OperationID, err)
 	}
@@ -160,7 +165,7 @@ func document(ctx context.Context, p *field.Path, raw, baseDir string, extra []s
 // fill completes a from a converted operation.
 func fill(a *Action, o *operation, parts *sharedParts, base *interp.URL) {
 	a.Method, a.Path, a.params, a.body, a.Timeout = o.method, o.path, o.params, o.body, parts.timeout
-	a.schema = o.schema
+	a.schema, a.dialect = o.schema, o.dialect
 	a.path = splitPath(o.path, o.params)
 	a.queryNames = map[string]bool{}
 	for _, p := range o.params {

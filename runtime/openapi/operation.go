@@ -46,6 +46,29 @@ type operation struct {
 	body             *requestBody // how the body in BodyParameter is sent; nil when there is none
 	bodyRequired     bool
 	schema           map[string]any // the action's parameters: type object, properties, required
+	dialect          string         // the `$schema` URI schema is in; "" is draft-07 (OpenAPI 3.0)
+}
+
+// dialect2020 names JSON Schema 2020-12, the dialect of OpenAPI 3.1 schemas unless the document says otherwise.
+const dialect2020 = "https://json-schema.org/draft/2020-12/schema"
+
+// modernDialect reports whether the `$schema` URI d names 2019-09 or 2020-12.
+func modernDialect(d string) bool {
+	return strings.Contains(d, "json-schema.org/draft/2019-09/") || strings.Contains(d, "json-schema.org/draft/2020-12/")
+}
+
+// schemaDialect returns the JSON Schema dialect of doc's schemas as a `$schema` URI: "" for OpenAPI 3.0, whose
+// schema objects are converted to draft-07; for 3.1 the document's jsonSchemaDialect, else 2020-12. The OpenAPI
+// dialects (https://spec.openapis.org/oas/3.1/dialect/...) are 2020-12 with annotations of their own.
+func schemaDialect(doc *openapi3.T) string {
+	if !doc.IsOpenAPI31OrLater() {
+		return ""
+	}
+	d := doc.JSONSchemaDialect
+	if d == "" || strings.HasPrefix(d, "https://spec.openapis.org/oas/") {
+		return dialect2020
+	}
+	return d
 }
 
 // walk calls fn for every operation of doc in a stable order: paths sorted, methods in http.Method order.
@@ -112,13 +135,15 @@ func argName(name string) string {
 	return out
 }
 
-// convert builds an operation; the error says why it cannot become an action.
-func convert(path, method string, item *openapi3.PathItem, op *openapi3.Operation) (*operation, error) {
-	o := &operation{id: op.OperationID, method: method, path: path, description: describe(op, method, path)}
+// convert builds an operation whose schemas are in dialect (schemaDialect); the error says why it cannot become an
+// action.
+func convert(path, method string, item *openapi3.PathItem, op *openapi3.Operation, dialect string) (*operation, error) {
+	o := &operation{id: op.OperationID, method: method, path: path, description: describe(op, method, path),
+		dialect: dialect}
 	if err := checkPath(path); err != nil {
 		return nil, err
 	}
-	c := &converter{}
+	c := &converter{modern: dialect != "" && modernDialect(dialect), items2019: strings.Contains(dialect, "2019-09")}
 	props := map[string]any{}
 	var required []any
 	seen := map[string]string{}
@@ -162,17 +187,24 @@ func convert(path, method string, item *openapi3.PathItem, op *openapi3.Operatio
 			return nil, fmt.Errorf("parameter %s is named like the request body parameter %q", first, BodyParameter)
 		}
 		body := map[string]any{}
+		var boolean any // a boolean body schema: true takes any body, false none
 		if reqBody.kind == bodyText {
 			body["type"] = "string"
 		} else if mt != nil && mt.Schema != nil {
-			if b, ok := c.ref(mt.Schema).(map[string]any); ok {
+			switch b := c.ref(mt.Schema).(type) {
+			case map[string]any:
 				body = b
+			case bool:
+				boolean = b
 			}
 		}
 		if _, has := body["description"]; !has && rb.Value.Description != "" {
 			body["description"] = rb.Value.Description
 		}
 		props[BodyParameter] = body
+		if boolean != nil {
+			props[BodyParameter] = boolean
+		}
 		o.body, o.bodyRequired = reqBody, rb.Value.Required
 		if rb.Value.Required {
 			required = append(required, BodyParameter)
@@ -186,6 +218,9 @@ func convert(path, method string, item *openapi3.PathItem, op *openapi3.Operatio
 	}
 	sort.Slice(required, func(i, j int) bool { return required[i].(string) < required[j].(string) })
 	o.schema = map[string]any{"type": "object", "properties": props, "required": required}
+	if len(c.defs) > 0 {
+		o.schema["$defs"] = c.defs
+	}
 	if raw, err := json.Marshal(o.schema); err != nil || len(raw) > MaxSchemaBytes {
 		return nil, fmt.Errorf("its parameters schema is %d bytes once $refs are inlined, over the %d-byte bound (select fewer operations or bind it with declared parameters)",
 			len(raw), MaxSchemaBytes)
