@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Times the README's commands as a new user meets them (issue 32's trial): a fresh clone of this checkout with
+# empty module and build caches (a temporary GOPATH, GOMODCACHE and GOCACHE), the Go toolchain as installed.
+# PostgreSQL should be installed already (scripts/postgres.sh installs it otherwise, and that time counts).
+#
+#   bash scripts/fresh-trial.sh [OUT]   OUT: where the timings go (default: stdout only)
+#
+# It runs, in order: the quick loop cold, the test command cold then warm, quickstart warm, then .ci/run cold again
+# on empty caches. Each line gives the command, its wall time and the load average before it. Run it on an idle
+# machine: the first line records the load it started with.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+out=${1:-/dev/null}
+work=$(mktemp -d)
+trap 'chmod -R u+w "$work" 2>/dev/null; rm -rf "$work"' EXIT
+
+fresh() { # empty caches under $work/$1
+  export GOPATH=$work/$1/gopath GOMODCACHE=$work/$1/gopath/pkg/mod GOCACHE=$work/$1/gocache
+}
+timed() { # timed NAME COMMAND...: run, print and record "NAME: N s (load L before)"
+  local name=$1; shift
+  local load start
+  load=$(cut -d' ' -f1-3 /proc/loadavg)
+  start=$(date +%s)
+  "$@" >"$work/$name.log" 2>&1 || { echo "$name failed: see the log below"; tail -50 "$work/$name.log"; exit 1; }
+  echo "$name: $(( $(date +%s) - start )) s (load $load before)" | tee -a "$out"
+}
+
+echo "fresh trial of $(git -C "$root" rev-parse --short HEAD) on $(nproc) cores, $(date -u +%FT%TZ)" | tee -a "$out"
+git clone -q "$root" "$work/repo"
+cd "$work/repo"
+fresh a
+timed "go test -short ./... (cold)" go test -short -count=1 ./...
+timed "bash scripts/test.sh (cold but for the quick loop's build)" bash scripts/test.sh
+timed "bash scripts/test.sh (warm)" bash scripts/test.sh
+timed "go run ./examples/quickstart (warm)" go run ./examples/quickstart
+fresh b
+timed "go run ./examples/quickstart (cold)" go run ./examples/quickstart
+fresh c
+timed "bash .ci/run (cold)" bash .ci/run
