@@ -5,8 +5,8 @@
 #
 #   bash scripts/fresh-trial.sh [OUT]   OUT: where the timings go (default: stdout only)
 #
-# It runs, in order: the quick loop cold, the test command cold then warm, quickstart warm, then .ci/run cold again
-# on empty caches. Each line gives the command, its wall time and the load average before it. Run it on an idle
+# It runs the test command cold, then warm, and the quick loop warm; quickstart cold on empty caches; .ci/run cold on
+# empty caches. Each line gives the command, its wall time and the load average before it. Run it on an idle
 # machine: the first line records the load it started with.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -30,10 +30,9 @@ echo "fresh trial of $(git -C "$root" rev-parse --short HEAD) on $(nproc) cores,
 git clone -q "$root" "$work/repo"
 cd "$work/repo"
 fresh a
-timed "go test -short ./... (cold)" go test -short -count=1 ./...
-timed "bash scripts/test.sh (cold but for the quick loop's build)" bash scripts/test.sh
+timed "bash scripts/test.sh (cold)" bash scripts/test.sh
 timed "bash scripts/test.sh (warm)" bash scripts/test.sh
-timed "go run ./examples/quickstart (warm)" go run ./examples/quickstart
+timed "go test -short ./... (warm)" go test -short -count=1 ./...
 fresh b
 timed "go run ./examples/quickstart (cold)" go run ./examples/quickstart
 fresh c
