@@ -121,6 +121,7 @@ type Task struct {
 	callCount atomic.Int64
 	failures  atomic.Int64
 	allowMu   sync.Mutex                // serialises allow-list persistence
+	routes    taskRoutes                // store mode: route_writes.go
 	encCache  atomic.Pointer[encodings] // call_secrets.go
 }
 
@@ -208,6 +209,10 @@ func (t *Tool) startTask(ctx context.Context, cfg TaskConfig, resume bool, snap 
 		}
 	}
 	if !keepAllow {
+		if err := task.putAllRoutes(ctx); err != nil { // store mode: the routes before the list
+			task.cancel()
+			return nil, fmt.Errorf("tool: new task %s: %w", task.id, err)
+		}
 		if err := task.saveAllowList(ctx); err != nil {
 			task.cancel()
 			return nil, fmt.Errorf("tool: new task %s: %w", task.id, err)
