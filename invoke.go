@@ -65,7 +65,7 @@ func (t *Task) rejected(ctx context.Context, a *action, function string, te *Too
 	if err := t.enter(); err != nil {
 		return nil, err
 	}
-	defer t.calls.Done()
+	defer t.leave()
 	c := t.newCall(ctx, a, function)
 	return c.finish(nil, te), nil
 }
@@ -74,7 +74,7 @@ func (t *Task) invoke(ctx context.Context, a *action, function string, args map[
 	if err := t.enter(); err != nil {
 		return nil, err
 	}
-	defer t.calls.Done()
+	defer t.leave()
 	c := t.newCall(ctx, a, function)
 	ctx = c.ctx // a CallObserver's context, holding its span
 

@@ -89,14 +89,18 @@ type taskRoutes struct {
 // routesOf returns the task's routes for values (parameter → canonical texts), for the events its capability
 // includes; with broadcast, the broadcast routes of its included unnarrowed events too.
 func (t *Task) routesOf(values map[string][]string, broadcast bool) [][]byte {
-	r := t.tool.routing
-	ns, name := t.tool.Namespace(), t.tool.Name()
+	return t.tool.routing.routes(t.tool, values, broadcast, func(i int) bool { return t.events.included[i] })
+}
+
+// routes returns the routes of values for the pushed events for which included reports true.
+func (r *routing) routes(t *Tool, values map[string][]string, broadcast bool, included func(i int) bool) [][]byte {
+	ns, name := t.Namespace(), t.Name()
 	var out [][]byte
 	for i, re := range r.events {
-		if !re.pushed || !t.events.included[i] {
+		if !re.pushed || !included(i) {
 			continue
 		}
-		ev := t.tool.events[i].def.Name
+		ev := t.events[i].def.Name
 		if len(re.params) == 0 {
 			if broadcast {
 				out = append(out, broadcastKey(ns, name, ev))

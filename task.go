@@ -122,6 +122,7 @@ type Task struct {
 	failures  atomic.Int64
 	allowMu   sync.Mutex                // serialises allow-list persistence
 	routes    taskRoutes                // store mode: route_writes.go
+	activity  activity                  // activity.go
 	encCache  atomic.Pointer[encodings] // call_secrets.go
 }
 
@@ -226,6 +227,7 @@ func (t *Tool) startTask(ctx context.Context, cfg TaskConfig, resume bool, snap 
 		return nil, err
 	}
 	task.events.started() // the start is the first activity: a resumed task's timeouts count from it
+	task.activity.left.Store(t.opts.clock.Now().UnixNano())
 	return task, nil
 }
 
@@ -440,6 +442,13 @@ func (t *Task) untrack(id uint64) {
 	t.mu.Unlock()
 }
 
+// isClosed reports whether the task was closed or detached.
+func (t *Task) isClosed() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.closed
+}
+
 // enter registers a call; it fails once the task is closed.
 func (t *Task) enter() error {
 	t.mu.Lock()
@@ -448,6 +457,7 @@ func (t *Task) enter() error {
 		return ErrClosed
 	}
 	t.calls.Add(1)
+	t.activity.running.Add(1)
 	return nil
 }
 

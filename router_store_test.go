@@ -1,0 +1,205 @@
+package tool_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/commonagents-go/tool"
+)
+
+// memStore is what the memory store implements, for wrappers that keep its upgrades.
+type memStore interface {
+	tool.SwapStore
+	tool.LeaseStore
+	tool.ExpiringStore
+	tool.ScanStore
+	tool.RouteStore
+}
+
+// readCounter counts the reads of task state (Get, List, Scan under "tasks/") and the route lookups of a
+// memory store it wraps.
+type readCounter struct {
+	memStore
+	taskReads, scans, lookups atomic.Int64
+}
+
+func (s *readCounter) Get(ctx context.Context, key string) ([]byte, error) {
+	if strings.HasPrefix(key, "tasks/") {
+		s.taskReads.Add(1)
+	}
+	return s.memStore.Get(ctx, key)
+}
+
+func (s *readCounter) List(ctx context.Context, prefix string) ([]string, error) {
+	if strings.HasPrefix(prefix, "tasks/") {
+		s.taskReads.Add(1)
+	}
+	return s.memStore.List(ctx, prefix)
+}
+
+func (s *readCounter) Scan(ctx context.Context, prefix string) ([]tool.Entry, error) {
+	if strings.HasPrefix(prefix, "tasks/") {
+		s.taskReads.Add(1)
+		s.scans.Add(1)
+	}
+	return s.memStore.Scan(ctx, prefix)
+}
+
+func (s *readCounter) Lookup(ctx context.Context, routes [][]byte, after string, limit int) ([]tool.RouteHits, error) {
+	s.lookups.Add(1)
+	return s.memStore.Lookup(ctx, routes, after, limit)
+}
+
+// replicas is an issue tracker served by two replicas over one memory store: a, where the tasks run their calls,
+// and b, a Router in store mode whose Store counts its reads.
+type replicas struct {
+	a, b   *tool.Tool
+	store  *readCounter
+	router *tool.Router
+	sink   *countingSink
+}
+
+func newReplicas(t *testing.T, ropts ...tool.RouterOption) *replicas {
+	t.Helper()
+	ms := tool.NewMemoryStore().(memStore)
+	rp := &replicas{store: &readCounter{memStore: ms}, sink: &countingSink{}}
+	rp.a = issueTracker(t, tool.WithStore(ms), tool.WithRouteIndex(), tool.WithReplicaID("a"))
+	if _, err := rp.a.ReindexRoutes(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	rp.b = issueTracker(t, tool.WithStore(rp.store), tool.WithRouteIndex(), tool.WithReplicaID("b"))
+	rp.router = tool.NewRouter(ropts...)
+	hydrate := func(_ context.Context, id string) (tool.TaskConfig, bool) {
+		return tool.TaskConfig{Capability: tool.Capability{Bindings: map[string]any{"repo_id": 4242}}, Sink: rp.sink}, true
+	}
+	if err := rp.router.Serve(rp.b, tool.WithHydrator(hydrate)); err != nil {
+		t.Fatal(err)
+	}
+	return rp
+}
+
+// dispatch sends b a signed issue_assigned webhook for login and returns how many tasks activated.
+func (rp *replicas) dispatch(t *testing.T, id, login string) int {
+	t.Helper()
+	ds, err := rp.router.Dispatch(context.Background(), "engineering", "issue-tracker", signed(hookSecret, id, assigned(4242, login)))
+	if err != nil {
+		t.Fatalf("Dispatch(%s): %v", login, err)
+	}
+	n := 0
+	for _, d := range ds {
+		n += len(d.Activations)
+	}
+	return n
+}
+
+// Finding 1 of issue 28, fixed in store mode: a webhook for a value that another replica added to a task's
+// allow list activates the task at a replica that holds an older copy of it (in eager mode it was answered 202
+// with no delivery). The index's generation tells the copy is stale, with no extra round trip; a restarted
+// replica reads no task state until a webhook needs a task, and then one Scan.
+func TestStoreModeSeesAnotherReplicasGrowth(t *testing.T) {
+	t.Parallel()
+	rp := newReplicas(t)
+	if n := rp.store.taskReads.Load(); n != 0 {
+		t.Fatalf("task-state reads at start-up (Load, NewRouter, Serve) = %d, want 0", n)
+	}
+	task := newTask(t, rp.a, tool.TaskConfig{Capability: tool.Capability{Bindings: map[string]any{"repo_id": 4242}}})
+	mustInvoke(t, task, "create_issue", map[string]any{"title": "x", "assignee": "bob"})
+	if n := rp.dispatch(t, "d1", "bob"); n != 1 {
+		t.Fatalf("webhook for bob at b: %d activations, want 1", n)
+	}
+	if s, l := rp.store.scans.Load(), rp.store.lookups.Load(); s != 1 || l != 1 {
+		t.Fatalf("first webhook: %d scans, %d lookups, want 1 and 1", s, l)
+	}
+	mustInvoke(t, task, "create_issue", map[string]any{"title": "x", "assignee": "alice"}) // at a: b's copy is stale
+	if n := rp.dispatch(t, "d2", "alice"); n != 1 {
+		t.Fatalf("webhook for alice, whom a added, at b: %d activations, want 1 (finding 1: lost)", n)
+	}
+	if s, l := rp.store.scans.Load(), rp.store.lookups.Load(); s != 1 || l != 2 {
+		t.Errorf("after the second webhook: %d scans, %d lookups, want 1 and 2", s, l)
+	}
+	if n := rp.dispatch(t, "d3", "carol"); n != 0 {
+		t.Errorf("webhook for carol, in no allow list: %d activations, want 0", n)
+	}
+	if got := rp.sink.accepted.Load(); got != 2 {
+		t.Errorf("sink accepted %d, want 2", got)
+	}
+}
+
+// Concurrent webhooks for a task not in memory load it once.
+func TestStoreModeHydratesATaskOnce(t *testing.T) {
+	t.Parallel()
+	rp := newReplicas(t)
+	task := newTask(t, rp.a, tool.TaskConfig{Capability: tool.Capability{Bindings: map[string]any{"repo_id": 4242}}})
+	mustInvoke(t, task, "create_issue", map[string]any{"title": "x", "assignee": "bob"})
+	const n = 8
+	var wg sync.WaitGroup
+	var activated atomic.Int64
+	start := make(chan struct{})
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			activated.Add(int64(rp.dispatch(t, fmt.Sprintf("d%d", i), "bob")))
+		})
+	}
+	close(start)
+	wg.Wait()
+	if activated.Load() != n {
+		t.Errorf("%d activations, want %d", activated.Load(), n)
+	}
+	if s := rp.store.scans.Load(); s != 1 {
+		t.Errorf("%d concurrent webhooks for a cold task made %d scans, want 1", n, s)
+	}
+}
+
+// The cache holds at most its bound of idle tasks: an evicted task keeps its state and comes back on its next
+// webhook, with one more Scan.
+func TestStoreModeEvictsIdleTasksAndBringsThemBack(t *testing.T) {
+	t.Parallel()
+	rp := newReplicas(t, tool.WithTaskCache(2, 0))
+	const n = 5
+	for i := range n {
+		task := newTask(t, rp.a, tool.TaskConfig{ID: fmt.Sprintf("t%d", i), Capability: tool.Capability{Bindings: map[string]any{"repo_id": 4242}}})
+		mustInvoke(t, task, "create_issue", map[string]any{"title": "x", "assignee": fmt.Sprintf("user%d", i)})
+	}
+	for i := range n {
+		if got := rp.dispatch(t, fmt.Sprintf("a%d", i), fmt.Sprintf("user%d", i)); got != 1 {
+			t.Fatalf("user%d: %d activations, want 1", i, got)
+		}
+	}
+	if s := rp.store.scans.Load(); s != n {
+		t.Fatalf("%d scans for %d cold tasks", s, n)
+	}
+	// t4 and t3 are the two most recent: in memory. t0 was evicted and comes back.
+	if got := rp.dispatch(t, "b4", "user4"); got != 1 || rp.store.scans.Load() != n {
+		t.Errorf("user4 again: %d activations, %d scans; want 1 and %d (still cached)", got, rp.store.scans.Load(), n)
+	}
+	if got := rp.dispatch(t, "b0", "user0"); got != 1 || rp.store.scans.Load() != n+1 {
+		t.Errorf("user0 again: %d activations, %d scans; want 1 and %d (evicted, hydrated again)", got, rp.store.scans.Load(), n+1)
+	}
+}
+
+// Store mode needs the marker of ReindexRoutes, and a Tool that writes routes.
+func TestStoreModeNeedsTheReindexMarker(t *testing.T) {
+	t.Parallel()
+	ms := tool.NewMemoryStore()
+	hydrate := func(context.Context, string) (tool.TaskConfig, bool) { return tool.TaskConfig{}, false }
+	plain := issueTracker(t, tool.WithStore(ms))
+	if err := tool.NewRouter().Serve(plain, tool.WithHydrator(hydrate)); err == nil {
+		t.Error("Serve WithHydrator of a Tool without WithRouteIndex: nil error")
+	}
+	tl := issueTracker(t, tool.WithStore(ms), tool.WithRouteIndex())
+	if err := tool.NewRouter().Serve(tl, tool.WithHydrator(hydrate)); !errors.Is(err, tool.ErrNotReindexed) {
+		t.Errorf("Serve WithHydrator before ReindexRoutes = %v, want ErrNotReindexed", err)
+	}
+	if _, err := tl.ReindexRoutes(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := tool.NewRouter().Serve(tl, tool.WithHydrator(hydrate)); err != nil {
+		t.Errorf("Serve WithHydrator after ReindexRoutes: %v", err)
+	}
+}
