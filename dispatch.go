@@ -33,7 +33,10 @@ func (heldTasks) task(_ context.Context, ref taskRef) (*Task, func(), error) {
 // A context that ends mid-dispatch is no outcome for the tasks not yet visited: dispatch stops, and its error
 // wraps ErrNotAccepted and ctx's cause, so that the sender is answered 503 and retries. A task that closed
 // meanwhile is skipped.
-func dispatch(ctx context.Context, p *inbound, refs []taskRef, src taskSource) ([]*Delivery, []error) {
+//
+// A task that cannot be brought into memory because of its stored state is handed to dead (when not nil) with
+// the payload; if dead takes it, the task counts as handled, else its error makes the answer 503.
+func dispatch(ctx context.Context, p *inbound, refs []taskRef, src taskSource, dead DeadLetter) ([]*Delivery, []error) {
 	var out []*Delivery
 	var errs []error
 	for i, ref := range refs {
@@ -43,8 +46,14 @@ func dispatch(ctx context.Context, p *inbound, refs []taskRef, src taskSource) (
 			break
 		}
 		t, release, err := src.task(ctx, ref)
+		var herr *hydrationError
 		switch {
 		case errors.Is(err, errSkip):
+			continue
+		case errors.As(err, &herr) && dead != nil:
+			if derr := dead(ctx, ref.id, p.in, herr.err); derr != nil {
+				errs = append(errs, fmt.Errorf("%w (the dead letter refused it: %w)", err, derr))
+			}
 			continue
 		case err != nil:
 			errs = append(errs, err)

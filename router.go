@@ -76,17 +76,30 @@ func WithMaxFanOut(n int) RouterOption {
 	}
 }
 
+// DeadLetter takes a webhook's payload for a task that a Router in store mode cannot bring into memory because
+// of its stored state (it does not decode, or the Hydrator's configuration fails NewTask's checks): taskID names
+// it, in is the payload as received, err says why. Returning nil means the host has kept the payload (to repair
+// the task and deliver it later with Task.Deliver), and the task counts as handled; an error, or no DeadLetter,
+// makes the webhook's answer 503 so that the sender retries. ctx is the webhook's.
+type DeadLetter func(ctx context.Context, taskID string, in *Inbound, err error) error
+
+// WithDeadLetter sets the DeadLetter of a Router in store mode.
+func WithDeadLetter(d DeadLetter) RouterOption {
+	return func(r *Router) { r.deadLetter = d }
+}
+
 // Router routes pushed payloads to the tasks they are for (SPEC §9.6). It holds tasks of any number of tools,
 // serves the webhook endpoint, and fans each payload out to the tool's tasks. It indexes tasks by their
 // allow-listed values of the parameters that filters compare with equality (`<payload expr> ==
 // parameters.X`), so a payload visits only the tasks whose allow list holds the value it carries, however many
 // other tasks there are. A Router is safe for concurrent use; a task removes itself when it closes.
 type Router struct {
-	prefix    string
-	inFlight  budget
-	cacheMax  int           // WithTaskCache
-	cacheIdle time.Duration // WithTaskCache
-	fanOut    int           // WithMaxFanOut
+	prefix     string
+	inFlight   budget
+	cacheMax   int           // WithTaskCache
+	cacheIdle  time.Duration // WithTaskCache
+	fanOut     int           // WithMaxFanOut
+	deadLetter DeadLetter    // WithDeadLetter
 
 	mu    sync.RWMutex
 	tools map[string]*routes // by "namespace/name"; kept after the last task leaves, so the tool stays known
@@ -357,7 +370,7 @@ func (r *Router) Dispatch(ctx context.Context, namespace, tool string, in *Inbou
 			errs = append(errs, err)
 			continue
 		}
-		delivered, failed := dispatch(ctx, p, refs, g.source)
+		delivered, failed := dispatch(ctx, p, refs, g.source, r.deadLetter)
 		out, errs = append(out, delivered...), append(errs, failed...)
 	}
 	return out, errors.Join(errs...)

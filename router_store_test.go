@@ -4,12 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/commonagents-go/tool"
+	"github.com/commonagents-go/tool/facts"
+	"github.com/commonagents-go/tool/tooltest"
 )
 
 // memStore is what the memory store implements, for wrappers that keep its upgrades.
@@ -26,6 +32,7 @@ type memStore interface {
 type readCounter struct {
 	memStore
 	taskReads, scans, lookups atomic.Int64
+	lookupDown                atomic.Bool // Lookup fails
 }
 
 func (s *readCounter) Get(ctx context.Context, key string) ([]byte, error) {
@@ -52,6 +59,9 @@ func (s *readCounter) Scan(ctx context.Context, prefix string) ([]tool.Entry, er
 
 func (s *readCounter) Lookup(ctx context.Context, routes [][]byte, after string, limit int) ([]tool.RouteHits, error) {
 	s.lookups.Add(1)
+	if s.lookupDown.Load() {
+		return nil, errStoreDown
+	}
 	return s.memStore.Lookup(ctx, routes, after, limit)
 }
 
@@ -60,19 +70,21 @@ func (s *readCounter) Lookup(ctx context.Context, routes [][]byte, after string,
 type replicas struct {
 	a, b   *tool.Tool
 	store  *readCounter
+	mem    memStore // the store itself
 	router *tool.Router
 	sink   *countingSink
 }
 
-func newReplicas(t *testing.T, ropts ...tool.RouterOption) *replicas {
+func newReplicas(t *testing.T, ropts []tool.RouterOption, bopts ...tool.Option) *replicas {
 	t.Helper()
 	ms := tool.NewMemoryStore().(memStore)
-	rp := &replicas{store: &readCounter{memStore: ms}, sink: &countingSink{}}
+	rp := &replicas{store: &readCounter{memStore: ms}, sink: &countingSink{}, mem: ms}
 	rp.a = issueTracker(t, tool.WithStore(ms), tool.WithRouteIndex(), tool.WithReplicaID("a"))
 	if _, err := rp.a.ReindexRoutes(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	rp.b = issueTracker(t, tool.WithStore(rp.store), tool.WithRouteIndex(), tool.WithReplicaID("b"))
+	rp.b = issueTracker(t, append([]tool.Option{tool.WithStore(rp.store), tool.WithRouteIndex(), tool.WithReplicaID("b")},
+		bopts...)...)
 	rp.router = tool.NewRouter(ropts...)
 	hydrate := func(_ context.Context, id string) (tool.TaskConfig, bool) {
 		return tool.TaskConfig{Capability: tool.Capability{Bindings: map[string]any{"repo_id": 4242}}, Sink: rp.sink}, true
@@ -83,10 +95,15 @@ func newReplicas(t *testing.T, ropts ...tool.RouterOption) *replicas {
 	return rp
 }
 
+// send sends b a signed issue_assigned webhook for login and returns the Deliveries and Dispatch's error.
+func (rp *replicas) send(id, login string) ([]*tool.Delivery, error) {
+	return rp.router.Dispatch(context.Background(), "engineering", "issue-tracker", signed(hookSecret, id, assigned(4242, login)))
+}
+
 // dispatch sends b a signed issue_assigned webhook for login and returns how many tasks activated.
 func (rp *replicas) dispatch(t *testing.T, id, login string) int {
 	t.Helper()
-	ds, err := rp.router.Dispatch(context.Background(), "engineering", "issue-tracker", signed(hookSecret, id, assigned(4242, login)))
+	ds, err := rp.send(id, login)
 	if err != nil {
 		t.Fatalf("Dispatch(%s): %v", login, err)
 	}
@@ -103,7 +120,7 @@ func (rp *replicas) dispatch(t *testing.T, id, login string) int {
 // replica reads no task state until a webhook needs a task, and then one Scan.
 func TestStoreModeSeesAnotherReplicasGrowth(t *testing.T) {
 	t.Parallel()
-	rp := newReplicas(t)
+	rp := newReplicas(t, nil)
 	if n := rp.store.taskReads.Load(); n != 0 {
 		t.Fatalf("task-state reads at start-up (Load, NewRouter, Serve) = %d, want 0", n)
 	}
@@ -133,7 +150,7 @@ func TestStoreModeSeesAnotherReplicasGrowth(t *testing.T) {
 // Concurrent webhooks for a task not in memory load it once.
 func TestStoreModeHydratesATaskOnce(t *testing.T) {
 	t.Parallel()
-	rp := newReplicas(t)
+	rp := newReplicas(t, nil)
 	task := newTask(t, rp.a, tool.TaskConfig{Capability: tool.Capability{Bindings: map[string]any{"repo_id": 4242}}})
 	mustInvoke(t, task, "create_issue", map[string]any{"title": "x", "assignee": "bob"})
 	const n = 8
@@ -160,7 +177,7 @@ func TestStoreModeHydratesATaskOnce(t *testing.T) {
 // webhook, with one more Scan.
 func TestStoreModeEvictsIdleTasksAndBringsThemBack(t *testing.T) {
 	t.Parallel()
-	rp := newReplicas(t, tool.WithTaskCache(2, 0))
+	rp := newReplicas(t, []tool.RouterOption{tool.WithTaskCache(2, 0)})
 	const n = 5
 	for i := range n {
 		task := newTask(t, rp.a, tool.TaskConfig{ID: fmt.Sprintf("t%d", i), Capability: tool.Capability{Bindings: map[string]any{"repo_id": 4242}}})
@@ -201,5 +218,154 @@ func TestStoreModeNeedsTheReindexMarker(t *testing.T) {
 	}
 	if err := tool.NewRouter().Serve(tl, tool.WithHydrator(hydrate)); err != nil {
 		t.Errorf("Serve WithHydrator after ReindexRoutes: %v", err)
+	}
+}
+
+// factLog records the facts of an Observer.
+type factLog struct {
+	mu    sync.Mutex
+	facts []tool.Fact
+}
+
+func (l *factLog) Observe(_ context.Context, f tool.Fact) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.facts = append(l.facts, f)
+}
+
+// named returns the task IDs of the facts named name.
+func (l *factLog) named(name string) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for _, f := range l.facts {
+		if f.Name == name {
+			out = append(out, f.TaskID)
+		}
+	}
+	return out
+}
+
+// twoTasksForAlice starts tasks "good" and "bad" at a, each with alice in its allow list, garbles bad's stored
+// allow list, and returns what it held.
+func twoTasksForAlice(t *testing.T, rp *replicas) []byte {
+	t.Helper()
+	for _, id := range []string{"good", "bad"} {
+		task := newTask(t, rp.a, tool.TaskConfig{ID: id, Capability: tool.Capability{Bindings: map[string]any{"repo_id": 4242}}})
+		mustInvoke(t, task, "create_issue", map[string]any{"title": "x", "assignee": "alice"})
+	}
+	key := "tasks/engineering/issue-tracker/bad/allowlist"
+	was, err := rp.mem.Get(context.Background(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rp.mem.Put(context.Background(), key, []byte("{garbage")); err != nil {
+		t.Fatal(err)
+	}
+	return was
+}
+
+// A task whose stored state does not decode loses no webhook: it is named in a fact, the webhook's other tasks
+// activate, and the answer is 503 so that the sender retries; the task is quarantined (its retries do not read
+// it again) until a back-off passes, and once repaired the retry activates it.
+func TestCorruptStoredTaskIsNotLost(t *testing.T) {
+	t.Parallel()
+	clock := tooltest.NewClock(time.Date(2026, 11, 27, 0, 0, 0, 0, time.UTC))
+	log := &factLog{}
+	rp := newReplicas(t, nil, tool.WithClock(clock), tool.WithObserver(log))
+	was := twoTasksForAlice(t, rp)
+	mux := http.NewServeMux()
+	rp.router.Register(mux)
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	post := func() int {
+		status, _ := postInbound(t, srv.URL+tool.DefaultWebhookPrefix+"/engineering/issue-tracker", signed(hookSecret, "d1", assigned(4242, "alice")))
+		return status
+	}
+	if status := post(); status != http.StatusServiceUnavailable {
+		t.Fatalf("webhook with a corrupt task: status %d, want 503", status)
+	}
+	if got := rp.sink.accepted.Load(); got != 1 {
+		t.Fatalf("the good task's sink accepted %d, want 1: the webhook's other tasks activate", got)
+	}
+	if got := log.named(facts.TaskHydrationFailed); !slices.Equal(got, []string{"bad"}) {
+		t.Fatalf("task.hydration_failed facts for tasks %v, want [bad]", got)
+	}
+	scans := rp.store.scans.Load()
+	if status := post(); status != http.StatusServiceUnavailable || rp.store.scans.Load() != scans {
+		t.Fatalf("retry within the back-off: status %d, %d more scans; want 503 and none (quarantined)", status,
+			rp.store.scans.Load()-scans)
+	}
+	if err := rp.mem.Put(context.Background(), "tasks/engineering/issue-tracker/bad/allowlist", was); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(time.Minute)
+	if status := post(); status != http.StatusAccepted {
+		t.Fatalf("retry after the repair and the back-off: status %d, want 202", status)
+	}
+	if got := rp.sink.accepted.Load(); got != 2 {
+		t.Errorf("sinks accepted %d in all, want 2 (the good task once, the repaired one once)", got)
+	}
+}
+
+// With a DeadLetter that keeps the payload, a corrupt task counts as handled: the webhook is answered 2xx.
+func TestCorruptStoredTaskGoesToTheDeadLetter(t *testing.T) {
+	t.Parallel()
+	var kept []string
+	var mu sync.Mutex
+	dead := func(_ context.Context, id string, in *tool.Inbound, err error) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if err == nil || len(in.Body) == 0 {
+			return errors.New("no error or no payload")
+		}
+		kept = append(kept, id)
+		return nil
+	}
+	rp := newReplicas(t, []tool.RouterOption{tool.WithDeadLetter(dead)})
+	twoTasksForAlice(t, rp)
+	if _, err := rp.send("d1", "alice"); err != nil {
+		t.Fatalf("Dispatch with a DeadLetter that kept the payload: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(kept, []string{"bad"}) || rp.sink.accepted.Load() != 1 {
+		t.Errorf("dead letter kept %v, sink accepted %d; want [bad] and 1", kept, rp.sink.accepted.Load())
+	}
+}
+
+// A Store that fails on the webhook path makes the answer 503 and a store.failed fact, never 202.
+func TestStoreOutageOnTheWebhookPathIs503(t *testing.T) {
+	t.Parallel()
+	log := &factLog{}
+	rp := newReplicas(t, nil, tool.WithObserver(log))
+	task := newTask(t, rp.a, tool.TaskConfig{Capability: tool.Capability{Bindings: map[string]any{"repo_id": 4242}}})
+	mustInvoke(t, task, "create_issue", map[string]any{"title": "x", "assignee": "alice"})
+	rp.store.lookupDown.Store(true)
+	_, err := rp.send("d1", "alice")
+	if !errors.Is(err, tool.ErrNotAccepted) {
+		t.Fatalf("Dispatch with the routing index down = %v, want ErrNotAccepted (503)", err)
+	}
+	if len(log.named(facts.StoreFailed)) == 0 {
+		t.Error("no store.failed fact")
+	}
+	rp.store.lookupDown.Store(false)
+	if n := rp.dispatch(t, "d1", "alice"); n != 1 {
+		t.Errorf("the retry once the Store is back: %d activations, want 1", n)
+	}
+}
+
+// VerifyStored names the tasks whose stored state does not decode.
+func TestVerifyStoredNamesCorruptTasks(t *testing.T) {
+	t.Parallel()
+	log := &factLog{}
+	rp := newReplicas(t, nil, tool.WithObserver(log))
+	twoTasksForAlice(t, rp)
+	err := rp.b.VerifyStored(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "task bad:") || strings.Contains(err.Error(), "task good") {
+		t.Errorf("VerifyStored = %v, want an error naming task bad only", err)
+	}
+	if got := log.named(facts.TaskHydrationFailed); !slices.Equal(got, []string{"bad"}) {
+		t.Errorf("facts for %v, want [bad]", got)
 	}
 }

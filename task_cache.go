@@ -41,11 +41,39 @@ type taskCache struct {
 	max     int
 	idle    time.Duration
 
-	mu        sync.Mutex
-	entries   map[string]*cacheEntry
-	lru       *list.List // of *cacheEntry, the most recently lent at the front
-	lastSweep time.Time
+	mu         sync.Mutex
+	entries    map[string]*cacheEntry
+	lru        *list.List // of *cacheEntry, the most recently lent at the front
+	lastSweep  time.Time
+	quarantine map[string]*quarantined // tasks whose stored state failed to hydrate, by ID
 }
+
+// Bounds of the back-off of a task whose stored state failed to hydrate: its webhooks are answered 503 at once,
+// without reading it again, until the back-off has passed; each failure doubles it.
+const (
+	quarantineMin = 10 * time.Second
+	quarantineMax = 10 * time.Minute
+)
+
+// quarantined is a task whose stored state failed to hydrate.
+type quarantined struct {
+	until   time.Time
+	backoff time.Duration
+	err     *hydrationError
+}
+
+// hydrationError is a task source's error for a task whose stored state, or configuration, failed to hydrate:
+// the webhook is answered 503 (it wraps ErrNotAccepted) unless the Router's DeadLetter takes the payload.
+type hydrationError struct {
+	id  string
+	err error
+}
+
+func (e *hydrationError) Error() string {
+	return fmt.Sprintf("tool: router: task %s cannot be loaded: %v", e.id, e.err)
+}
+
+func (e *hydrationError) Unwrap() []error { return []error{ErrNotAccepted, e.err} }
 
 // cacheEntry is one task ID's place in the cache; its task is loaded once (singleflight) by the first dispatch
 // that needs it, while the others wait on ready.
@@ -65,14 +93,18 @@ type cacheEntry struct {
 }
 
 func newTaskCache(t *Tool, h Hydrator, max int, idle time.Duration) *taskCache {
-	return &taskCache{tool: t, hydrate: h, max: max, idle: idle, entries: map[string]*cacheEntry{}, lru: list.New()}
+	return &taskCache{tool: t, hydrate: h, max: max, idle: idle, entries: map[string]*cacheEntry{}, lru: list.New(),
+		quarantine: map[string]*quarantined{}}
 }
 
 // task lends the task ref names until release is called, hydrating it when it is not in memory, and re-reading
 // its allow list when the index's generation is newer than the one it holds (another replica grew it).
 func (c *taskCache) task(ctx context.Context, ref taskRef) (*Task, func(), error) {
 	for range 2 { // a task that closed meanwhile is loaded again, once
-		e, load := c.lend(ref.id)
+		e, load, q := c.lend(ref.id)
+		if q != nil {
+			return nil, nil, q
+		}
 		if load {
 			c.load(ctx, e, ref.gen)
 		}
@@ -101,10 +133,14 @@ func (c *taskCache) task(ctx context.Context, ref taskRef) (*Task, func(), error
 	return nil, nil, errSkip
 }
 
-// lend takes the entry of id, creating it; load reports that the caller must load it.
-func (c *taskCache) lend(id string) (e *cacheEntry, load bool) {
+// lend takes the entry of id, creating it; load reports that the caller must load it. A task in quarantine is
+// not lent: its error is returned.
+func (c *taskCache) lend(id string) (e *cacheEntry, load bool, _ *hydrationError) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if q := c.quarantine[id]; q != nil && c.tool.opts.clock.Now().Before(q.until) {
+		return nil, false, q.err
+	}
 	e = c.entries[id]
 	if e == nil {
 		e = &cacheEntry{id: id, ready: make(chan struct{})}
@@ -115,7 +151,7 @@ func (c *taskCache) lend(id string) (e *cacheEntry, load bool) {
 		c.lru.MoveToFront(e.elem)
 	}
 	e.lent++
-	return e, load
+	return e, load, nil
 }
 
 // load hydrates e's task: the host's configuration, one Scan of the task's state, and the start RestoreTasks
@@ -124,11 +160,25 @@ func (c *taskCache) lend(id string) (e *cacheEntry, load bool) {
 func (c *taskCache) load(ctx context.Context, e *cacheEntry, gen uint64) {
 	e.task, e.err = c.hydrateTask(ctx, e.id)
 	e.gen = gen
-	if e.err != nil {
-		c.mu.Lock()
+	c.mu.Lock()
+	var herr *hydrationError
+	switch {
+	case errors.As(e.err, &herr):
+		q := c.quarantine[e.id]
+		if q == nil {
+			q = &quarantined{backoff: quarantineMin}
+			c.quarantine[e.id] = q
+		} else {
+			q.backoff = min(2*q.backoff, quarantineMax)
+		}
+		q.until, q.err = c.tool.opts.clock.Now().Add(q.backoff), herr
 		c.remove(e)
-		c.mu.Unlock()
+	case e.err != nil:
+		c.remove(e)
+	default:
+		delete(c.quarantine, e.id)
 	}
+	c.mu.Unlock()
 	close(e.ready)
 }
 
@@ -155,7 +205,7 @@ func (c *taskCache) hydrateTask(ctx context.Context, id string) (*Task, error) {
 		return nil, errSkip
 	case err != nil:
 		c.tool.observeTool(ctx, facts.TaskHydrationFailed, id, map[string]any{"error": err.Error()})
-		return nil, fmt.Errorf("%w: %w", ErrNotAccepted, err)
+		return nil, &hydrationError{id: id, err: err}
 	}
 	return task, nil
 }

@@ -2,6 +2,7 @@ package tool
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -71,6 +72,46 @@ func (t *Tool) reindexed(ctx context.Context) error {
 		return ErrNotReindexed
 	case err != nil:
 		return fmt.Errorf("tool: router: read the routing index's marker: %w", err)
+	}
+	return nil
+}
+
+// VerifyStored decodes the stored state of every task of the tool (one Scan; the Store must be a ScanStore)
+// without starting any, for operators of store mode who want the early failure that eager RestoreTasks gave: a
+// Router in store mode reads a task only when a webhook needs it. Each task whose allow list or event state does
+// not decode is reported (task.hydration_failed) and named in the error; nothing is changed. ctx bounds the call.
+func (t *Tool) VerifyStored(ctx context.Context) error {
+	scan, ok := t.opts.store.(ScanStore)
+	if !ok {
+		return errors.New("tool: VerifyStored needs a ScanStore")
+	}
+	prefix := toolPrefix(t)
+	entries, err := scan.Scan(ctx, prefix)
+	if err != nil {
+		return fmt.Errorf("tool: verify stored tasks: %w", err)
+	}
+	var errs []error
+	for _, snap := range groupSnapshots(prefix, entries) {
+		if err := verifySnapshot(snap); err != nil {
+			t.observeTool(ctx, facts.TaskHydrationFailed, snap.id, map[string]any{"error": err.Error()})
+			errs = append(errs, fmt.Errorf("task %s: %w", snap.id, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// verifySnapshot decodes what restoring a task decodes.
+func verifySnapshot(snap *stateSnapshot) error {
+	b, _ := snap.get("allowlist")
+	var l allowlist.List
+	if err := l.UnmarshalJSON(b); err != nil {
+		return fmt.Errorf("allow list: %w", err)
+	}
+	if b, ok := snap.get("events"); ok {
+		var s storedEvents
+		if err := json.Unmarshal(b, &s); err != nil {
+			return fmt.Errorf("decode event state: %w", err)
+		}
 	}
 	return nil
 }
