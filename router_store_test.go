@@ -221,24 +221,10 @@ func TestStoreModeNeedsTheReindexMarker(t *testing.T) {
 	}
 }
 
-// factLog records the facts of an Observer.
-type factLog struct {
-	mu    sync.Mutex
-	facts []tool.Fact
-}
-
-func (l *factLog) Observe(_ context.Context, f tool.Fact) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.facts = append(l.facts, f)
-}
-
-// named returns the task IDs of the facts named name.
-func (l *factLog) named(name string) []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+// taskIDsOf returns the task IDs of the facts named name.
+func taskIDsOf(r *factRecorder, name string) []string {
 	var out []string
-	for _, f := range l.facts {
+	for _, f := range r.all() {
 		if f.Name == name {
 			out = append(out, f.TaskID)
 		}
@@ -271,7 +257,7 @@ func twoTasksForAlice(t *testing.T, rp *replicas) []byte {
 func TestCorruptStoredTaskIsNotLost(t *testing.T) {
 	t.Parallel()
 	clock := tooltest.NewClock(time.Date(2026, 11, 27, 0, 0, 0, 0, time.UTC))
-	log := &factLog{}
+	log := &factRecorder{}
 	rp := newReplicas(t, nil, tool.WithClock(clock), tool.WithObserver(log))
 	was := twoTasksForAlice(t, rp)
 	mux := http.NewServeMux()
@@ -288,7 +274,7 @@ func TestCorruptStoredTaskIsNotLost(t *testing.T) {
 	if got := rp.sink.accepted.Load(); got != 1 {
 		t.Fatalf("the good task's sink accepted %d, want 1: the webhook's other tasks activate", got)
 	}
-	if got := log.named(facts.TaskHydrationFailed); !slices.Equal(got, []string{"bad"}) {
+	if got := taskIDsOf(log, facts.TaskHydrationFailed); !slices.Equal(got, []string{"bad"}) {
 		t.Fatalf("task.hydration_failed facts for tasks %v, want [bad]", got)
 	}
 	scans := rp.store.scans.Load()
@@ -337,7 +323,7 @@ func TestCorruptStoredTaskGoesToTheDeadLetter(t *testing.T) {
 // A Store that fails on the webhook path makes the answer 503 and a store.failed fact, never 202.
 func TestStoreOutageOnTheWebhookPathIs503(t *testing.T) {
 	t.Parallel()
-	log := &factLog{}
+	log := &factRecorder{}
 	rp := newReplicas(t, nil, tool.WithObserver(log))
 	task := newTask(t, rp.a, tool.TaskConfig{Capability: tool.Capability{Bindings: map[string]any{"repo_id": 4242}}})
 	mustInvoke(t, task, "create_issue", map[string]any{"title": "x", "assignee": "alice"})
@@ -346,7 +332,7 @@ func TestStoreOutageOnTheWebhookPathIs503(t *testing.T) {
 	if !errors.Is(err, tool.ErrNotAccepted) {
 		t.Fatalf("Dispatch with the routing index down = %v, want ErrNotAccepted (503)", err)
 	}
-	if len(log.named(facts.StoreFailed)) == 0 {
+	if len(taskIDsOf(log, facts.StoreFailed)) == 0 {
 		t.Error("no store.failed fact")
 	}
 	rp.store.lookupDown.Store(false)
@@ -358,14 +344,14 @@ func TestStoreOutageOnTheWebhookPathIs503(t *testing.T) {
 // VerifyStored names the tasks whose stored state does not decode.
 func TestVerifyStoredNamesCorruptTasks(t *testing.T) {
 	t.Parallel()
-	log := &factLog{}
+	log := &factRecorder{}
 	rp := newReplicas(t, nil, tool.WithObserver(log))
 	twoTasksForAlice(t, rp)
 	err := rp.b.VerifyStored(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "task bad:") || strings.Contains(err.Error(), "task good") {
 		t.Errorf("VerifyStored = %v, want an error naming task bad only", err)
 	}
-	if got := log.named(facts.TaskHydrationFailed); !slices.Equal(got, []string{"bad"}) {
+	if got := taskIDsOf(log, facts.TaskHydrationFailed); !slices.Equal(got, []string{"bad"}) {
 		t.Errorf("facts for %v, want [bad]", got)
 	}
 }
