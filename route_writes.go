@@ -199,3 +199,18 @@ func (t *Task) deleteEvicted(ctx context.Context, evicted map[string][]string) {
 		t.storeFailed(ctx, "delete", recordRoutes, err)
 	}
 }
+
+// deleteRoutes removes every route of the closing task, and its generation. A route left by a failure names a
+// task whose state is gone: a Router skips it.
+func (t *Task) deleteRoutes(ctx context.Context) error {
+	if t.tool.routing == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), t.tool.opts.limits.TeardownTimeout)
+	defer cancel()
+	if err := t.tool.routing.rs.DeleteRoutes(ctx, t.prefix, nil); err != nil {
+		t.storeFailed(ctx, "delete", recordRoutes, err)
+		return fmt.Errorf("delete routes: %w", err)
+	}
+	return nil
+}

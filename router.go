@@ -248,6 +248,33 @@ func storeMode(t *Tool) error {
 	return t.reindexed(ctx)
 }
 
+// CloseTask closes the task id of namespace/tool that a Router in store mode serves, whether or not any replica
+// holds it in memory: it is brought into memory here (WithHydrator's configuration, so that what its backends
+// recorded is torn down) and closed as by Task.Close, which removes its state and its routes. Copies other
+// replicas hold are no longer named by the index, so no webhook reaches them, and they leave their caches when
+// idle. A task the Store does not hold, or the Hydrator declines, is an error wrapping ErrNotFound; ctx bounds
+// the call.
+func (r *Router) CloseTask(ctx context.Context, namespace, tool, id string) error {
+	groups, _ := r.groups(namespace, tool)
+	for _, g := range groups {
+		if g.cache == nil {
+			continue
+		}
+		t, release, err := g.cache.task(ctx, taskRef{id: id})
+		if errors.Is(err, errSkip) {
+			continue // not a task of this Tool value
+		}
+		if err != nil {
+			return err
+		}
+		release()
+		err = t.Close(ctx)
+		g.cache.forget(t)
+		return err
+	}
+	return fmt.Errorf("tool: router: close task %s of %s/%s: %w", id, namespace, tool, ErrNotFound)
+}
+
 // routesOf returns the routes of t's name, creating them.
 func (r *Router) routesOf(t *Tool) *routes {
 	key := t.Namespace() + "/" + t.Name()

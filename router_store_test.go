@@ -355,3 +355,34 @@ func TestVerifyStoredNamesCorruptTasks(t *testing.T) {
 		t.Errorf("facts for %v, want [bad]", got)
 	}
 }
+
+// A task that no replica holds in memory is closed by ID: its state and its routes leave the Store, and its
+// webhooks no longer reach it.
+func TestCloseTaskNotInMemory(t *testing.T) {
+	t.Parallel()
+	rp := newReplicas(t, nil)
+	task, err := rp.a.NewTask(context.Background(), tool.TaskConfig{ID: "t1", Capability: tool.Capability{Bindings: map[string]any{"repo_id": 4242}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustInvoke(t, task, "create_issue", map[string]any{"title": "x", "assignee": "alice"})
+	if err := task.Detach(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := rp.router.CloseTask(context.Background(), "engineering", "issue-tracker", "t1"); err != nil {
+		t.Fatalf("CloseTask: %v", err)
+	}
+	prefix := "tasks/engineering/issue-tracker/t1/"
+	if entries, err := rp.mem.Scan(context.Background(), prefix); err != nil || len(entries) != 0 {
+		t.Errorf("state after CloseTask: %d keys (%v), want none", len(entries), err)
+	}
+	if got := routedValues(t, rp.mem, prefix, "assignee", []string{"alice"}); len(got) != 0 {
+		t.Errorf("routes after CloseTask: %v, want none", got)
+	}
+	if n := rp.dispatch(t, "d1", "alice"); n != 0 {
+		t.Errorf("webhook after CloseTask: %d activations, want 0", n)
+	}
+	if err := rp.router.CloseTask(context.Background(), "engineering", "issue-tracker", "t1"); !errors.Is(err, tool.ErrNotFound) {
+		t.Errorf("CloseTask of a closed task = %v, want ErrNotFound", err)
+	}
+}

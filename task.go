@@ -341,6 +341,9 @@ func (t *Task) close(ctx context.Context, detach bool) error {
 			t.storeFailed(ctx, "delete", recordTask, err)
 			errs = append(errs, err)
 		}
+		if err := t.deleteRoutes(ctx); err != nil { // store mode: after the state, so no route outlives it unread
+			errs = append(errs, err)
+		}
 		t.observe(ctx, facts.TaskClosed, "", nil)
 	}
 	t.tool.taskEnded()
