@@ -246,7 +246,7 @@ func (t *Task) emit(ctx context.Context, i int, item any, at time.Time) (bool, e
 	if err := t.enter(); err != nil {
 		return false, err
 	}
-	defer t.calls.Done()
+	defer t.leave()
 	ev := t.tool.events[i]
 	pe := &pushedEvent{ev: ev, tried: true, parent: &inbound{received: at, payload: item, item: poll.Fingerprint(item)}}
 	pe.event = map[string]any{"payload": item, "name": ev.def.Name}

@@ -215,7 +215,7 @@ func (t *Task) Start(ctx context.Context, action string, args map[string]any) (*
 	cctx, cancel := context.WithCancel(WithCallID(ctx, id))
 	c := &Call{id: id, cancel: cancel, done: make(chan struct{})}
 	run := func() {
-		defer t.calls.Done()
+		defer t.leave()
 		defer close(c.done)
 		defer cancel()
 		c.result, c.err = t.invoke(cctx, a, t.tool.functionName(t.cfg.Capability, a), args)

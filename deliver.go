@@ -120,7 +120,7 @@ func (t *Task) deliver(ctx context.Context, p *inbound) (*Delivery, error) {
 	if err := t.enter(); err != nil {
 		return nil, err
 	}
-	defer t.calls.Done()
+	defer t.leave()
 	d := &Delivery{TaskID: t.id}
 	var refused []error
 	for i := range p.events {

@@ -10,20 +10,21 @@ import (
 // another, each through its own pipeline (deliver.go).
 
 // taskSource brings the tasks an index named into memory. The tasks of the index in memory are there already
-// (heldTasks); a bounded cache that hydrates tasks from the Store (issue 28's store mode) plugs in here.
+// (heldTasks); in store mode a bounded cache hydrates them from the Store (taskCache, task_cache.go).
 type taskSource interface {
-	// task returns the task ref names; ctx bounds bringing it into memory.
-	task(ctx context.Context, ref taskRef) (*Task, error)
+	// task returns the task ref names, kept in memory until release is called; ctx bounds bringing it into
+	// memory. errSkip: the task is not to be visited.
+	task(ctx context.Context, ref taskRef) (t *Task, release func(), err error)
 }
 
 // heldTasks is the taskSource of tasks held in memory: a ref holds its task.
 type heldTasks struct{}
 
-func (heldTasks) task(_ context.Context, ref taskRef) (*Task, error) {
+func (heldTasks) task(_ context.Context, ref taskRef) (*Task, func(), error) {
 	if ref.task == nil {
-		return nil, fmt.Errorf("tool: router: task %s is not held", ref.id)
+		return nil, nil, fmt.Errorf("tool: router: task %s is not held", ref.id)
 	}
-	return ref.task, nil
+	return ref.task, func() {}, nil
 }
 
 // dispatch delivers p to the tasks refs names, one after another, and returns a Delivery for each task it
@@ -32,7 +33,10 @@ func (heldTasks) task(_ context.Context, ref taskRef) (*Task, error) {
 // A context that ends mid-dispatch is no outcome for the tasks not yet visited: dispatch stops, and its error
 // wraps ErrNotAccepted and ctx's cause, so that the sender is answered 503 and retries. A task that closed
 // meanwhile is skipped.
-func dispatch(ctx context.Context, p *inbound, refs []taskRef, src taskSource) ([]*Delivery, []error) {
+//
+// A task that cannot be brought into memory because of its stored state is handed to dead (when not nil) with
+// the payload; if dead takes it, the task counts as handled, else its error makes the answer 503.
+func dispatch(ctx context.Context, p *inbound, refs []taskRef, src taskSource, dead DeadLetter) ([]*Delivery, []error) {
 	var out []*Delivery
 	var errs []error
 	for i, ref := range refs {
@@ -41,12 +45,22 @@ func dispatch(ctx context.Context, p *inbound, refs []taskRef, src taskSource) (
 				len(refs), context.Cause(ctx)))
 			break
 		}
-		t, err := src.task(ctx, ref)
-		if err != nil {
+		t, release, err := src.task(ctx, ref)
+		var herr *hydrationError
+		switch {
+		case errors.Is(err, errSkip):
+			continue
+		case errors.As(err, &herr) && dead != nil:
+			if derr := dead(ctx, ref.id, p.in, herr.err); derr != nil {
+				errs = append(errs, fmt.Errorf("%w (the dead letter refused it: %w)", err, derr))
+			}
+			continue
+		case err != nil:
 			errs = append(errs, err)
 			continue
 		}
 		d, err := t.deliver(ctx, p)
+		release()
 		switch {
 		case errors.Is(err, ErrClosed):
 			continue

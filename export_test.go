@@ -6,3 +6,8 @@ func InFlightPeak(r *Router) int64 {
 	defer r.inFlight.mu.Unlock()
 	return r.inFlight.peak
 }
+
+// RouteKey is the route a task of namespace/tool holds for a value text of param, for event (store mode).
+func RouteKey(namespace, tool, event, param, text string) []byte {
+	return routeKey(namespace, tool, event, param, text)
+}

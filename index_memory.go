@@ -20,7 +20,8 @@ type taskIndex interface {
 // taskRef is a task an index could not rule out: the task itself when the index holds it, else its ID.
 type taskRef struct {
 	id   string
-	task *Task // nil when the task is not in memory
+	task *Task  // nil when the task is not in memory
+	gen  uint64 // the generation of the task's allow list the index holds (store mode)
 }
 
 // memIndex indexes the tasks of one Tool value held in memory by their allow-listed values of the parameters

@@ -15,7 +15,7 @@ func (t *Task) Interrupt(ctx context.Context) error {
 	if err := t.enter(); err != nil {
 		return err
 	}
-	defer t.calls.Done()
+	defer t.leave()
 	return t.events.interrupt(ctx)
 }
 
@@ -25,7 +25,7 @@ func (t *Task) Resume(ctx context.Context) error {
 	if err := t.enter(); err != nil {
 		return err
 	}
-	defer t.calls.Done()
+	defer t.leave()
 	return t.events.resume(ctx)
 }
 

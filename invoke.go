@@ -65,7 +65,7 @@ func (t *Task) rejected(ctx context.Context, a *action, function string, te *Too
 	if err := t.enter(); err != nil {
 		return nil, err
 	}
-	defer t.calls.Done()
+	defer t.leave()
 	c := t.newCall(ctx, a, function)
 	return c.finish(nil, te), nil
 }
@@ -74,7 +74,7 @@ func (t *Task) invoke(ctx context.Context, a *action, function string, args map[
 	if err := t.enter(); err != nil {
 		return nil, err
 	}
-	defer t.calls.Done()
+	defer t.leave()
 	c := t.newCall(ctx, a, function)
 	ctx = c.ctx // a CallObserver's context, holding its span
 
@@ -99,7 +99,10 @@ func (t *Task) invoke(ctx context.Context, a *action, function string, args map[
 	}
 	// The allow list grows before the backend runs, so an event the call causes routes even if it arrives
 	// before the response (SPEC §6).
-	t.grow(ctx, c.id, resolved)
+	if err := t.grow(ctx, c.id, resolved); err != nil { // store mode only: the routes or the list not stored
+		return c.finish(nil, &ToolError{Kind: KindUnavailable, Message: "the task's state could not be stored",
+			Hint: &RetryHint{Message: "retry the call"}}), nil
+	}
 	if t.cfg.Capability.approves(a.def.Name) {
 		t.events.touch() // after the approval's wait
 	} else {
@@ -286,18 +289,28 @@ func (t *Task) redactArgs(args map[string]any) map[string]any {
 }
 
 // grow adds a call's resolved arguments to the allow list and persists it when it changed.
-func (t *Task) grow(ctx context.Context, callID string, resolved map[string]any) {
+func (t *Task) grow(ctx context.Context, callID string, resolved map[string]any) error {
+	if t.tool.routing != nil {
+		return t.growRouted(ctx, callID, resolved)
+	}
 	changed, evicted := t.allow.AddAll(resolved)
 	if !changed {
-		return
+		return nil
 	}
-	for name, values := range evicted {
-		t.observe(ctx, facts.AllowListEvicted, callID, map[string]any{"parameter": name, "count": len(values)})
-	}
-	t.notifyGrown(resolved, evicted) // before the backend runs, like the growth itself
+	t.reportGrowth(ctx, callID, resolved, evicted)
 	if err := t.saveAllowList(ctx); err != nil {
 		t.storeFailed(ctx, "write", recordAllowList, err)
 	}
+	return nil
+}
+
+// reportGrowth reports the values the caps evicted and tells the watchers, before the backend runs, like the
+// growth itself.
+func (t *Task) reportGrowth(ctx context.Context, callID string, resolved map[string]any, evicted map[string][]string) {
+	for name, values := range evicted {
+		t.observe(ctx, facts.AllowListEvicted, callID, map[string]any{"parameter": name, "count": len(values)})
+	}
+	t.notifyGrown(resolved, evicted)
 }
 
 // nextCallID returns the call's ID from ctx (WithCallID) or a new one.

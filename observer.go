@@ -69,6 +69,7 @@ const (
 	recordBackend   = "backend"     // what an action backend keeps (stateful_session's sessions)
 	recordTask      = "task"        // the task's state as a whole (listing, deletion at Close)
 	recordLease     = "lease"       // a background event's lease
+	recordRoutes    = "routes"      // the task's routes and generation in the routing index (store mode)
 )
 
 // storeFailed reports a Store operation that failed: a log line, and a "store.failed" fact whose data names the

@@ -29,6 +29,7 @@ type options struct {
 	store       Store
 	clock       Clock
 	replica     string // WithReplicaID
+	routeIndex  bool   // WithRouteIndex
 	// contextLifetime: the starting context's end closes a task (WithContextLifetime, deprecated).
 	contextLifetime bool
 	logger          *slog.Logger
@@ -244,6 +245,20 @@ func WithClock(c Clock) Option {
 	}
 }
 
+// WithRouteIndex makes the Tool's tasks keep their routes in the Store's routing index (store.RouteStore; Load
+// fails when the Store does not implement it): the values their allow lists hold, by event, so that a Router in
+// store mode (docs/scaling.md) finds a webhook's tasks without holding them. A task writes the routes of the
+// values a call adds before the call's backend runs, then the list, then its generation; a call whose routes or
+// list could not be stored fails with a recoverable unavailable result before its backend runs. Every replica
+// must run with it before a Router turns store mode on (Tool.ReindexRoutes then writes the routes of the tasks
+// stored before). It costs a Store round trip per new task and three per growing call.
+func WithRouteIndex() Option {
+	return func(o *options) error {
+		o.routeIndex = true
+		return nil
+	}
+}
+
 // WithReplicaID names this host replica among those sharing a Store (SPEC §13): leases on a task's polls and
 // subscription renewals are held in its name. Default: an id drawn once per process, which is right unless one
 // process runs several Tools of one manifest over one Store as separate replicas (tests do).
@@ -404,6 +419,10 @@ func newOptions(opts []Option) (*options, error) {
 	}
 	if o.store == nil {
 		o.store = NewMemoryStore()
+	}
+	if _, ok := o.store.(RouteStore); o.routeIndex && !ok {
+		return nil, errors.New("tool: WithRouteIndex needs a Store that implements store.RouteStore " +
+			"(the memory store and store/postgres do)")
 	}
 	if o.clock == nil {
 		o.clock = SystemClock{}

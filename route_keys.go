@@ -39,6 +39,7 @@ func conjunctsOf(t *Tool) conjuncts {
 // eventRoute is one event a prepared payload may still activate at some task, and how an index finds those
 // tasks. An event the payload can activate at no task has no eventRoute.
 type eventRoute struct {
+	event int // the event's index in the Tool
 	// all: no conjunct narrows the event (no filter, no conjunct, or none evaluated): every task may match.
 	all bool
 	// keys are the conjunct values the payload carries; a task may match only when its allow list holds each
@@ -62,11 +63,12 @@ func (c conjuncts) routes(ctx context.Context, p *inbound) []eventRoute {
 			continue
 		}
 		if pe.match == nil || !c.keyed[i] {
-			out = append(out, eventRoute{all: true})
+			out = append(out, eventRoute{event: i, all: true})
 			continue
 		}
 		route, ok := keyRoute(pe.match.Keys(ctx))
 		if ok {
+			route.event = i
 			out = append(out, route)
 		}
 	}

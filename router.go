@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 )
 
 // A webhook's path reads in one direction through these files: router_http.go (the endpoint) → Router.Dispatch
@@ -49,14 +50,56 @@ func WithInFlightBytes(n int64) RouterOption {
 	}
 }
 
+// WithTaskCache bounds the tasks a Router in store mode (WithHydrator) keeps in memory per served Tool: at most
+// max (default DefaultTaskCacheSize), and none idle for longer than idle (default DefaultTaskCacheIdle). A task
+// leaves as by Task.Detach: its state stays in the Store, and the next webhook that needs it brings it back.
+// Tasks that are active or pinned (activity.go, docs/scaling.md) never leave, so the bound can be exceeded while
+// they are. Values <= 0 keep the defaults.
+func WithTaskCache(max int, idle time.Duration) RouterOption {
+	return func(r *Router) {
+		if max > 0 {
+			r.cacheMax = max
+		}
+		if idle > 0 {
+			r.cacheIdle = idle
+		}
+	}
+}
+
+// WithMaxFanOut sets how many tasks of one route a Router in store mode reads per Store lookup (default
+// DefaultMaxFanOut); a route with more is read in pages of n. n <= 0 keeps the default.
+func WithMaxFanOut(n int) RouterOption {
+	return func(r *Router) {
+		if n > 0 {
+			r.fanOut = n
+		}
+	}
+}
+
+// DeadLetter takes a webhook's payload for a task that a Router in store mode cannot bring into memory because
+// of its stored state (it does not decode, or the Hydrator's configuration fails NewTask's checks): taskID names
+// it, in is the payload as received, err says why. Returning nil means the host has kept the payload (to repair
+// the task and deliver it later with Task.Deliver), and the task counts as handled; an error, or no DeadLetter,
+// makes the webhook's answer 503 so that the sender retries. ctx is the webhook's.
+type DeadLetter func(ctx context.Context, taskID string, in *Inbound, err error) error
+
+// WithDeadLetter sets the DeadLetter of a Router in store mode.
+func WithDeadLetter(d DeadLetter) RouterOption {
+	return func(r *Router) { r.deadLetter = d }
+}
+
 // Router routes pushed payloads to the tasks they are for (SPEC §9.6). It holds tasks of any number of tools,
 // serves the webhook endpoint, and fans each payload out to the tool's tasks. It indexes tasks by their
 // allow-listed values of the parameters that filters compare with equality (`<payload expr> ==
 // parameters.X`), so a payload visits only the tasks whose allow list holds the value it carries, however many
 // other tasks there are. A Router is safe for concurrent use; a task removes itself when it closes.
 type Router struct {
-	prefix   string
-	inFlight budget
+	prefix     string
+	inFlight   budget
+	cacheMax   int           // WithTaskCache
+	cacheIdle  time.Duration // WithTaskCache
+	fanOut     int           // WithMaxFanOut
+	deadLetter DeadLetter    // WithDeadLetter
 
 	mu    sync.RWMutex
 	tools map[string]*routes // by "namespace/name"; kept after the last task leaves, so the tool stays known
@@ -77,10 +120,12 @@ type group struct {
 	routes   *routes
 	tool     *Tool
 	conj     conjuncts
-	index    *memIndex
+	mem      *memIndex // eager mode: the index of the tasks given to Add; nil in store mode
+	index    taskIndex
 	source   taskSource
-	served   bool     // Router.Serve named the Tool: the group stays without tasks
-	presence presence // this replica's record in the Tool's Store
+	cache    *taskCache // store mode (Router.Serve WithHydrator); nil in eager mode
+	served   bool       // Router.Serve named the Tool: the group stays without tasks
+	presence presence   // this replica's record in the Tool's Store
 }
 
 // routed is one task given to Add.
@@ -92,7 +137,8 @@ type routed struct {
 // NewRouter returns an empty Router.
 func NewRouter(opts ...RouterOption) *Router {
 	r := &Router{prefix: DefaultWebhookPrefix, tools: map[string]*routes{}, tasks: map[string]*routed{},
-		inFlight: budget{limit: DefaultInFlightBytes}}
+		inFlight: budget{limit: DefaultInFlightBytes}, cacheMax: DefaultTaskCacheSize, cacheIdle: DefaultTaskCacheIdle,
+		fanOut: DefaultMaxFanOut}
 	for _, o := range opts {
 		if o != nil {
 			o(r)
@@ -116,21 +162,46 @@ func (r *Router) Add(t *Task) error {
 		return err
 	}
 	g := r.routesOf(t.tool).group(t.tool)
+	if g.cache != nil {
+		if err := g.cache.pin(t); err != nil {
+			t.unwatch(r)
+			return err
+		}
+	} else {
+		g.mem.add(t)
+	}
 	r.tasks[t.id] = &routed{task: t, group: g}
-	g.index.add(t)
 	return nil
 }
 
 // ServeOption configures Router.Serve.
 type ServeOption func(*serveConfig)
 
-// serveConfig is what ServeOptions set. The store-routed mode of issue 28 gives its hydrator here.
-type serveConfig struct{}
+// serveConfig is what ServeOptions set.
+type serveConfig struct {
+	hydrate Hydrator
+}
+
+// WithHydrator serves the Tool in store mode (docs/scaling.md): the Router finds a webhook's tasks in the
+// Store's routing index, whatever tasks it holds, and brings those not in memory there with h's configuration,
+// one Scan each, into a bounded cache (WithTaskCache). A task another replica grew is re-read when the index
+// says so. The Tool must be loaded WithRouteIndex over a Store that is a ScanStore (store/postgres: also a
+// SwapStore, ClaimStore and ExpiringStore, which replicas need), and Tool.ReindexRoutes must have completed
+// (ErrNotReindexed).
+func WithHydrator(h Hydrator) ServeOption {
+	return func(c *serveConfig) { c.hydrate = h }
+}
 
 // Serve makes the Router serve t's webhooks before it holds any task of t, and after its last task leaves: a
 // payload for a served tool that no task wants is answered 202, not 404 (a sender such as GitHub does not retry a
-// 404, so a replica that starts behind a load balancer must not answer it). Tasks of t are still routed only once
-// given to Add. Serving the same Tool again does nothing. Serve fails only for a nil Tool.
+// 404, so a replica that starts behind a load balancer must not answer it). Without WithHydrator, tasks of t are
+// routed only once given to Add; serving the same Tool again does nothing.
+//
+// WithHydrator turns store mode on for t. Serve then reads the marker of Tool.ReindexRoutes (one Store read,
+// bounded by the Tool's CallTimeout) and fails with ErrNotReindexed without it; it also fails for a Tool loaded
+// without WithRouteIndex, a Store that is not a ScanStore, and a Tool already served, or given to Add, in eager
+// mode. It reads no task state: a restarted replica serves at once. Tasks given to Add are then kept in memory
+// (pinned) and not indexed by the Router: they write their routes themselves.
 func (r *Router) Serve(t *Tool, opts ...ServeOption) error {
 	if t == nil {
 		return errors.New("tool: router: Serve of a nil Tool")
@@ -141,10 +212,67 @@ func (r *Router) Serve(t *Tool, opts ...ServeOption) error {
 			o(&cfg)
 		}
 	}
+	if cfg.hydrate != nil {
+		if err := storeMode(t); err != nil {
+			return err
+		}
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.routesOf(t).group(t).served = true
+	rs := r.routesOf(t)
+	exists := slices.ContainsFunc(rs.groups, func(g *group) bool { return g.tool == t })
+	g := rs.group(t)
+	g.served = true
+	switch {
+	case cfg.hydrate == nil || g.cache != nil:
+	case exists:
+		return errors.New("tool: router: Serve WithHydrator of a Tool the Router already serves in eager mode")
+	default:
+		g.mem, g.index = nil, newStoreIndex(t, r.fanOut)
+		g.cache = newTaskCache(t, cfg.hydrate, r.cacheMax, r.cacheIdle)
+		g.source = g.cache
+	}
 	return nil
+}
+
+// storeMode checks that t can be served in store mode.
+func storeMode(t *Tool) error {
+	if t.routing == nil {
+		return errors.New("tool: router: store mode needs a Tool loaded WithRouteIndex")
+	}
+	if _, ok := t.opts.store.(ScanStore); !ok {
+		return errors.New("tool: router: store mode needs a Store that implements ScanStore")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), t.opts.limits.CallTimeout)
+	defer cancel()
+	return t.reindexed(ctx)
+}
+
+// CloseTask closes the task id of namespace/tool that a Router in store mode serves, whether or not any replica
+// holds it in memory: it is brought into memory here (WithHydrator's configuration, so that what its backends
+// recorded is torn down) and closed as by Task.Close, which removes its state and its routes. Copies other
+// replicas hold are no longer named by the index, so no webhook reaches them, and they leave their caches when
+// idle. A task the Store does not hold, or the Hydrator declines, is an error wrapping ErrNotFound; ctx bounds
+// the call.
+func (r *Router) CloseTask(ctx context.Context, namespace, tool, id string) error {
+	groups, _ := r.groups(namespace, tool)
+	for _, g := range groups {
+		if g.cache == nil {
+			continue
+		}
+		t, release, err := g.cache.task(ctx, taskRef{id: id})
+		if errors.Is(err, errSkip) {
+			continue // not a task of this Tool value
+		}
+		if err != nil {
+			return err
+		}
+		release()
+		err = t.Close(ctx)
+		g.cache.forget(t)
+		return err
+	}
+	return fmt.Errorf("tool: router: close task %s of %s/%s: %w", id, namespace, tool, ErrNotFound)
 }
 
 // routesOf returns the routes of t's name, creating them.
@@ -167,7 +295,8 @@ func (rs *routes) group(tl *Tool) *group {
 		}
 	}
 	conj := conjunctsOf(tl)
-	g := &group{routes: rs, tool: tl, conj: conj, index: newMemIndex(conj), source: heldTasks{}}
+	mem := newMemIndex(conj)
+	g := &group{routes: rs, tool: tl, conj: conj, mem: mem, index: mem, source: heldTasks{}}
 	rs.groups = append(rs.groups, g)
 	return g
 }
@@ -188,7 +317,11 @@ func (r *Router) Remove(taskID string) {
 func (r *Router) removeLocked(rt *routed) {
 	delete(r.tasks, rt.task.id)
 	g := rt.group
-	if g.index.remove(rt.task) == 0 && !g.served { // a Tool value no task uses any more; its name stays known
+	if g.cache != nil {
+		g.cache.unpin(rt.task)
+		return
+	}
+	if g.mem.remove(rt.task) == 0 && !g.served { // a Tool value no task uses any more; its name stays known
 		g.routes.groups = slices.DeleteFunc(g.routes.groups, func(x *group) bool { return x == g })
 	}
 }
@@ -198,7 +331,7 @@ func (r *Router) grown(t *Task, added map[string]any, evicted map[string][]strin
 	r.mu.RLock() // held, so that a Remove cannot come between the lookup and the index's update
 	defer r.mu.RUnlock()
 	rt := r.tasks[t.id]
-	if rt == nil || rt.task != t {
+	if rt == nil || rt.task != t || rt.group.mem == nil {
 		return
 	}
 	names := make(map[string]bool, len(added)+len(evicted))
@@ -208,7 +341,7 @@ func (r *Router) grown(t *Task, added map[string]any, evicted map[string][]strin
 	for name := range evicted {
 		names[name] = true
 	}
-	rt.group.index.grown(t, names)
+	rt.group.mem.grown(t, names)
 }
 
 // closed drops a closing task (watcher).
@@ -217,6 +350,9 @@ func (r *Router) closed(t *Task) {
 	defer r.mu.Unlock()
 	if rt := r.tasks[t.id]; rt != nil && rt.task == t {
 		r.removeLocked(rt)
+		if rt.group.cache != nil {
+			rt.group.cache.forget(t)
+		}
 	}
 }
 
@@ -245,7 +381,9 @@ func (r *Router) Dispatch(ctx context.Context, namespace, tool string, in *Inbou
 	var out []*Delivery
 	var errs []error
 	for _, g := range groups {
-		g.presence.announce(ctx, g.tool)
+		if g.cache == nil { // eager replicas warn each other; store mode is what they should run
+			g.presence.announce(ctx, g.tool)
+		}
 		p, err := g.tool.prepare(ctx, in)
 		if err != nil { // this Tool value cannot take it (another version may): the others still get it
 			errs = append(errs, err)
@@ -259,7 +397,7 @@ func (r *Router) Dispatch(ctx context.Context, namespace, tool string, in *Inbou
 			errs = append(errs, err)
 			continue
 		}
-		delivered, failed := dispatch(ctx, p, refs, g.source)
+		delivered, failed := dispatch(ctx, p, refs, g.source, r.deadLetter)
 		out, errs = append(out, delivered...), append(errs, failed...)
 	}
 	return out, errors.Join(errs...)

@@ -142,3 +142,26 @@ func (s *backendState) Save(ctx context.Context, value []byte) error {
 	}
 	return err
 }
+
+// reread merges the stored allow list into the task's (Rebase), for a copy that another replica's growth made
+// stale: the values it added join this list. ErrNotFound when the Store no longer holds the task.
+func (t *Task) reread(ctx context.Context) error {
+	t.allowMu.Lock()
+	defer t.allowMu.Unlock()
+	b, err := t.tool.opts.store.Get(ctx, t.stateKey("allowlist"))
+	if err != nil {
+		return err
+	}
+	added, err := t.allow.Rebase(b)
+	if err != nil {
+		return err
+	}
+	if len(added) > 0 {
+		grown := make(map[string]any, len(added))
+		for name, vals := range added {
+			grown[name] = vals[len(vals)-1]
+		}
+		t.notifyGrown(grown, nil)
+	}
+	return nil
+}

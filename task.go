@@ -121,6 +121,8 @@ type Task struct {
 	callCount atomic.Int64
 	failures  atomic.Int64
 	allowMu   sync.Mutex                // serialises allow-list persistence
+	routes    taskRoutes                // store mode: route_writes.go
+	activity  activity                  // activity.go
 	encCache  atomic.Pointer[encodings] // call_secrets.go
 }
 
@@ -208,6 +210,10 @@ func (t *Tool) startTask(ctx context.Context, cfg TaskConfig, resume bool, snap 
 		}
 	}
 	if !keepAllow {
+		if err := task.putAllRoutes(ctx); err != nil { // store mode: the routes before the list
+			task.cancel()
+			return nil, fmt.Errorf("tool: new task %s: %w", task.id, err)
+		}
 		if err := task.saveAllowList(ctx); err != nil {
 			task.cancel()
 			return nil, fmt.Errorf("tool: new task %s: %w", task.id, err)
@@ -221,6 +227,7 @@ func (t *Tool) startTask(ctx context.Context, cfg TaskConfig, resume bool, snap 
 		return nil, err
 	}
 	task.events.started() // the start is the first activity: a resumed task's timeouts count from it
+	task.activity.left.Store(t.opts.clock.Now().UnixNano())
 	return task, nil
 }
 
@@ -334,6 +341,9 @@ func (t *Task) close(ctx context.Context, detach bool) error {
 			t.storeFailed(ctx, "delete", recordTask, err)
 			errs = append(errs, err)
 		}
+		if err := t.deleteRoutes(ctx); err != nil { // store mode: after the state, so no route outlives it unread
+			errs = append(errs, err)
+		}
 		t.observe(ctx, facts.TaskClosed, "", nil)
 	}
 	t.tool.taskEnded()
@@ -435,6 +445,13 @@ func (t *Task) untrack(id uint64) {
 	t.mu.Unlock()
 }
 
+// isClosed reports whether the task was closed or detached.
+func (t *Task) isClosed() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.closed
+}
+
 // enter registers a call; it fails once the task is closed.
 func (t *Task) enter() error {
 	t.mu.Lock()
@@ -443,6 +460,7 @@ func (t *Task) enter() error {
 		return ErrClosed
 	}
 	t.calls.Add(1)
+	t.activity.running.Add(1)
 	return nil
 }
 

@@ -37,6 +37,7 @@ type Tool struct {
 	secrets      *redact.Set                // secret settings' values
 	httpClient   *http.Client               // the host's client with the redirect policy of SPEC §4.4
 	openTasks    atomic.Int64               // tasks started and not yet closed or detached
+	routing      *routing                   // WithRouteIndex: what tasks write to the routing index; else nil
 	// contextLifetimeWarned logs WithContextLifetime's warning once.
 	contextLifetimeWarned sync.Once
 }
@@ -76,6 +77,7 @@ func (t *Tool) index() {
 		e.index(t)
 	}
 	t.httpClient = httpspec.SameHostRedirects(t.opts.httpClient)
+	t.routing = newRouting(t)
 }
 
 func (t *Tool) addLevel(s *schema.Schema) {

@@ -267,3 +267,43 @@ func (e *entry) put(text string, val any, max int) (added, changed bool, evicted
 	e.order = append(e.order, it)
 	return true, true, evicted
 }
+
+// Absent returns, by name, the canonical text of each value of args that AddAll would add as a new value: a
+// value the name does not hold, of a name that is not sealed. Values of other names and non-JSON values are
+// left out. It takes only a shared lock; nil when there are none.
+func (l *List) Absent(args map[string]any) map[string]string {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	var out map[string]string
+	for name, v := range args {
+		if v == nil {
+			continue
+		}
+		e := l.entries[name]
+		if e != nil && e.sealed {
+			continue
+		}
+		if e != nil {
+			if it, ok := e.find(v); !ok || it != nil {
+				continue
+			}
+		}
+		text, val, ok := normalize(v)
+		if !ok || val == nil {
+			continue
+		}
+		if out == nil {
+			out = map[string]string{}
+		}
+		out[name] = text
+	}
+	return out
+}
+
+// Holds reports whether name holds the value whose canonical text is text.
+func (l *List) Holds(name, text string) bool {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	e := l.entries[name]
+	return e != nil && e.index[text] != nil
+}

@@ -119,6 +119,10 @@ const (
 	// so it can be lost (several replicas need store mode). Data: replica (this one's id), replicas (the others'
 	// ids), within (how recent their records are), detail.
 	RouterEagerReplicas = "router.eager_replicas"
+	// TaskHydrationFailed: a Router in store mode could not bring a stored task into memory for a webhook: its
+	// stored state does not decode, or its configuration fails NewTask's checks. Fact.TaskID names it; the
+	// webhook is answered 503. Data: error.
+	TaskHydrationFailed = "task.hydration_failed"
 )
 
 // Backends: reported by the backends of a task's calls.
@@ -157,7 +161,7 @@ var All = []string{
 	EventActivated, EventDiscarded, EventRefused, SubscriptionCreated, SubscriptionRenewed, SubscriptionFailed,
 	SubscriptionRemoved, SubscriptionUnsubscribeFailed, SubscriptionAbandoned, SubscriptionExpired,
 	SubscriptionOrphaned, PollFetched, PollFailed, PollStopped,
-	RouterEagerReplicas,
+	RouterEagerReplicas, TaskHydrationFailed,
 	SessionCreated, SessionDestroyed, SessionDestroyFailed, JobCreated, JobDeleted, JobDeleteFailed,
 	ExecProcessStarted, ExecServerStarted, ExecServerExited, MCPServerStarted,
 }

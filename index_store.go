@@ -1,0 +1,123 @@
+package tool
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/commonagents-go/tool/facts"
+)
+
+// The third step of a webhook's path in store mode: the tasks of one Tool value that a payload's eventRoutes
+// cannot rule out, from the routing index the replicas share in the Store (route_writes.go writes it).
+
+// DefaultMaxFanOut is how many tasks of one route a Router in store mode reads per Lookup unless WithMaxFanOut
+// says otherwise; a route with more is paged.
+const DefaultMaxFanOut = 1000
+
+// storeIndex looks a payload's routes up in the Store: every key of every event in one RouteStore.Lookup, then,
+// per event, the most selective key, exactly as memIndex narrows; only a key whose tasks exceed the fan-out bound
+// costs more round trips (one per page). It names tasks by ID, with the generation the index holds, for the
+// task cache to bring into memory and to tell a stale cached allow list (task_cache.go).
+type storeIndex struct {
+	tool   *Tool
+	rs     RouteStore
+	fanOut int
+	prefix string // of the tool's tasks' keys: "tasks/<namespace>/<tool>/"
+}
+
+func newStoreIndex(t *Tool, fanOut int) *storeIndex {
+	return &storeIndex{tool: t, rs: t.routing.rs, fanOut: fanOut, prefix: toolPrefix(t)}
+}
+
+// toolPrefix is the prefix of the keys of t's tasks.
+func toolPrefix(t *Tool) string { return "tasks/" + t.Namespace() + "/" + t.Name() + "/" }
+
+// lookup returns the tasks of the routes' most selective keys, each once, in the index's order. A failed
+// lookup is reported (store.failed) and wraps ErrNotAccepted: the sender must retry, since nothing was decided.
+func (x *storeIndex) lookup(ctx context.Context, routes []eventRoute) ([]taskRef, error) {
+	if len(routes) == 0 {
+		return nil, nil
+	}
+	ns, name := x.tool.Namespace(), x.tool.Name()
+	var keys [][]byte
+	var owner []int // by key: its route
+	for ri, r := range routes {
+		ev := x.tool.events[r.event].def.Name
+		if r.all {
+			keys, owner = append(keys, broadcastKey(ns, name, ev)), append(owner, ri)
+			continue
+		}
+		for _, k := range r.keys {
+			keys, owner = append(keys, routeKey(ns, name, ev, k.Param, k.Text)), append(owner, ri)
+		}
+	}
+	hits, err := x.rs.Lookup(ctx, keys, "", x.fanOut)
+	if err != nil {
+		return nil, x.failed(ctx, err)
+	}
+	best := make([]int, len(routes))
+	for i := range best {
+		best[i] = -1
+	}
+	for i, h := range hits {
+		if b := best[owner[i]]; b < 0 || narrower(h, hits[b]) {
+			best[owner[i]] = i
+		}
+	}
+	var refs []taskRef
+	seen := map[string]int{} // task → its index in refs
+	add := func(h RouteHits) {
+		for _, hit := range h.Hits {
+			id, ok := strings.CutPrefix(hit.Task, x.prefix)
+			if !ok {
+				continue
+			}
+			id = strings.TrimSuffix(id, "/")
+			if i, ok := seen[id]; ok {
+				refs[i].gen = max(refs[i].gen, hit.Generation)
+				continue
+			}
+			seen[id] = len(refs)
+			refs = append(refs, taskRef{id: id, gen: hit.Generation})
+		}
+	}
+	for _, b := range best {
+		h := hits[b]
+		add(h)
+		for h.More && len(h.Hits) > 0 {
+			page, err := x.rs.Lookup(ctx, keys[b:b+1], h.Hits[len(h.Hits)-1].Task, x.fanOut)
+			if err != nil {
+				return nil, x.failed(ctx, err)
+			}
+			h = page[0]
+			add(h)
+		}
+	}
+	return refs, nil
+}
+
+// narrower reports whether a names fewer tasks than b: a complete set before a paged one.
+func narrower(a, b RouteHits) bool {
+	if a.More != b.More {
+		return !a.More
+	}
+	return len(a.Hits) < len(b.Hits)
+}
+
+// failed reports a failed lookup and returns the error for the sender's retry.
+func (x *storeIndex) failed(ctx context.Context, err error) error {
+	x.tool.observeTool(ctx, facts.StoreFailed, "", map[string]any{"operation": "lookup", "record": recordRoutes,
+		"error": err.Error()})
+	return fmt.Errorf("%w: tool: router: look up routes: %w", ErrNotAccepted, err)
+}
+
+// observeTool reports a fact of the Tool that no task of this process reports (the Router's).
+func (t *Tool) observeTool(ctx context.Context, name, taskID string, data map[string]any) {
+	if t.opts.observer == nil {
+		return
+	}
+	t.opts.observer.Observe(ctx, Fact{Name: name, Tool: t.Name(), TaskID: taskID, Time: t.opts.clock.Now(), Data: data})
+}
+
+var _ taskIndex = (*storeIndex)(nil)

@@ -1,0 +1,388 @@
+package tool_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/commonagents-go/tool"
+	"github.com/commonagents-go/tool/facts"
+	"github.com/commonagents-go/tool/tooltest"
+)
+
+// memStore is what the memory store implements, for wrappers that keep its upgrades.
+type memStore interface {
+	tool.SwapStore
+	tool.LeaseStore
+	tool.ExpiringStore
+	tool.ScanStore
+	tool.RouteStore
+}
+
+// readCounter counts the reads of task state (Get, List, Scan under "tasks/") and the route lookups of a
+// memory store it wraps.
+type readCounter struct {
+	memStore
+	taskReads, scans, lookups atomic.Int64
+	lookupDown                atomic.Bool // Lookup fails
+}
+
+func (s *readCounter) Get(ctx context.Context, key string) ([]byte, error) {
+	if strings.HasPrefix(key, "tasks/") {
+		s.taskReads.Add(1)
+	}
+	return s.memStore.Get(ctx, key)
+}
+
+func (s *readCounter) List(ctx context.Context, prefix string) ([]string, error) {
+	if strings.HasPrefix(prefix, "tasks/") {
+		s.taskReads.Add(1)
+	}
+	return s.memStore.List(ctx, prefix)
+}
+
+func (s *readCounter) Scan(ctx context.Context, prefix string) ([]tool.Entry, error) {
+	if strings.HasPrefix(prefix, "tasks/") {
+		s.taskReads.Add(1)
+		s.scans.Add(1)
+	}
+	return s.memStore.Scan(ctx, prefix)
+}
+
+func (s *readCounter) Lookup(ctx context.Context, routes [][]byte, after string, limit int) ([]tool.RouteHits, error) {
+	s.lookups.Add(1)
+	if s.lookupDown.Load() {
+		return nil, errStoreDown
+	}
+	return s.memStore.Lookup(ctx, routes, after, limit)
+}
+
+// replicas is an issue tracker served by two replicas over one memory store: a, where the tasks run their calls,
+// and b, a Router in store mode whose Store counts its reads.
+type replicas struct {
+	a, b   *tool.Tool
+	store  *readCounter
+	mem    memStore // the store itself
+	router *tool.Router
+	sink   *countingSink
+}
+
+func newReplicas(t *testing.T, ropts []tool.RouterOption, bopts ...tool.Option) *replicas {
+	t.Helper()
+	ms := tool.NewMemoryStore().(memStore)
+	rp := &replicas{store: &readCounter{memStore: ms}, sink: &countingSink{}, mem: ms}
+	rp.a = issueTracker(t, tool.WithStore(ms), tool.WithRouteIndex(), tool.WithReplicaID("a"))
+	if _, err := rp.a.ReindexRoutes(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	rp.b = issueTracker(t, append([]tool.Option{tool.WithStore(rp.store), tool.WithRouteIndex(), tool.WithReplicaID("b")},
+		bopts...)...)
+	rp.router = tool.NewRouter(ropts...)
+	hydrate := func(_ context.Context, id string) (tool.TaskConfig, bool) {
+		return tool.TaskConfig{Capability: tool.Capability{Bindings: map[string]any{"repo_id": 4242}}, Sink: rp.sink}, true
+	}
+	if err := rp.router.Serve(rp.b, tool.WithHydrator(hydrate)); err != nil {
+		t.Fatal(err)
+	}
+	return rp
+}
+
+// send sends b a signed issue_assigned webhook for login and returns the Deliveries and Dispatch's error.
+func (rp *replicas) send(id, login string) ([]*tool.Delivery, error) {
+	return rp.router.Dispatch(context.Background(), "engineering", "issue-tracker", signed(hookSecret, id, assigned(4242, login)))
+}
+
+// dispatch sends b a signed issue_assigned webhook for login and returns how many tasks activated.
+func (rp *replicas) dispatch(t *testing.T, id, login string) int {
+	t.Helper()
+	ds, err := rp.send(id, login)
+	if err != nil {
+		t.Fatalf("Dispatch(%s): %v", login, err)
+	}
+	n := 0
+	for _, d := range ds {
+		n += len(d.Activations)
+	}
+	return n
+}
+
+// Finding 1 of issue 28, fixed in store mode: a webhook for a value that another replica added to a task's
+// allow list activates the task at a replica that holds an older copy of it (in eager mode it was answered 202
+// with no delivery). The index's generation tells the copy is stale, with no extra round trip; a restarted
+// replica reads no task state until a webhook needs a task, and then one Scan.
+func TestStoreModeSeesAnotherReplicasGrowth(t *testing.T) {
+	t.Parallel()
+	rp := newReplicas(t, nil)
+	if n := rp.store.taskReads.Load(); n != 0 {
+		t.Fatalf("task-state reads at start-up (Load, NewRouter, Serve) = %d, want 0", n)
+	}
+	task := newTask(t, rp.a, tool.TaskConfig{Capability: tool.Capability{Bindings: map[string]any{"repo_id": 4242}}})
+	mustInvoke(t, task, "create_issue", map[string]any{"title": "x", "assignee": "bob"})
+	if n := rp.dispatch(t, "d1", "bob"); n != 1 {
+		t.Fatalf("webhook for bob at b: %d activations, want 1", n)
+	}
+	if s, l := rp.store.scans.Load(), rp.store.lookups.Load(); s != 1 || l != 1 {
+		t.Fatalf("first webhook: %d scans, %d lookups, want 1 and 1", s, l)
+	}
+	mustInvoke(t, task, "create_issue", map[string]any{"title": "x", "assignee": "alice"}) // at a: b's copy is stale
+	if n := rp.dispatch(t, "d2", "alice"); n != 1 {
+		t.Fatalf("webhook for alice, whom a added, at b: %d activations, want 1 (finding 1: lost)", n)
+	}
+	if s, l := rp.store.scans.Load(), rp.store.lookups.Load(); s != 1 || l != 2 {
+		t.Errorf("after the second webhook: %d scans, %d lookups, want 1 and 2", s, l)
+	}
+	if n := rp.dispatch(t, "d3", "carol"); n != 0 {
+		t.Errorf("webhook for carol, in no allow list: %d activations, want 0", n)
+	}
+	if got := rp.sink.accepted.Load(); got != 2 {
+		t.Errorf("sink accepted %d, want 2", got)
+	}
+}
+
+// Concurrent webhooks for a task not in memory load it once.
+func TestStoreModeHydratesATaskOnce(t *testing.T) {
+	t.Parallel()
+	rp := newReplicas(t, nil)
+	task := newTask(t, rp.a, tool.TaskConfig{Capability: tool.Capability{Bindings: map[string]any{"repo_id": 4242}}})
+	mustInvoke(t, task, "create_issue", map[string]any{"title": "x", "assignee": "bob"})
+	const n = 8
+	var wg sync.WaitGroup
+	var activated atomic.Int64
+	start := make(chan struct{})
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			activated.Add(int64(rp.dispatch(t, fmt.Sprintf("d%d", i), "bob")))
+		})
+	}
+	close(start)
+	wg.Wait()
+	if activated.Load() != n {
+		t.Errorf("%d activations, want %d", activated.Load(), n)
+	}
+	if s := rp.store.scans.Load(); s != 1 {
+		t.Errorf("%d concurrent webhooks for a cold task made %d scans, want 1", n, s)
+	}
+}
+
+// The cache holds at most its bound of idle tasks: an evicted task keeps its state and comes back on its next
+// webhook, with one more Scan.
+func TestStoreModeEvictsIdleTasksAndBringsThemBack(t *testing.T) {
+	t.Parallel()
+	rp := newReplicas(t, []tool.RouterOption{tool.WithTaskCache(2, 0)})
+	const n = 5
+	for i := range n {
+		task := newTask(t, rp.a, tool.TaskConfig{ID: fmt.Sprintf("t%d", i), Capability: tool.Capability{Bindings: map[string]any{"repo_id": 4242}}})
+		mustInvoke(t, task, "create_issue", map[string]any{"title": "x", "assignee": fmt.Sprintf("user%d", i)})
+	}
+	for i := range n {
+		if got := rp.dispatch(t, fmt.Sprintf("a%d", i), fmt.Sprintf("user%d", i)); got != 1 {
+			t.Fatalf("user%d: %d activations, want 1", i, got)
+		}
+	}
+	if s := rp.store.scans.Load(); s != n {
+		t.Fatalf("%d scans for %d cold tasks", s, n)
+	}
+	// t4 and t3 are the two most recent: in memory. t0 was evicted and comes back.
+	if got := rp.dispatch(t, "b4", "user4"); got != 1 || rp.store.scans.Load() != n {
+		t.Errorf("user4 again: %d activations, %d scans; want 1 and %d (still cached)", got, rp.store.scans.Load(), n)
+	}
+	if got := rp.dispatch(t, "b0", "user0"); got != 1 || rp.store.scans.Load() != n+1 {
+		t.Errorf("user0 again: %d activations, %d scans; want 1 and %d (evicted, hydrated again)", got, rp.store.scans.Load(), n+1)
+	}
+}
+
+// Store mode needs the marker of ReindexRoutes, and a Tool that writes routes.
+func TestStoreModeNeedsTheReindexMarker(t *testing.T) {
+	t.Parallel()
+	ms := tool.NewMemoryStore()
+	hydrate := func(context.Context, string) (tool.TaskConfig, bool) { return tool.TaskConfig{}, false }
+	plain := issueTracker(t, tool.WithStore(ms))
+	if err := tool.NewRouter().Serve(plain, tool.WithHydrator(hydrate)); err == nil {
+		t.Error("Serve WithHydrator of a Tool without WithRouteIndex: nil error")
+	}
+	tl := issueTracker(t, tool.WithStore(ms), tool.WithRouteIndex())
+	if err := tool.NewRouter().Serve(tl, tool.WithHydrator(hydrate)); !errors.Is(err, tool.ErrNotReindexed) {
+		t.Errorf("Serve WithHydrator before ReindexRoutes = %v, want ErrNotReindexed", err)
+	}
+	if _, err := tl.ReindexRoutes(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := tool.NewRouter().Serve(tl, tool.WithHydrator(hydrate)); err != nil {
+		t.Errorf("Serve WithHydrator after ReindexRoutes: %v", err)
+	}
+}
+
+// taskIDsOf returns the task IDs of the facts named name.
+func taskIDsOf(r *factRecorder, name string) []string {
+	var out []string
+	for _, f := range r.all() {
+		if f.Name == name {
+			out = append(out, f.TaskID)
+		}
+	}
+	return out
+}
+
+// twoTasksForAlice starts tasks "good" and "bad" at a, each with alice in its allow list, garbles bad's stored
+// allow list, and returns what it held.
+func twoTasksForAlice(t *testing.T, rp *replicas) []byte {
+	t.Helper()
+	for _, id := range []string{"good", "bad"} {
+		task := newTask(t, rp.a, tool.TaskConfig{ID: id, Capability: tool.Capability{Bindings: map[string]any{"repo_id": 4242}}})
+		mustInvoke(t, task, "create_issue", map[string]any{"title": "x", "assignee": "alice"})
+	}
+	key := "tasks/engineering/issue-tracker/bad/allowlist"
+	was, err := rp.mem.Get(context.Background(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rp.mem.Put(context.Background(), key, []byte("{garbage")); err != nil {
+		t.Fatal(err)
+	}
+	return was
+}
+
+// A task whose stored state does not decode loses no webhook: it is named in a fact, the webhook's other tasks
+// activate, and the answer is 503 so that the sender retries; the task is quarantined (its retries do not read
+// it again) until a back-off passes, and once repaired the retry activates it.
+func TestCorruptStoredTaskIsNotLost(t *testing.T) {
+	t.Parallel()
+	clock := tooltest.NewClock(time.Date(2026, 11, 27, 0, 0, 0, 0, time.UTC))
+	log := &factRecorder{}
+	rp := newReplicas(t, nil, tool.WithClock(clock), tool.WithObserver(log))
+	was := twoTasksForAlice(t, rp)
+	mux := http.NewServeMux()
+	rp.router.Register(mux)
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	post := func() int {
+		status, _ := postInbound(t, srv.URL+tool.DefaultWebhookPrefix+"/engineering/issue-tracker", signed(hookSecret, "d1", assigned(4242, "alice")))
+		return status
+	}
+	if status := post(); status != http.StatusServiceUnavailable {
+		t.Fatalf("webhook with a corrupt task: status %d, want 503", status)
+	}
+	if got := rp.sink.accepted.Load(); got != 1 {
+		t.Fatalf("the good task's sink accepted %d, want 1: the webhook's other tasks activate", got)
+	}
+	if got := taskIDsOf(log, facts.TaskHydrationFailed); !slices.Equal(got, []string{"bad"}) {
+		t.Fatalf("task.hydration_failed facts for tasks %v, want [bad]", got)
+	}
+	scans := rp.store.scans.Load()
+	if status := post(); status != http.StatusServiceUnavailable || rp.store.scans.Load() != scans {
+		t.Fatalf("retry within the back-off: status %d, %d more scans; want 503 and none (quarantined)", status,
+			rp.store.scans.Load()-scans)
+	}
+	if err := rp.mem.Put(context.Background(), "tasks/engineering/issue-tracker/bad/allowlist", was); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(time.Minute)
+	if status := post(); status != http.StatusAccepted {
+		t.Fatalf("retry after the repair and the back-off: status %d, want 202", status)
+	}
+	if got := rp.sink.accepted.Load(); got != 2 {
+		t.Errorf("sinks accepted %d in all, want 2 (the good task once, the repaired one once)", got)
+	}
+}
+
+// With a DeadLetter that keeps the payload, a corrupt task counts as handled: the webhook is answered 2xx.
+func TestCorruptStoredTaskGoesToTheDeadLetter(t *testing.T) {
+	t.Parallel()
+	var kept []string
+	var mu sync.Mutex
+	dead := func(_ context.Context, id string, in *tool.Inbound, err error) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if err == nil || len(in.Body) == 0 {
+			return errors.New("no error or no payload")
+		}
+		kept = append(kept, id)
+		return nil
+	}
+	rp := newReplicas(t, []tool.RouterOption{tool.WithDeadLetter(dead)})
+	twoTasksForAlice(t, rp)
+	if _, err := rp.send("d1", "alice"); err != nil {
+		t.Fatalf("Dispatch with a DeadLetter that kept the payload: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(kept, []string{"bad"}) || rp.sink.accepted.Load() != 1 {
+		t.Errorf("dead letter kept %v, sink accepted %d; want [bad] and 1", kept, rp.sink.accepted.Load())
+	}
+}
+
+// A Store that fails on the webhook path makes the answer 503 and a store.failed fact, never 202.
+func TestStoreOutageOnTheWebhookPathIs503(t *testing.T) {
+	t.Parallel()
+	log := &factRecorder{}
+	rp := newReplicas(t, nil, tool.WithObserver(log))
+	task := newTask(t, rp.a, tool.TaskConfig{Capability: tool.Capability{Bindings: map[string]any{"repo_id": 4242}}})
+	mustInvoke(t, task, "create_issue", map[string]any{"title": "x", "assignee": "alice"})
+	rp.store.lookupDown.Store(true)
+	_, err := rp.send("d1", "alice")
+	if !errors.Is(err, tool.ErrNotAccepted) {
+		t.Fatalf("Dispatch with the routing index down = %v, want ErrNotAccepted (503)", err)
+	}
+	if len(taskIDsOf(log, facts.StoreFailed)) == 0 {
+		t.Error("no store.failed fact")
+	}
+	rp.store.lookupDown.Store(false)
+	if n := rp.dispatch(t, "d1", "alice"); n != 1 {
+		t.Errorf("the retry once the Store is back: %d activations, want 1", n)
+	}
+}
+
+// VerifyStored names the tasks whose stored state does not decode.
+func TestVerifyStoredNamesCorruptTasks(t *testing.T) {
+	t.Parallel()
+	log := &factRecorder{}
+	rp := newReplicas(t, nil, tool.WithObserver(log))
+	twoTasksForAlice(t, rp)
+	err := rp.b.VerifyStored(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "task bad:") || strings.Contains(err.Error(), "task good") {
+		t.Errorf("VerifyStored = %v, want an error naming task bad only", err)
+	}
+	if got := taskIDsOf(log, facts.TaskHydrationFailed); !slices.Equal(got, []string{"bad"}) {
+		t.Errorf("facts for %v, want [bad]", got)
+	}
+}
+
+// A task that no replica holds in memory is closed by ID: its state and its routes leave the Store, and its
+// webhooks no longer reach it.
+func TestCloseTaskNotInMemory(t *testing.T) {
+	t.Parallel()
+	rp := newReplicas(t, nil)
+	task, err := rp.a.NewTask(context.Background(), tool.TaskConfig{ID: "t1", Capability: tool.Capability{Bindings: map[string]any{"repo_id": 4242}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustInvoke(t, task, "create_issue", map[string]any{"title": "x", "assignee": "alice"})
+	if err := task.Detach(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := rp.router.CloseTask(context.Background(), "engineering", "issue-tracker", "t1"); err != nil {
+		t.Fatalf("CloseTask: %v", err)
+	}
+	prefix := "tasks/engineering/issue-tracker/t1/"
+	if entries, err := rp.mem.Scan(context.Background(), prefix); err != nil || len(entries) != 0 {
+		t.Errorf("state after CloseTask: %d keys (%v), want none", len(entries), err)
+	}
+	if got := routedValues(t, rp.mem, prefix, "assignee", []string{"alice"}); len(got) != 0 {
+		t.Errorf("routes after CloseTask: %v, want none", got)
+	}
+	if n := rp.dispatch(t, "d1", "alice"); n != 0 {
+		t.Errorf("webhook after CloseTask: %d activations, want 0", n)
+	}
+	if err := rp.router.CloseTask(context.Background(), "engineering", "issue-tracker", "t1"); !errors.Is(err, tool.ErrNotFound) {
+		t.Errorf("CloseTask of a closed task = %v, want ErrNotFound", err)
+	}
+}
