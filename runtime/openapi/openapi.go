@@ -88,6 +88,11 @@ func (a *Action) SchemaDialect() string { return a.dialect }
 // Traits derives catalog flags from the operation's HTTP method, as stateless_http does.
 func (a *Action) Traits() runtime.Traits { return statelesshttp.HTTPTraits(a.Method) }
 
+// DefaultsOnServer reports true: an OpenAPI `default` says what the server assumes when a parameter or a body
+// property is absent, so an optional one the LLM left out is not sent (SPEC §7.5). Sending it could change the
+// meaning: GitHub's direction defaults to desc only when sort is created.
+func (*Action) DefaultsOnServer() bool { return true }
+
 // Backend implements runtime.Runtime for openapi.
 type Backend struct{}
 
@@ -218,4 +223,5 @@ var (
 	_ runtime.SharedValidator = Backend{}
 	_ runtime.Expander        = Backend{}
 	_ runtime.Describer       = (*Action)(nil)
+	_ runtime.ServerDefaults  = (*Action)(nil)
 )
