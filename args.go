@@ -10,7 +10,7 @@ import (
 )
 
 // resolveArgs applies SPEC §3.4 to one call: for each root and action parameter, binding, then LLM argument, then
-// default; missing required parameters, unknown arguments and settings passed as arguments are recoverable
+// default (unless the server applies it: action.serverDefaults, SPEC §7.5); missing required parameters, unknown arguments and settings passed as arguments are recoverable
 // errors, and the merged object is validated against the schemas. An action whose backend brought its own schema
 // (SPEC §3.1) takes the undeclared arguments that schema allows: its schema decides, not the declared list. It
 // returns the resolved arguments and the names of LLM arguments ignored because they are bound. args is never
@@ -47,7 +47,8 @@ func (t *Task) resolveArgs(a *action, args map[string]any) (map[string]any, []st
 			// A null for an optional parameter is its absence (Function.StrictSchema makes optional ones nullable).
 			resolved[p.Name] = v
 			fromLLM = true
-		} else if p.HasDefault {
+		} else if p.HasDefault && !a.serverDefaults[p.Name] {
+			// A default the backend's server applies is not sent (SPEC §7.5): it only tells the LLM.
 			resolved[p.Name] = p.Default
 		} else if p.Required {
 			missing = append(missing, p.Name)

@@ -26,6 +26,9 @@ type action struct {
 	// validated against it, and the ones it allows beyond the declared parameters pass (SPEC §3.1).
 	whole *schema.Schema
 	llm   *llmSchemas
+	// serverDefaults are the optional parameters the backend's source gave a default that its server applies
+	// (runtime.ServerDefaults): left out by the LLM, they are not sent (SPEC §7.5).
+	serverDefaults map[string]bool
 
 	// Derived at load for calls.
 	byName            map[string]int // index in params

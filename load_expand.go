@@ -170,6 +170,7 @@ func (l *loader) bindDeclared(t *Tool) {
 			}
 			a.own = own
 			a.params = l.mergeParams(p.Child("parameters"), own.Properties())
+			a.serverDefaults = l.serverDefaults(a.prepared, own)
 			a.prepareLLM(l.rootParams)
 			continue
 		}
@@ -243,8 +244,30 @@ func (l *loader) expandedAction(kind string, backend runtime.Runtime, e runtime.
 		Execute: map[string]json.RawMessage{kind: json.RawMessage("null")}, Annotations: annotationsOf(e.Annotations)}
 	a := &action{def: def, kind: kind, backend: backend, prepared: e.Action, own: own, whole: whole}
 	a.params = l.mergeParams(field.NewPath(kind), own.Properties())
+	a.serverDefaults = l.serverDefaults(e.Action, own)
 	a.prepareLLM(l.rootParams)
 	return a, ""
+}
+
+// serverDefaults returns the parameters of own whose defaults the server applies, when the prepared action says
+// its source's defaults are the server's (runtime.ServerDefaults); a parameter the root also declares is the
+// manifest's, and keeps its default filled in (SPEC §3.1).
+func (l *loader) serverDefaults(prepared runtime.Action, own *schema.Schema) map[string]bool {
+	sd, ok := prepared.(runtime.ServerDefaults)
+	if !ok || !sd.DefaultsOnServer() {
+		return nil
+	}
+	var out map[string]bool
+	for _, p := range own.Properties() {
+		if !p.HasDefault || hasParam(l.rootProperties, p.Name) {
+			continue
+		}
+		if out == nil {
+			out = map[string]bool{}
+		}
+		out[p.Name] = true
+	}
+	return out
 }
 
 // annotationsOf turns a source's catalog hints into manifest annotations; nil stays nil.

@@ -50,6 +50,15 @@ type Expanded struct {
 	Action Action
 }
 
+// ServerDefaults is implemented by prepared actions whose source-derived parameters carry defaults that describe
+// what the server assumes when a value is absent (an OpenAPI `default`): an optional parameter the LLM left out is
+// then not sent, its default only shown to the LLM (SPEC §7.5). Parameters a manifest declares itself keep their
+// defaults filled in (SPEC §3.1).
+type ServerDefaults interface {
+	// DefaultsOnServer reports whether the source's defaults are the server's.
+	DefaultsOnServer() bool
+}
+
 // Skipped names an item of a top-level block that did not become an action, and why.
 type Skipped struct {
 	// Name identifies the item: an operationId, "GET /pets/{id}" when it has none, or an MCP tool name.

@@ -42,7 +42,8 @@ type requestBody struct {
 	encoding  map[string]fieldEncoding
 }
 
-// bodyMedia picks the media type a request body is sent in: JSON (application/json, else the first +json type),
+// bodyMedia picks the media type a request body is sent in: JSON (application/json, else the first other JSON
+// type: jsonMediaType),
 // else application/x-www-form-urlencoded, else multipart/form-data when no property is a file, else the first
 // text/* type (the body a string). The error says why
 // none fits.
@@ -63,7 +64,7 @@ func bodyMedia(content openapi3.Content) (*requestBody, *openapi3.MediaType, err
 		}
 		kind := ""
 		switch {
-		case mt == "application/json" || strings.HasSuffix(mt, "+json") && found[bodyJSON] == "":
+		case mt == "application/json" || jsonMediaType(mt) && found[bodyJSON] == "":
 			kind = bodyJSON
 		case mt == "application/x-www-form-urlencoded":
 			kind = bodyForm
@@ -198,7 +199,13 @@ func jsonText(v any) ([]byte, error) {
 
 func isJSONMedia(ct string) bool {
 	mt, _, err := mime.ParseMediaType(ct)
-	return err == nil && (mt == "application/json" || strings.HasSuffix(mt, "+json"))
+	return err == nil && jsonMediaType(mt)
+}
+
+// jsonMediaType reports whether the parsed media type mt is JSON: application/json, a +json type, or the
+// application/x-amz-json-1.0 and -1.1 types of AWS JSON-protocol services.
+func jsonMediaType(mt string) bool {
+	return mt == "application/json" || strings.HasSuffix(mt, "+json") || strings.HasPrefix(mt, "application/x-amz-json-")
 }
 
 // form encodes a form-urlencoded body: each property by its encoding (style form by default, exploded; a JSON

@@ -175,6 +175,11 @@ func (a *Action) apply(req *http.Request, args map[string]any) *runtime.Error {
 		query = append(query, req.URL.RawQuery)
 	}
 	baseQuery := req.URL.Query()
+	for _, f := range a.fixed {
+		if f.in == "query" {
+			query = append(query, url.QueryEscape(f.name)+"="+url.QueryEscape(f.value))
+		}
+	}
 	for i := range a.params {
 		p := &a.params[i]
 		v, ok := args[p.arg]
@@ -210,6 +215,14 @@ func (a *Action) apply(req *http.Request, args map[string]any) *runtime.Error {
 		}
 	}
 	req.URL.RawQuery = strings.Join(query, "&")
+	for _, f := range a.fixed {
+		switch f.in {
+		case "header":
+			req.Header[textproto.CanonicalMIMEHeaderKey(f.name)] = []string{f.value}
+		case "cookie":
+			cookies = append(cookies, f.name+"="+url.QueryEscape(f.value))
+		}
+	}
 	setCookies(req.Header, cookies)
 	if body, ok := args[BodyParameter]; ok && a.body != nil {
 		return a.body.setBody(req, body)

@@ -60,7 +60,8 @@ type Action struct {
 	// DocumentURL is the document's location as the manifest gives it; OperationID names the operation.
 	DocumentURL string
 	OperationID string
-	// Method and Path are the operation's (Path is the template, e.g. /pets/{petId}).
+	// Method and Path are the operation's (Path is the template as the document gives it, e.g. /pets/{petId},
+	// /rest?method=flickr.photos.search, /#X-Amz-Target=DynamoDB_20120810.GetItem).
 	Method string
 	Path   string
 	// Request holds the method, the base URL and the block's headers; Invoke adds the operation's path, query,
@@ -73,7 +74,11 @@ type Action struct {
 	path    []pathPart
 	schema  map[string]any
 	dialect string
-	// queryNames are the names of the operation's query parameters: keys an exploded object must not produce.
+	// fixed are the values the document's path gives (a ?k=v query, a #X-Amz-Target=... fragment): sent on
+	// every call, over any other value.
+	fixed []fixed
+	// queryNames are the names of the operation's query parameters, fixed ones included: keys an exploded object
+	// must not produce.
 	queryNames map[string]bool
 }
 
@@ -87,6 +92,11 @@ func (a *Action) SchemaDialect() string { return a.dialect }
 
 // Traits derives catalog flags from the operation's HTTP method, as stateless_http does.
 func (a *Action) Traits() runtime.Traits { return statelesshttp.HTTPTraits(a.Method) }
+
+// DefaultsOnServer reports true: an OpenAPI `default` says what the server assumes when a parameter or a body
+// property is absent, so an optional one the LLM left out is not sent (SPEC §7.5). Sending it could change the
+// meaning: GitHub's direction defaults to desc only when sort is created.
+func (*Action) DefaultsOnServer() bool { return true }
 
 // Backend implements runtime.Runtime for openapi.
 type Backend struct{}
@@ -166,8 +176,13 @@ func document(ctx context.Context, p *field.Path, raw, baseDir string, extra []s
 func fill(a *Action, o *operation, parts *sharedParts, base *interp.URL) {
 	a.Method, a.Path, a.params, a.body, a.Timeout = o.method, o.path, o.params, o.body, parts.timeout
 	a.schema, a.dialect = o.schema, o.dialect
-	a.path = splitPath(o.path, o.params)
+	a.path, a.fixed = splitPath(o.urlPath, o.params), o.fixed
 	a.queryNames = map[string]bool{}
+	for _, f := range o.fixed {
+		if f.in == "query" {
+			a.queryNames[f.name] = true
+		}
+	}
 	for _, p := range o.params {
 		if p.in == "query" {
 			a.queryNames[p.name] = true
@@ -218,4 +233,5 @@ var (
 	_ runtime.SharedValidator = Backend{}
 	_ runtime.Expander        = Backend{}
 	_ runtime.Describer       = (*Action)(nil)
+	_ runtime.ServerDefaults  = (*Action)(nil)
 )

@@ -41,6 +41,8 @@ type param struct {
 // operation is an operation of the document converted into an action's parts.
 type operation struct {
 	id, method, path string
+	urlPath          string // the path template sent: path without its query and fragment (route)
+	fixed            []fixed
 	description      string
 	params           []param
 	body             *requestBody // how the body in BodyParameter is sent; nil when there is none
@@ -138,9 +140,12 @@ func argName(name string) string {
 // convert builds an operation whose schemas are in dialect (schemaDialect); the error says why it cannot become an
 // action.
 func convert(path, method string, item *openapi3.PathItem, op *openapi3.Operation, dialect string) (*operation, error) {
-	o := &operation{id: op.OperationID, method: method, path: path, description: describe(op, method, path),
-		dialect: dialect}
-	if err := checkPath(path); err != nil {
+	r, err := splitRoute(path)
+	if err != nil {
+		return nil, err
+	}
+	o := &operation{id: op.OperationID, method: method, path: path, urlPath: r.path, dialect: dialect}
+	if err := checkPath(r.path); err != nil {
 		return nil, err
 	}
 	c := &converter{modern: dialect != "" && modernDialect(dialect), items2019: strings.Contains(dialect, "2019-09")}
@@ -159,6 +164,11 @@ func convert(path, method string, item *openapi3.PathItem, op *openapi3.Operatio
 			schemas[p] = schema
 		}
 	}
+	list, o.fixed, err = r.bind(list)
+	if err != nil {
+		return nil, err
+	}
+	o.description = describe(op, method, path, r.note(o.fixed))
 	separate(list)
 	for _, p := range list {
 		if first, dup := seen[p.arg]; dup {
@@ -171,7 +181,7 @@ func convert(path, method string, item *openapi3.PathItem, op *openapi3.Operatio
 		}
 		o.params = append(o.params, *p)
 	}
-	if err := pathParamsDeclared(path, o.params); err != nil {
+	if err := pathParamsDeclared(r.path, o.params); err != nil {
 		return nil, err
 	}
 	if rb := op.RequestBody; rb != nil && rb.Value != nil && !(emptyBody(rb.Value) && !bodyAllowed(method)) {
@@ -386,8 +396,9 @@ func bodyAllowed(method string) bool {
 	return method != http.MethodGet && method != http.MethodHead && method != http.MethodTrace
 }
 
-// describe is the action description: the summary, then the description when it says more.
-func describe(op *openapi3.Operation, method, path string) string {
+// describe is the action description: the summary, then the description when it says more, then note (what the
+// path's query or fragment fixes), which a cut never removes.
+func describe(op *openapi3.Operation, method, path, note string) string {
 	d := strings.TrimSpace(op.Summary)
 	if desc := strings.TrimSpace(op.Description); desc != "" && desc != d {
 		if d != "" {
@@ -398,9 +409,16 @@ func describe(op *openapi3.Operation, method, path string) string {
 	if d == "" {
 		d = method + " " + path
 	}
-	if utf8.RuneCountInString(d) > MaxDescription {
+	limit := MaxDescription
+	if note != "" {
+		limit -= utf8.RuneCountInString(note) + 2
+	}
+	if limit > 0 && utf8.RuneCountInString(d) > limit {
 		r := []rune(d)
-		d = string(r[:MaxDescription-1]) + "…"
+		d = string(r[:limit-1]) + "…"
+	}
+	if note != "" {
+		d += "\n\n" + note
 	}
 	return d
 }
