@@ -69,7 +69,8 @@ func (be Backend) Expand(ctx context.Context, b *runtime.Block) (*runtime.Expans
 		exp.Actions = append(exp.Actions, runtime.Expanded{
 			Name: t.Name, Description: desc, Parameters: params, Schema: whole, Dialect: schema.Draft2020.URL(),
 			Annotations: hints,
-			Action:      &Action{Server: srv, Key: key, ToolName: t.Name, Hints: hints},
+			// The block's timeout bounds its calls, as Prepare gives a declared action on the shared server.
+			Action: &Action{Server: srv, Key: key, ToolName: t.Name, Hints: hints, Timeout: srv.Timeout},
 		})
 	}
 	return exp, nil
