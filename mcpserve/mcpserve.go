@@ -30,8 +30,13 @@ const Version = "1.0.0"
 // Server is one task's functions served over MCP. It is safe for concurrent use.
 type Server struct {
 	mcp   *server.MCPServer
+	calls *caller
+}
+
+// caller runs the tools/call requests of one task; after an unrecoverable error it refuses them.
+type caller struct {
 	task  *tool.Task
-	owned bool // the task was started by New: Close closes it
+	owned bool // the task was started by mcpserve: it is closed after an unrecoverable error and at Close
 	// over holds the first unrecoverable error's text once the task is over.
 	over atomic.Pointer[string]
 }
@@ -47,15 +52,24 @@ func New(ctx context.Context, t *tool.Tool, cfg tool.TaskConfig) (*Server, error
 		return nil, err
 	}
 	s := ForTask(task, cfg.Capability)
-	s.owned = true
+	s.calls.owned = true
 	return s, nil
 }
 
 // ForTask returns a server of the functions c exposes, calling them through task, which must have been started
 // with the same capability. The caller keeps the task: Close does not close it.
 func ForTask(task *tool.Task, c tool.Capability) *Server {
-	t := task.Tool()
-	s := &Server{task: task, mcp: server.NewMCPServer(t.Name(), Version, server.WithToolCapabilities(false))}
+	s := &Server{calls: &caller{task: task}}
+	s.mcp = newMCPServer(task.Tool(), c, func(ctx context.Context) (*caller, error) { return s.calls, nil })
+	return s
+}
+
+// newMCPServer returns an mcp-go server of the functions of t that c exposes; each call runs on the caller that
+// calls returns for its request.
+func newMCPServer(t *tool.Tool, c tool.Capability, calls func(context.Context) (*caller, error),
+	opts ...server.ServerOption) *server.MCPServer {
+	srv := server.NewMCPServer(t.Name(), Version, append([]server.ServerOption{server.WithToolCapabilities(false)},
+		opts...)...)
 	hints := map[string]tool.CatalogEntry{}
 	for _, e := range t.Catalog(c) {
 		hints[e.Function] = e
@@ -66,16 +80,23 @@ func ForTask(task *tool.Task, c tool.Capability) *Server {
 			def.Annotations = mcp.ToolAnnotation{ReadOnlyHint: &e.IsReadOnly, DestructiveHint: &e.IsDestructive,
 				IdempotentHint: &e.IsIdempotent, OpenWorldHint: &e.IsOpenWorld}
 		}
-		s.mcp.AddTool(def, s.handler(f.Name))
+		function := f.Name
+		srv.AddTool(def, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			cl, err := calls(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return cl.call(ctx, function, req)
+		})
 	}
-	return s
+	return srv
 }
 
 // MCPServer returns the underlying mcp-go server, to serve it over another transport.
 func (s *Server) MCPServer() *server.MCPServer { return s.mcp }
 
 // Task returns the task the calls run in.
-func (s *Server) Task() *tool.Task { return s.task }
+func (s *Server) Task() *tool.Task { return s.calls.task }
 
 // DefaultWorkers is how many tools/call requests ServeStdio runs at once unless an option says otherwise (mcp-go's
 // own default is 5): enough for the parallel calls an agent makes in one turn, which a task runs in parallel when
@@ -109,46 +130,44 @@ func (s *Server) Handler(opts ...server.StreamableHTTPOption) http.Handler {
 
 // Close ends the task when New started it, tearing down what its calls started, within ctx.
 func (s *Server) Close(ctx context.Context) error {
-	if !s.owned {
+	if !s.calls.owned {
 		return nil
 	}
-	return s.task.Close(ctx)
+	return s.calls.task.Close(ctx)
 }
 
-// handler runs one tools/call of function through the task; after an unrecoverable error it refuses.
-func (s *Server) handler(function string) server.ToolHandlerFunc {
-	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		if msg := s.over.Load(); msg != nil {
-			return nil, fmt.Errorf("the task is over after an unrecoverable error: %s", *msg)
-		}
-		args := []byte(req.Params.RawArguments)
-		if len(args) == 0 && req.Params.Arguments != nil {
-			var err error
-			if args, err = json.Marshal(req.Params.Arguments); err != nil {
-				return mcp.NewToolResultError("invalid_arguments: arguments must be a JSON object"), nil
-			}
-		}
-		res, err := s.task.InvokeFunction(ctx, function, args)
-		if err != nil {
-			if errors.Is(err, tool.ErrUnrecoverable) {
-				s.end(ctx, err)
-			}
-			// The task's error text: secrets are masked by the task; a Go error chain is not passed on.
-			return nil, errors.New(err.Error())
-		}
-		return Result(res), nil
+// call runs one tools/call of function through the task; after an unrecoverable error it refuses.
+func (c *caller) call(ctx context.Context, function string, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	if msg := c.over.Load(); msg != nil {
+		return nil, fmt.Errorf("the task is over after an unrecoverable error: %s", *msg)
 	}
+	args := []byte(req.Params.RawArguments)
+	if len(args) == 0 && req.Params.Arguments != nil {
+		var err error
+		if args, err = json.Marshal(req.Params.Arguments); err != nil {
+			return mcp.NewToolResultError("invalid_arguments: arguments must be a JSON object"), nil
+		}
+	}
+	res, err := c.task.InvokeFunction(ctx, function, args)
+	if err != nil {
+		if errors.Is(err, tool.ErrUnrecoverable) {
+			c.end(ctx, err)
+		}
+		// The task's error text: secrets are masked by the task; a Go error chain is not passed on.
+		return nil, errors.New(err.Error())
+	}
+	return Result(res), nil
 }
 
-// end marks the task over after err, and closes it when New started it (bounded, not by the call's ctx).
-func (s *Server) end(ctx context.Context, err error) {
+// end marks the task over after err, and closes it when mcpserve started it (bounded, not by the call's ctx).
+func (c *caller) end(ctx context.Context, err error) {
 	msg := err.Error()
-	if !s.over.CompareAndSwap(nil, &msg) || !s.owned {
+	if !c.over.CompareAndSwap(nil, &msg) || !c.owned {
 		return
 	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), closeBound)
 	defer cancel()
-	_ = s.task.Close(cctx) // Close reports it again to the host
+	_ = c.task.Close(cctx) // Close reports it again to the host
 }
 
 // Result converts a call's result into an MCP tool result: an error as isError with "kind: message"; an object
