@@ -63,8 +63,13 @@ type SessionHandler struct {
 	sessions map[string]*session
 	reserved int // sessions being created: counted against MaxSessions until they exist or fail
 	closed   bool
+	active   int           // requests being served, listening streams aside
+	drained  chan struct{} // closed when active drops to 0 after Close began
 	stop     chan struct{}
 	reaper   sync.WaitGroup
+	// streams ends the listening streams at Close.
+	streams    context.Context
+	endStreams context.CancelFunc
 }
 
 // session is one MCP session: its owner, its task (started on the first call) and its activity.
@@ -106,6 +111,7 @@ func Handler(t *tool.Tool, start StartFunc, cfg SessionConfig) *SessionHandler {
 	}
 	h := &SessionHandler{start: start, cfg: cfg, sessions: map[string]*session{},
 		stop: make(chan struct{})}
+	h.streams, h.endStreams = context.WithCancel(context.Background())
 	h.mcp = newMCPServer(t, cfg.Capability, h.callerOf)
 	opts := append([]server.StreamableHTTPOption{
 		server.WithSessionIdManagerResolver(resolver{h}),
@@ -134,29 +140,26 @@ type reservationKey struct{}
 type reservation struct{ used bool }
 
 // ServeHTTP serves one request: a request without a session may create one (503 at the bound), a request of a
-// session counts as its activity.
+// session counts as its activity. After Close every request gets 503.
 func (h *SessionHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	listen := r.Method == http.MethodGet
+	if !h.enter(listen) {
+		w.Header().Set("Retry-After", "5")
+		http.Error(w, "the server is shutting down", http.StatusServiceUnavailable)
+		return
+	}
+	if listen {
+		// A listening stream ends at Close, which would otherwise wait for the client to hang up.
+		ctx, cancel := context.WithCancel(r.Context())
+		defer context.AfterFunc(h.streams, cancel)()
+		defer cancel()
+		r = r.WithContext(ctx)
+	} else {
+		defer h.leave()
+	}
 	id := r.Header.Get(server.HeaderKeySessionID)
 	if id == "" && r.Method == http.MethodPost {
-		h.mu.Lock()
-		full := len(h.sessions)+h.reserved >= h.cfg.MaxSessions
-		closed := h.closed
-		if !full && !closed {
-			h.reserved++
-		}
-		h.mu.Unlock()
-		if full || closed {
-			w.Header().Set("Retry-After", "60")
-			http.Error(w, "too many MCP sessions; try again later", http.StatusServiceUnavailable)
-			return
-		}
-		res := &reservation{}
-		defer func() {
-			h.mu.Lock()
-			h.reserved--
-			h.mu.Unlock()
-		}()
-		h.http.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), reservationKey{}, res)))
+		h.serveNew(w, r)
 		return
 	}
 	if id == "" {
@@ -165,16 +168,61 @@ func (h *SessionHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// A listening GET stream is not activity: a client that only listens idles out.
-	s := h.touch(id, h.owner(r), r.Method != http.MethodGet)
+	s := h.touch(id, h.owner(r), !listen)
 	if s == nil {
 		// mcp-go does not check the session of a GET stream: unknown and other owners' sessions end here.
 		http.Error(w, "unknown session", http.StatusNotFound)
 		return
 	}
-	if r.Method != http.MethodGet {
+	if !listen {
 		defer h.done(s)
 	}
 	h.http.ServeHTTP(w, r)
+}
+
+// serveNew serves a request that may create a session, in a slot of MaxSessions reserved for it; 503 when none
+// is free.
+func (h *SessionHandler) serveNew(w http.ResponseWriter, r *http.Request) {
+	h.mu.Lock()
+	full := len(h.sessions)+h.reserved >= h.cfg.MaxSessions
+	if !full {
+		h.reserved++
+	}
+	h.mu.Unlock()
+	if full {
+		w.Header().Set("Retry-After", "60")
+		http.Error(w, "too many MCP sessions; try again later", http.StatusServiceUnavailable)
+		return
+	}
+	defer func() {
+		h.mu.Lock()
+		h.reserved--
+		h.mu.Unlock()
+	}()
+	h.http.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), reservationKey{}, &reservation{})))
+}
+
+// enter admits a request unless Close has begun; a request that is not a listening stream is counted until leave.
+func (h *SessionHandler) enter(listen bool) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return false
+	}
+	if !listen {
+		h.active++
+	}
+	return true
+}
+
+func (h *SessionHandler) leave() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.active--
+	if h.active == 0 && h.drained != nil {
+		close(h.drained)
+		h.drained = nil
+	}
 }
 
 func (h *SessionHandler) owner(r *http.Request) string {
@@ -283,7 +331,8 @@ func (h *SessionHandler) reap() {
 	}
 }
 
-// Close ends every session, closing their tasks within ctx, and refuses new ones.
+// Close shuts the handler down within ctx: new requests get 503, listening streams end, the requests being served
+// run to their end, and then every session ends with its task closed.
 func (h *SessionHandler) Close(ctx context.Context) error {
 	h.mu.Lock()
 	if h.closed {
@@ -292,13 +341,28 @@ func (h *SessionHandler) Close(ctx context.Context) error {
 	}
 	h.closed = true
 	close(h.stop)
+	var drained chan struct{}
+	if h.active > 0 {
+		drained = make(chan struct{})
+		h.drained = drained
+	}
+	h.mu.Unlock()
+	h.endStreams()
+	h.reaper.Wait()
+	var errs []error
+	if drained != nil {
+		select {
+		case <-drained:
+		case <-ctx.Done():
+			errs = append(errs, fmt.Errorf("waiting for the calls in flight: %w", ctx.Err()))
+		}
+	}
+	h.mu.Lock()
 	ids := make([]string, 0, len(h.sessions))
 	for id := range h.sessions {
 		ids = append(ids, id)
 	}
 	h.mu.Unlock()
-	h.reaper.Wait()
-	var errs []error
 	for _, id := range ids {
 		errs = append(errs, h.end(ctx, id))
 	}
