@@ -2,7 +2,7 @@
 // stdio or streamable HTTP: each function (Tool.Functions) is an MCP tool whose input schema is the function's
 // parameters, and each tools/call runs through Task.Invoke of one task.
 //
-// A recoverable failure of a call (SPEC §8) is an MCP result with isError set and "kind: message" as its text; an
+// A recoverable failure of a call (SPEC §8) is an MCP result with isError set and Result.Text() as its text; an
 // unrecoverable one is a JSON-RPC error whose message is the task's error text (secrets masked by the task), and the
 // task is then over: later calls are refused with a JSON-RPC error without running, and a task New started is
 // closed. `tool serve-mcp` is this package over stdio; a host mounts Handler on its own HTTP server for streamable
@@ -77,8 +77,9 @@ func newMCPServer(t *tool.Tool, c tool.Capability, calls func(context.Context) (
 	for _, f := range t.Functions(c) {
 		def := mcp.NewToolWithRawSchema(f.Name, f.Description, f.Parameters)
 		if e, ok := hints[f.Name]; ok {
-			def.Annotations = mcp.ToolAnnotation{ReadOnlyHint: &e.IsReadOnly, DestructiveHint: &e.IsDestructive,
-				IdempotentHint: &e.IsIdempotent, OpenWorldHint: &e.IsOpenWorld}
+			def.Annotations = mcp.ToolAnnotation{Title: e.Title, ReadOnlyHint: &e.IsReadOnly,
+				DestructiveHint: &e.IsDestructive, IdempotentHint: &e.IsIdempotent, OpenWorldHint: &e.IsOpenWorld}
+			def.Title, def.RawOutputSchema = e.Title, e.OutputSchema
 		}
 		function := f.Name
 		srv.AddTool(def, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -170,15 +171,21 @@ func (c *caller) end(ctx context.Context, err error) {
 	_ = c.task.Close(cctx) // Close reports it again to the host
 }
 
-// Result converts a call's result into an MCP tool result: an error as isError with "kind: message"; an object
-// output as structured content plus its JSON as text; a string output as its text; anything else as its JSON.
+// Result converts a call's result into an MCP tool result. An error is isError with the result's Text(): the kind,
+// the message and the hint (the missing fields' schemas, the accepted arguments) the LLM can act on. A result with
+// content blocks (an mcp action's) serves them as they came, in order, with an object output as structured content;
+// otherwise an object output is structured content plus its JSON as text, a string output its text, anything else
+// its JSON.
 func Result(res *tool.Result) *mcp.CallToolResult {
 	if res.IsError {
-		msg := "internal: the call failed"
-		if res.Error != nil {
-			msg = res.Error.Kind + ": " + res.Error.Message
+		return mcp.NewToolResultError(res.Text())
+	}
+	if len(res.Content) > 0 {
+		out := &mcp.CallToolResult{Content: blocks(res.Content)}
+		if _, ok := res.Output.(map[string]any); ok && !res.Omitted {
+			out.StructuredContent = res.OutputJSON
 		}
-		return mcp.NewToolResultError(msg)
+		return out
 	}
 	switch out := res.Output.(type) {
 	case string:
@@ -190,4 +197,21 @@ func Result(res *tool.Result) *mcp.CallToolResult {
 		}
 	}
 	return mcp.NewToolResultText(string(res.OutputJSON))
+}
+
+// blocks converts content blocks into mcp-go's through their JSON, which keeps annotations and _meta.
+func blocks(cs []tool.Content) []mcp.Content {
+	out := make([]mcp.Content, 0, len(cs))
+	for _, c := range cs {
+		raw, err := json.Marshal(c)
+		var b mcp.Content
+		if err == nil {
+			b, err = mcp.UnmarshalContent(raw)
+		}
+		if err != nil {
+			b = mcp.NewTextContent(fmt.Sprintf("(a %s block that cannot be served: %v)", c.Type, err))
+		}
+		out = append(out, b)
+	}
+	return out
 }
