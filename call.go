@@ -54,6 +54,7 @@ func (c *call) finish(rr *runtime.Result, te *ToolError) *Result {
 		if r.ServerData != nil {
 			r.ServerData, _ = c.scrub(r.ServerData).(map[string]any)
 		}
+		r.Content = c.scrubContent(rr.Content)
 	}
 	if te != nil {
 		if d := c.derived(); d != nil {

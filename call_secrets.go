@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/commonagents-go/tool/internal/redact"
+	"github.com/commonagents-go/tool/runtime"
 )
 
 // callSecrets are the secrets one call derives from the task's (SPEC §12.2 made strict): the encoded forms of
@@ -111,6 +112,41 @@ func (c *call) scrub(v any) any {
 		return d.value(c.task.secrets, v)
 	}
 	return c.task.secrets.Value(v)
+}
+
+// scrubContent returns a copy of blocks with the secrets masked in every text and data field; nil for none.
+func (c *call) scrubContent(blocks []runtime.Content) []Content {
+	if len(blocks) == 0 {
+		return nil
+	}
+	str := func(s string) string {
+		if s == "" {
+			return s
+		}
+		v, _ := c.scrub(s).(string)
+		// No call rendered what a server sends of its own (a secret of its headers or env, base64 in an image):
+		// the encoded forms of every task secret are masked too.
+		return c.task.secrets.Encoded(v)
+	}
+	meta := func(m map[string]any) map[string]any {
+		if m == nil {
+			return nil
+		}
+		v, _ := c.scrub(m).(map[string]any)
+		return v
+	}
+	out := make([]Content, len(blocks))
+	for n, b := range blocks {
+		b.Text, b.Data, b.URI, b.Name = str(b.Text), str(b.Data), str(b.URI), str(b.Name)
+		b.Title, b.Description = str(b.Title), str(b.Description)
+		b.Annotations, b.Meta = meta(b.Annotations), meta(b.Meta)
+		if r := b.Resource; r != nil {
+			b.Resource = &ResourceContents{URI: str(r.URI), MIMEType: r.MIMEType, Text: str(r.Text), Blob: str(r.Blob),
+				Meta: meta(r.Meta)}
+		}
+		out[n] = b
+	}
+	return out
 }
 
 // derived is the call's derived secrets, nil when it has none.

@@ -15,10 +15,15 @@ type CatalogEntry struct {
 	// ToolName holds the same value as Function.
 	//
 	// Deprecated: use Function. ToolName is not encoded (tool_name is Function's key).
-	ToolName     string          `json:"-"`
-	Action       string          `json:"action"`
-	Description  string          `json:"description"`
-	InputSchema  json.RawMessage `json:"input_schema"`
+	ToolName    string          `json:"-"`
+	Action      string          `json:"action"`
+	Description string          `json:"description"`
+	InputSchema json.RawMessage `json:"input_schema"`
+	// Title is the human-readable name the action's source gives it (an MCP tool's title); "" when none.
+	Title string `json:"title,omitempty"`
+	// OutputSchema is the JSON Schema of the action's structured output, as its source gives it (an MCP tool's
+	// outputSchema); nil when none.
+	OutputSchema json.RawMessage `json:"output_schema,omitempty"`
 	Capabilities []string        `json:"capabilities"`
 	// Policy is "allowed"; "ask" when each call needs approval (Capability.Approve); or "denied" with
 	// PolicyReason when the capability does not include the action.
@@ -47,6 +52,8 @@ func (t *Tool) Catalog(c Capability) []CatalogEntry {
 			Action:            a.def.Name,
 			Description:       a.def.Description,
 			InputSchema:       a.llmSchema(c.Bindings),
+			Title:             a.title,
+			OutputSchema:      a.outputSchema,
 			Capabilities:      tr.Capabilities,
 			Policy:            "allowed",
 			RuntimeOwner:      tr.Owner,

@@ -38,6 +38,10 @@ type action struct {
 	function          string         // the LLM-facing name under the manifest's name (no Capability.Key)
 	bound             time.Duration  // the bound of a call, made by the task (Tool.boundOf); 0: the backend's own
 	contextReads      []contextRead  // the keys of TaskConfig.Context every call reads (NewTask checks them)
+
+	// From the action's source (runtime.Expanded), for the catalog.
+	title        string          // its human-readable name
+	outputSchema json.RawMessage // its output schema
 }
 
 func (a *action) index() {

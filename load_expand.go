@@ -242,7 +242,10 @@ func (l *loader) expandedAction(kind string, backend runtime.Runtime, e runtime.
 	}
 	def := &Action{Name: e.Name, Description: e.Description, Parameters: raw,
 		Execute: map[string]json.RawMessage{kind: json.RawMessage("null")}, Annotations: annotationsOf(e.Annotations)}
-	a := &action{def: def, kind: kind, backend: backend, prepared: e.Action, own: own, whole: whole}
+	a := &action{def: def, kind: kind, backend: backend, prepared: e.Action, own: own, whole: whole, title: e.Title}
+	if e.OutputSchema != nil {
+		a.outputSchema, _ = json.Marshal(e.OutputSchema)
+	}
 	a.params = l.mergeParams(field.NewPath(kind), own.Properties())
 	a.serverDefaults = l.serverDefaults(e.Action, own)
 	a.prepareLLM(l.rootParams)

@@ -40,10 +40,30 @@ type Result struct {
 	OmittedReason string
 	// ServerData is for the host, never the LLM: HTTP status and headers, stderr excerpts, omitted output.
 	ServerData map[string]any
-	IsError    bool
-	Error      *ToolError
-	Telemetry  Telemetry
+	// Content is the result's blocks as the MCP server of an mcp action sent them, in order: text, images,
+	// audio, resource links and embedded resources, for a host to hand to an LLM SDK as they are (an image block
+	// in an Anthropic tool result, say). Output and Text() stay as they are: the structured content, else the
+	// text blocks joined. Secrets are masked in every block, their encoded forms too. nil for other backends.
+	Content   []Content
+	IsError   bool
+	Error     *ToolError
+	Telemetry Telemetry
 }
+
+// Content is one block of an MCP tool result (see Result.Content).
+type Content = runtime.Content
+
+// ResourceContents is an embedded resource's contents.
+type ResourceContents = runtime.ResourceContents
+
+// The types of Content blocks.
+const (
+	ContentText         = runtime.ContentText
+	ContentImage        = runtime.ContentImage
+	ContentAudio        = runtime.ContentAudio
+	ContentResourceLink = runtime.ContentResourceLink
+	ContentResource     = runtime.ContentResource
+)
 
 // ToolError is a recoverable failure of one call: the task goes on and the LLM may correct or retry its call.
 // Message is safe to show the LLM.

@@ -2,7 +2,7 @@
 // stdio or streamable HTTP: each function (Tool.Functions) is an MCP tool whose input schema is the function's
 // parameters, and each tools/call runs through Task.Invoke of one task.
 //
-// A recoverable failure of a call (SPEC §8) is an MCP result with isError set and "kind: message" as its text; an
+// A recoverable failure of a call (SPEC §8) is an MCP result with isError set and Result.Text() as its text; an
 // unrecoverable one is a JSON-RPC error whose message is the task's error text (secrets masked by the task), and the
 // task is then over: later calls are refused with a JSON-RPC error without running, and a task New started is
 // closed. `tool serve-mcp` is this package over stdio; a host mounts Handler on its own HTTP server for streamable
@@ -30,8 +30,13 @@ const Version = "1.0.0"
 // Server is one task's functions served over MCP. It is safe for concurrent use.
 type Server struct {
 	mcp   *server.MCPServer
+	calls *caller
+}
+
+// caller runs the tools/call requests of one task; after an unrecoverable error it refuses them.
+type caller struct {
 	task  *tool.Task
-	owned bool // the task was started by New: Close closes it
+	owned bool // the task was started by mcpserve: it is closed after an unrecoverable error and at Close
 	// over holds the first unrecoverable error's text once the task is over.
 	over atomic.Pointer[string]
 }
@@ -47,15 +52,24 @@ func New(ctx context.Context, t *tool.Tool, cfg tool.TaskConfig) (*Server, error
 		return nil, err
 	}
 	s := ForTask(task, cfg.Capability)
-	s.owned = true
+	s.calls.owned = true
 	return s, nil
 }
 
 // ForTask returns a server of the functions c exposes, calling them through task, which must have been started
 // with the same capability. The caller keeps the task: Close does not close it.
 func ForTask(task *tool.Task, c tool.Capability) *Server {
-	t := task.Tool()
-	s := &Server{task: task, mcp: server.NewMCPServer(t.Name(), Version, server.WithToolCapabilities(false))}
+	s := &Server{calls: &caller{task: task}}
+	s.mcp = newMCPServer(task.Tool(), c, func(ctx context.Context) (*caller, error) { return s.calls, nil })
+	return s
+}
+
+// newMCPServer returns an mcp-go server of the functions of t that c exposes; each call runs on the caller that
+// calls returns for its request.
+func newMCPServer(t *tool.Tool, c tool.Capability, calls func(context.Context) (*caller, error),
+	opts ...server.ServerOption) *server.MCPServer {
+	srv := server.NewMCPServer(t.Name(), Version, append([]server.ServerOption{server.WithToolCapabilities(false)},
+		opts...)...)
 	hints := map[string]tool.CatalogEntry{}
 	for _, e := range t.Catalog(c) {
 		hints[e.Function] = e
@@ -63,19 +77,27 @@ func ForTask(task *tool.Task, c tool.Capability) *Server {
 	for _, f := range t.Functions(c) {
 		def := mcp.NewToolWithRawSchema(f.Name, f.Description, f.Parameters)
 		if e, ok := hints[f.Name]; ok {
-			def.Annotations = mcp.ToolAnnotation{ReadOnlyHint: &e.IsReadOnly, DestructiveHint: &e.IsDestructive,
-				IdempotentHint: &e.IsIdempotent, OpenWorldHint: &e.IsOpenWorld}
+			def.Annotations = mcp.ToolAnnotation{Title: e.Title, ReadOnlyHint: &e.IsReadOnly,
+				DestructiveHint: &e.IsDestructive, IdempotentHint: &e.IsIdempotent, OpenWorldHint: &e.IsOpenWorld}
+			def.Title, def.RawOutputSchema = e.Title, e.OutputSchema
 		}
-		s.mcp.AddTool(def, s.handler(f.Name))
+		function := f.Name
+		srv.AddTool(def, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			cl, err := calls(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return cl.call(ctx, function, req)
+		})
 	}
-	return s
+	return srv
 }
 
 // MCPServer returns the underlying mcp-go server, to serve it over another transport.
 func (s *Server) MCPServer() *server.MCPServer { return s.mcp }
 
 // Task returns the task the calls run in.
-func (s *Server) Task() *tool.Task { return s.task }
+func (s *Server) Task() *tool.Task { return s.calls.task }
 
 // DefaultWorkers is how many tools/call requests ServeStdio runs at once unless an option says otherwise (mcp-go's
 // own default is 5): enough for the parallel calls an agent makes in one turn, which a task runs in parallel when
@@ -109,57 +131,61 @@ func (s *Server) Handler(opts ...server.StreamableHTTPOption) http.Handler {
 
 // Close ends the task when New started it, tearing down what its calls started, within ctx.
 func (s *Server) Close(ctx context.Context) error {
-	if !s.owned {
+	if !s.calls.owned {
 		return nil
 	}
-	return s.task.Close(ctx)
+	return s.calls.task.Close(ctx)
 }
 
-// handler runs one tools/call of function through the task; after an unrecoverable error it refuses.
-func (s *Server) handler(function string) server.ToolHandlerFunc {
-	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		if msg := s.over.Load(); msg != nil {
-			return nil, fmt.Errorf("the task is over after an unrecoverable error: %s", *msg)
-		}
-		args := []byte(req.Params.RawArguments)
-		if len(args) == 0 && req.Params.Arguments != nil {
-			var err error
-			if args, err = json.Marshal(req.Params.Arguments); err != nil {
-				return mcp.NewToolResultError("invalid_arguments: arguments must be a JSON object"), nil
-			}
-		}
-		res, err := s.task.InvokeFunction(ctx, function, args)
-		if err != nil {
-			if errors.Is(err, tool.ErrUnrecoverable) {
-				s.end(ctx, err)
-			}
-			// The task's error text: secrets are masked by the task; a Go error chain is not passed on.
-			return nil, errors.New(err.Error())
-		}
-		return Result(res), nil
+// call runs one tools/call of function through the task; after an unrecoverable error it refuses.
+func (c *caller) call(ctx context.Context, function string, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	if msg := c.over.Load(); msg != nil {
+		return nil, fmt.Errorf("the task is over after an unrecoverable error: %s", *msg)
 	}
+	args := []byte(req.Params.RawArguments)
+	if len(args) == 0 && req.Params.Arguments != nil {
+		var err error
+		if args, err = json.Marshal(req.Params.Arguments); err != nil {
+			return mcp.NewToolResultError("invalid_arguments: arguments must be a JSON object"), nil
+		}
+	}
+	res, err := c.task.InvokeFunction(ctx, function, args)
+	if err != nil {
+		if errors.Is(err, tool.ErrUnrecoverable) {
+			c.end(ctx, err)
+		}
+		// The task's error text: secrets are masked by the task; a Go error chain is not passed on.
+		return nil, errors.New(err.Error())
+	}
+	return Result(res), nil
 }
 
-// end marks the task over after err, and closes it when New started it (bounded, not by the call's ctx).
-func (s *Server) end(ctx context.Context, err error) {
+// end marks the task over after err, and closes it when mcpserve started it (bounded, not by the call's ctx).
+func (c *caller) end(ctx context.Context, err error) {
 	msg := err.Error()
-	if !s.over.CompareAndSwap(nil, &msg) || !s.owned {
+	if !c.over.CompareAndSwap(nil, &msg) || !c.owned {
 		return
 	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), closeBound)
 	defer cancel()
-	_ = s.task.Close(cctx) // Close reports it again to the host
+	_ = c.task.Close(cctx) // Close reports it again to the host
 }
 
-// Result converts a call's result into an MCP tool result: an error as isError with "kind: message"; an object
-// output as structured content plus its JSON as text; a string output as its text; anything else as its JSON.
+// Result converts a call's result into an MCP tool result. An error is isError with the result's Text(): the kind,
+// the message and the hint (the missing fields' schemas, the accepted arguments) the LLM can act on. A result with
+// content blocks (an mcp action's) serves them as they came, in order, with an object output as structured content;
+// otherwise an object output is structured content plus its JSON as text, a string output its text, anything else
+// its JSON.
 func Result(res *tool.Result) *mcp.CallToolResult {
 	if res.IsError {
-		msg := "internal: the call failed"
-		if res.Error != nil {
-			msg = res.Error.Kind + ": " + res.Error.Message
+		return mcp.NewToolResultError(res.Text())
+	}
+	if len(res.Content) > 0 {
+		out := &mcp.CallToolResult{Content: blocks(res.Content)}
+		if _, ok := res.Output.(map[string]any); ok && !res.Omitted {
+			out.StructuredContent = res.OutputJSON
 		}
-		return mcp.NewToolResultError(msg)
+		return out
 	}
 	switch out := res.Output.(type) {
 	case string:
@@ -171,4 +197,21 @@ func Result(res *tool.Result) *mcp.CallToolResult {
 		}
 	}
 	return mcp.NewToolResultText(string(res.OutputJSON))
+}
+
+// blocks converts content blocks into mcp-go's through their JSON, which keeps annotations and _meta.
+func blocks(cs []tool.Content) []mcp.Content {
+	out := make([]mcp.Content, 0, len(cs))
+	for _, c := range cs {
+		raw, err := json.Marshal(c)
+		var b mcp.Content
+		if err == nil {
+			b, err = mcp.UnmarshalContent(raw)
+		}
+		if err != nil {
+			b = mcp.NewTextContent(fmt.Sprintf("(a %s block that cannot be served: %v)", c.Type, err))
+		}
+		out = append(out, b)
+	}
+	return out
 }

@@ -73,7 +73,8 @@ func TestStreamableHTTPWithGoSDKClient(t *testing.T) {
 		text    string
 	}{
 		{map[string]any{"word": "hey"}, false, "HEY"},
-		{map[string]any{"word": 3}, true, "invalid_arguments: "},
+		// The same text Result.Text() gives an SDK host: kind, message and hint.
+		{map[string]any{"word": 3}, true, `{"error":{"kind":"invalid_arguments","message":"arguments do not match`},
 	}
 	for _, tt := range tests {
 		res, err := s.CallTool(ctx, &mcp.CallToolParams{Name: "words", Arguments: tt.args})
@@ -140,22 +141,7 @@ func TestTaskOverAfterUnrecoverable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := mcpserve.New(ctx, tl, tool.TaskConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close(ctx) })
-	c, err := mcpclient.NewInProcessClient(s.MCPServer())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Initialize(ctx, mcpgo.InitializeRequest{}); err != nil {
-		t.Fatal(err)
-	}
+	s, c := newInProcess(t, tl)
 	call := func(name string, args map[string]any) (*mcpgo.CallToolResult, error) {
 		req := mcpgo.CallToolRequest{}
 		req.Params.Name = name
@@ -211,4 +197,27 @@ func TestServedSchemaKeepsItsDialect(t *testing.T) {
 		_ = s.Close()
 		cancel()
 	}
+}
+
+// newInProcess starts a task of tl served by mcpserve, and an in-process client of it that has shaken hands.
+func newInProcess(t *testing.T, tl *tool.Tool) (*mcpserve.Server, *mcpclient.Client) {
+	t.Helper()
+	ctx := context.Background()
+	s, err := mcpserve.New(ctx, tl, tool.TaskConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close(ctx) })
+	c, err := mcpclient.NewInProcessClient(s.MCPServer())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Initialize(ctx, mcpgo.InitializeRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	return s, c
 }

@@ -33,6 +33,8 @@ type Expanded struct {
 	// Name is the action name; it follows the manifest's action-name rules.
 	Name        string
 	Description string
+	// Title is the source's human-readable name for it (an MCP tool's title), "" when none.
+	Title string
 	// Parameters is the action's parameters as a JSON Schema object (type: object, properties, required), with
 	// every $ref resolved. The loader checks it like a declared action's parameters (SPEC §3.5).
 	Parameters map[string]any
@@ -44,6 +46,9 @@ type Expanded struct {
 	// Dialect is the `$schema` URI of the JSON Schema dialect Parameters and Schema are in when they name none
 	// (MCP and OpenAPI 3.1: "https://json-schema.org/draft/2020-12/schema"); "" is draft-07.
 	Dialect string
+	// OutputSchema is the JSON Schema of the action's structured output as the source gives it (an MCP tool's
+	// outputSchema); nil when none.
+	OutputSchema map[string]any
 	// Annotations are the catalog hints the source gives (an HTTP GET is read-only); nil when it gives none.
 	Annotations *Traits
 	// Action is the prepared action, as Prepare would have returned it.

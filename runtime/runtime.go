@@ -232,6 +232,8 @@ type Result struct {
 	Output any
 	// ServerData is for the host only, never the LLM: HTTP status and headers, stderr, the raw body of an error.
 	ServerData map[string]any
+	// Content is the result's blocks as an MCP server sent them, in order (mcp backend); nil for other backends.
+	Content []Content
 	// Error is set when the call failed in a way the LLM can correct or retry (SPEC §7.1): Output is then
 	// ignored.
 	Error *Error

@@ -142,20 +142,9 @@ func actionNamed(t *tool.Tool, name string) string {
 // could not.
 func startTask(ctx context.Context, fs *flag.FlagSet, stderr io.Writer, cmd, file string, opts []tool.Option,
 	bindings, taskContext map[string]any, only string) (*tool.Task, int) {
-	t, err := tool.LoadFile(ctx, file, opts...)
-	if err != nil {
-		reportLoadError(stderr, stderr, file, err)
-		return nil, exitProblem
-	}
-	c := tool.Capability{}
-	if len(bindings) > 0 {
-		c.Bindings = bindings
-	}
-	if msg := checkCapability(t, c); msg != "" {
-		return nil, usageError(fs, "%s", msg)
-	}
-	if only != "" {
-		c.Include = []string{actionNamed(t, only)}
+	t, c, code := loadChecked(ctx, fs, stderr, file, opts, bindings, only)
+	if t == nil {
+		return nil, code
 	}
 	task, err := t.NewTask(ctx, tool.TaskConfig{Capability: c, Context: taskContext})
 	if err != nil {
@@ -163,4 +152,26 @@ func startTask(ctx context.Context, fs *flag.FlagSet, stderr io.Writer, cmd, fil
 		return nil, exitProblem
 	}
 	return task, 0
+}
+
+// loadChecked loads file and checks the capability the bindings (and only, an action name or "") make; nil and
+// the exit code after a problem, which it reported.
+func loadChecked(ctx context.Context, fs *flag.FlagSet, stderr io.Writer, file string, opts []tool.Option,
+	bindings map[string]any, only string) (*tool.Tool, tool.Capability, int) {
+	t, err := tool.LoadFile(ctx, file, opts...)
+	if err != nil {
+		reportLoadError(stderr, stderr, file, err)
+		return nil, tool.Capability{}, exitProblem
+	}
+	c := tool.Capability{}
+	if len(bindings) > 0 {
+		c.Bindings = bindings
+	}
+	if msg := checkCapability(t, c); msg != "" {
+		return nil, c, usageError(fs, "%s", msg)
+	}
+	if only != "" {
+		c.Include = []string{actionNamed(t, only)}
+	}
+	return t, c, 0
 }

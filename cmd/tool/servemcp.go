@@ -17,8 +17,8 @@ import (
 
 var serveMCPCommand = command{
 	name:     "serve-mcp",
-	synopsis: "FILE [--settings FILE] [--binding name=value ...] [--workers N] [--http-conns N]",
-	summary:  "serve a manifest's functions as an MCP server over stdio",
+	synopsis: "FILE [--settings FILE] [--binding name=value ...] [--workers N] [--http-conns N] [--http ADDR ...]",
+	summary:  "serve a manifest's functions as an MCP server over stdio or streamable HTTP",
 	detail: `Serve-mcp loads the manifest, starts one task with the given bindings and
 serves the task's functions as MCP tools over stdio (line-delimited JSON-RPC on
 stdin and stdout) until stdin ends or the process is interrupted; then it
@@ -35,7 +35,19 @@ The task runs read-only, concurrency-safe calls together and a write alone.
 HTTP calls go through a client that keeps --http-conns idle connections per
 host (default: --workers), with keep-alive and HTTP/2 over TLS.
 
-The exit code is 0 after a clean end of input, 1 when the manifest cannot be
+With --http ADDR it serves MCP over streamable HTTP at http://ADDR/mcp
+instead, with one task per MCP session: each session gets a task of its own
+(its own allow list and backend sessions), closed when the client deletes the
+session, after --idle-timeout without a request (default 30m), or at shutdown.
+At --max-sessions live sessions (default 64) a new one is answered 503. With
+--token-env NAME every request must carry "Authorization: Bearer <token>",
+the token being the value of the environment variable NAME (compared in
+constant time, never logged), and a session answers only the token that made
+it. An address that is not loopback is refused without a token unless
+--insecure is given; for TLS, put a reverse proxy in front. SIGTERM or an
+interrupt stops accepting, lets the calls in flight end and closes the tasks.
+
+The exit code is 0 after a clean end of input (or shutdown), 1 when the manifest cannot be
 loaded or the task cannot start, 2 for a command-line mistake. Diagnostics go
 to stderr; stdout carries only MCP messages.`,
 	run: runServeMCP,
@@ -50,6 +62,7 @@ func runServeMCP(ctx context.Context, fs *flag.FlagSet, args []string, stdout, s
 	settingsFile := fs.String("settings", "", "a YAML or JSON `FILE` mapping setting keys to values")
 	workers := fs.Int("workers", mcpserve.DefaultWorkers, "how many calls run at once, 1 to 100 (`N`)")
 	conns := fs.Int("http-conns", 0, "idle HTTP connections kept per host (`N`; default: --workers)")
+	hf := httpFlags(fs)
 	pos, code, ok := parse(fs, args)
 	if !ok {
 		return code
@@ -74,6 +87,9 @@ func runServeMCP(ctx context.Context, fs *flag.FlagSet, args []string, stdout, s
 	opts = append(opts, tool.WithHTTPClient(tool.NewHTTPClient(*conns)))
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if hf.addr != "" {
+		return serveHTTP(ctx, fs, stderr, hf, pos[0], opts, bindings, *taskContext)
+	}
 	task, code := startTask(ctx, fs, stderr, "serve-mcp", pos[0], opts, bindings, *taskContext, "")
 	if task == nil {
 		return code

@@ -125,9 +125,12 @@ func TestServeMCPWithGoSDKClient(t *testing.T) {
 		{name: "bound value wins", tool: "calc_greet", args: map[string]any{"name": "Ada", "greeting": "Yo"},
 			text: `{"greeting":"Hi, Ada"}`},
 		{name: "string output", tool: "calc_shout", args: map[string]any{"name": "ada"}, text: "ADA"},
-		{name: "missing argument", tool: "calc_shout", args: map[string]any{}, isError: true, text: "missing_fields"},
+		{name: "missing argument", tool: "calc_shout", args: map[string]any{}, isError: true,
+			text: `{"error":{"kind":"missing_fields","message":"missing required arguments \"name\"","hint":` +
+				`{"missing_fields":["name"],"schemas":{"name":{"type":"string"}}`},
 		{name: "unknown argument", tool: "calc_shout", args: map[string]any{"name": "a", "x": 1}, isError: true,
-			text: "invalid_arguments"},
+			text: `{"error":{"kind":"invalid_arguments","message":"unknown arguments \"x\"","hint":` +
+				`{"message":"accepted arguments: name"}}}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

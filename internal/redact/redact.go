@@ -29,6 +29,7 @@ type Set struct {
 	min     atomic.Int64                     // the length of the shortest secret or token: a shorter text holds none
 	has     atomic.Pointer[map[string]bool]  // every secret and token, for Has
 	enc     sync.Map                         // secret or token → its Encodings, filled on first need
+	encR    atomic.Pointer[strings.Replacer] // the Encodings of every secret and token; built by Encoded
 }
 
 // MaxTokens is how many auth tokens a Set keeps masking (AddToken): a provider that rotates its token on every
@@ -93,6 +94,7 @@ func (s *Set) rebuild() {
 		has[v] = true
 	}
 	s.min.Store(int64(len(all[len(all)-1]))) // sorted longest first; Add and AddToken keep no empty value
+	s.encR.Store(nil)
 	s.r.Store(strings.NewReplacer(pairs...))
 	s.has.Store(&has)
 	s.enc.Range(func(k, _ any) bool { // forget the encodings of tokens beyond MaxTokens
@@ -114,6 +116,31 @@ func (s *Set) EncodingsOf(v string) []string {
 	}
 	e, _ := s.enc.LoadOrStore(v, Encodings(v))
 	return e.([]string)
+}
+
+// Encoded returns text with the encoded forms (Encodings) of every secret and token of s masked, then the values
+// themselves: for what a server returns that no call rendered, such as the base64 data of an MCP image.
+func (s *Set) Encoded(text string) string {
+	if s.Empty() || int64(len(text)) < s.min.Load() {
+		return text
+	}
+	r := s.encR.Load()
+	if r == nil {
+		s.mu.Lock() // built and stored under the lock, so that rebuild's reset cannot be overwritten by a stale one
+		var all []string
+		for _, v := range append(append([]string(nil), s.secrets...), s.tokens...) {
+			all = append(all, Encodings(v)...)
+		}
+		sort.Slice(all, func(i, j int) bool { return len(all[i]) > len(all[j]) }) // a longer form masked whole
+		pairs := make([]string, 0, 2*len(all))
+		for _, v := range all {
+			pairs = append(pairs, v, Mask)
+		}
+		r = strings.NewReplacer(pairs...)
+		s.encR.Store(r)
+		s.mu.Unlock()
+	}
+	return s.String(r.Replace(text))
 }
 
 // Has reports whether v is one of the secrets or tokens of s (the exact value, not a part of one).

@@ -66,10 +66,15 @@ func (be Backend) Expand(ctx context.Context, b *runtime.Block) (*runtime.Expans
 			desc = t.Title
 		}
 		hints := annotations(t.Annotations)
+		title := t.Title
+		if title == "" {
+			title = t.Annotations.Title
+		}
 		exp.Actions = append(exp.Actions, runtime.Expanded{
-			Name: t.Name, Description: desc, Parameters: params, Schema: whole, Dialect: schema.Draft2020.URL(),
-			Annotations: hints,
-			Action:      &Action{Server: srv, Key: key, ToolName: t.Name, Hints: hints},
+			Name: t.Name, Description: desc, Title: title, Parameters: params, Schema: whole,
+			Dialect: schema.Draft2020.URL(), OutputSchema: outputSchema(t.OutputSchema), Annotations: hints,
+			// The block's timeout bounds its calls, as Prepare gives a declared action on the shared server.
+			Action: &Action{Server: srv, Key: key, ToolName: t.Name, Hints: hints, Timeout: srv.Timeout},
 		})
 	}
 	return exp, nil
@@ -311,6 +316,17 @@ func (in inliner) resolve(ref string) (any, error) {
 		}
 	}
 	return cur, nil
+}
+
+// outputSchema decodes a tool's outputSchema, kept as the server sent it; nil when it is absent or not an object.
+func outputSchema(raw json.RawMessage) map[string]any {
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	var m map[string]any
+	if len(bytes.TrimSpace(raw)) == 0 || d.Decode(&m) != nil {
+		return nil
+	}
+	return m
 }
 
 // annotations converts MCP tool hints into catalog traits; nil when the tool gives no hint. Per MCP, absent hints

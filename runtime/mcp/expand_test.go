@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"github.com/commonagents-go/tool/internal/httpspec/httpspectest"
 	"github.com/commonagents-go/tool/runtime"
 	"github.com/commonagents-go/tool/runtime/mcp"
+	"github.com/mark3labs/mcp-go/server"
 )
 
 func sharedBlock(discover bool) *runtime.Block {
@@ -258,5 +260,25 @@ func TestExpansionAndDeclaredActions(t *testing.T) {
 				t.Errorf("%d functions, want %d", n, c.want)
 			}
 		})
+	}
+}
+
+// TestExpandedActionTakesTheBlocksTimeout: an action expanded from tools/list is bounded by the top-level block's
+// timeout, as a declared one is, not by the host's longer call limit.
+func TestExpandedActionTakesTheBlocksTimeout(t *testing.T) {
+	t.Parallel()
+	cs := &counting{delay: 30 * time.Second} // longer than the block's bound, shorter than the host's
+	srv := httptest.NewServer(server.NewStreamableHTTPServer(cs.mcpServer()))
+	t.Cleanup(srv.Close)
+	src := "kind: commonagents.info/v1beta2/tool\nnamespace: tests\nname: mcptest\ndescription: d\nmcp:\n" +
+		"  transport: streamable_http\n  url: " + srv.URL + "/mcp\n  timeout: 2s\n"
+	tl := load(t, src, tool.WithDiscovery(true), tool.WithLimits(tool.Limits{CallTimeout: 10 * time.Minute}))
+	task := newTask(t, tl)
+	res, err := task.Invoke(context.Background(), "record", map[string]any{"note": "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Error == nil || res.Error.Kind != runtime.KindTimeout || !strings.Contains(res.Error.Message, "within 2s") {
+		t.Fatalf("result %+v, want a timeout after the block's 2s", res.Error)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"regexp"
@@ -386,7 +387,8 @@ func (i *instance) callError(ctx context.Context, timedOut bool, act *Action, er
 		}
 		return e
 	}
-	if malformed || isMalformed(err) {
+	// A reply cut short within a whole HTTP exchange (the body ended cleanly, mid-JSON) is malformed too.
+	if malformed || isMalformed(err) || (errors.Is(err, io.ErrUnexpectedEOF) && p.wholeReply()) {
 		return runtime.LostReply(runtime.KindMalformedResponse, "mcp: the reply of tool %s is not valid JSON-RPC", act.ToolName)
 	}
 	var terr *transport.Error

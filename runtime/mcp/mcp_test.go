@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -91,19 +92,22 @@ func TestStdioEnvironmentOnlyListed(t *testing.T) {
 	}
 }
 
-func TestNonTextContentGoesToServerData(t *testing.T) {
+// TestContentBlocksReachTheResult: a result's blocks reach Result.Content typed and in order, while Output keeps
+// the text for text-only hosts.
+func TestContentBlocksReachTheResult(t *testing.T) {
 	t.Parallel()
 	task := newTask(t, load(t, manifest(stdioServer(), "image")))
 	res, err := task.Invoke(context.Background(), "image", nil)
 	if err != nil || res.IsError {
 		t.Fatalf("image: %v %+v", err, res)
 	}
-	if res.Output != "a dot" {
-		t.Errorf("output = %v, want the text part", res.Output)
+	if res.Output != "a dot" || res.Text() != "a dot" {
+		t.Errorf("output = %v, text %q, want the text part", res.Output, res.Text())
 	}
-	content, _ := res.ServerData["content"].([]any)
-	if len(content) != 1 || !strings.Contains(fmt.Sprint(content[0]), "image/png") {
-		t.Errorf("server data content = %v, want the image", res.ServerData["content"])
+	want := []tool.Content{{Type: tool.ContentText, Text: "a dot"},
+		{Type: tool.ContentImage, Data: "iVBORw0KGgo=", MIMEType: "image/png"}}
+	if !reflect.DeepEqual(res.Content, want) {
+		t.Errorf("content = %+v, want %+v", res.Content, want)
 	}
 }
 

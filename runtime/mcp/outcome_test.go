@@ -259,6 +259,14 @@ func TestMalformedReplyIsRecoverable(t *testing.T) {
 				})
 			})
 		},
+		"streamable_http json cut short": func(t *testing.T, cs *counting) string {
+			return streamableServer(t, cs, func(h http.Handler) http.Handler {
+				return answering(h, true, func(w http.ResponseWriter) {
+					w.Header().Set("Content-Type", "application/json")
+					_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":`)
+				})
+			})
+		},
 		"streamable_http event stream": func(t *testing.T, cs *counting) string {
 			return streamableServer(t, cs, func(h http.Handler) http.Handler {
 				return answering(h, true, func(w http.ResponseWriter) {
@@ -281,19 +289,25 @@ func TestMalformedReplyIsRecoverable(t *testing.T) {
 		},
 	}
 	for name, serve := range cases {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			cs := &counting{}
-			task := newTask(t, load(t, recordManifest(serve(t, cs), "")))
-			res, err := task.Invoke(context.Background(), "record", map[string]any{"note": "a"})
-			if err != nil {
-				t.Fatalf("a malformed reply ended the task: %v", err)
-			}
-			assertOutcomeUnknown(t, res, runtime.KindMalformedResponse)
-			if n := cs.runs.Load(); n != 1 {
-				t.Errorf("the server ran the call %d times, want once", n)
-			}
-		})
+		for _, annotations := range []string{"", "{idempotent: true}"} { // idempotent: no second attempt either
+			t.Run(name+annotations, func(t *testing.T) {
+				t.Parallel()
+				cs := &counting{}
+				task := newTask(t, load(t, recordManifest(serve(t, cs), annotations)))
+				res, err := task.Invoke(context.Background(), "record", map[string]any{"note": "a"})
+				if err != nil {
+					t.Fatalf("a malformed reply ended the task: %v", err)
+				}
+				if annotations == "" {
+					assertOutcomeUnknown(t, res, runtime.KindMalformedResponse)
+				} else if res.Error == nil || res.Error.Kind != runtime.KindMalformedResponse || !res.Error.OutcomeUnknown {
+					t.Errorf("error %+v, want malformed_response with the outcome unknown", res.Error)
+				}
+				if n := cs.runs.Load(); n != 1 {
+					t.Errorf("the server ran the call %d times, want once", n)
+				}
+			})
+		}
 	}
 }
 

@@ -23,6 +23,9 @@ type probe struct {
 	connected  bool
 	retryAfter time.Duration
 	malformed  bool
+	// ended is set when a JSON reply's body was read to its end: the HTTP exchange was whole, so a reply cut
+	// short inside it is malformed, not a lost connection.
+	ended bool
 }
 
 type probeKey struct{}
@@ -43,6 +46,13 @@ func (p *probe) answer() (retryAfter time.Duration, malformed bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.retryAfter, p.malformed
+}
+
+// wholeReply reports whether a JSON reply's body was read to its clean end.
+func (p *probe) wholeReply() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.ended
 }
 
 // probing is the RoundTripper of a remote server's client: it feeds the probe of the request's call, if any.
@@ -74,8 +84,26 @@ func (t probing) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	if eventStream(resp) {
 		resp.Body = sniffEvents(resp.Body, p.sawMalformed)
+	} else {
+		resp.Body = &endWatch{ReadCloser: resp.Body, p: p}
 	}
 	return resp, nil
+}
+
+// endWatch records in its probe that the body ended cleanly (io.EOF, not a connection cut mid-body).
+type endWatch struct {
+	io.ReadCloser
+	p *probe
+}
+
+func (e *endWatch) Read(b []byte) (int, error) {
+	n, err := e.ReadCloser.Read(b)
+	if err == io.EOF {
+		e.p.mu.Lock()
+		e.p.ended = true
+		e.p.mu.Unlock()
+	}
+	return n, err
 }
 
 // end ends the call waiting on the probe's session (cancel is its attempt's), for cause: errUnreadable records a

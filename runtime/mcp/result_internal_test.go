@@ -28,12 +28,12 @@ func TestNonTextContentCountsAgainstLimit(t *testing.T) {
 			if out.BytesIn < 1<<20 {
 				t.Errorf("BytesIn = %d, want at least the content's size", out.BytesIn)
 			}
-			if out.ServerData != nil {
-				t.Errorf("an oversized result still hands its content to the host: %v keys", len(out.ServerData))
+			if out.Content != nil {
+				t.Errorf("an oversized result still hands its %d content blocks to the host", len(out.Content))
 			}
 			small := convert(&mcp.CallToolResult{Content: []mcp.Content{c.content}}, 4<<20)
-			if small.Error != nil || small.ServerData["content"] == nil {
-				t.Errorf("under the limit: error %+v, server data %v", small.Error, small.ServerData != nil)
+			if small.Error != nil || len(small.Content) != 1 {
+				t.Errorf("under the limit: error %+v, %d content blocks", small.Error, len(small.Content))
 			}
 		})
 	}

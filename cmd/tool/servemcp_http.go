@@ -1,0 +1,135 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/commonagents-go/tool"
+	"github.com/commonagents-go/tool/mcpserve"
+)
+
+// httpServe holds serve-mcp's streamable HTTP flags.
+type httpServe struct {
+	addr, tokenEnv string
+	insecure       bool
+	maxSessions    int
+	idle           time.Duration
+}
+
+func httpFlags(fs *flag.FlagSet) *httpServe {
+	h := &httpServe{}
+	fs.StringVar(&h.addr, "http", "", "serve streamable HTTP on `ADDR` (host:port) instead of stdio")
+	fs.StringVar(&h.tokenEnv, "token-env", "", "require the bearer token held by the environment variable `NAME`")
+	fs.BoolVar(&h.insecure, "insecure", false, "allow a non-loopback --http address without a token")
+	fs.IntVar(&h.maxSessions, "max-sessions", mcpserve.DefaultMaxSessions, "live MCP sessions at most (`N`)")
+	fs.DurationVar(&h.idle, "idle-timeout", mcpserve.DefaultIdleTimeout, "end a session idle this long (`D`)")
+	return h
+}
+
+// serveHTTP serves the manifest over streamable HTTP with a task per session until ctx ends (a signal).
+func serveHTTP(ctx context.Context, fs *flag.FlagSet, stderr io.Writer, hf *httpServe, file string,
+	opts []tool.Option, bindings, taskContext map[string]any) int {
+	token := ""
+	if hf.tokenEnv != "" {
+		if token = os.Getenv(hf.tokenEnv); token == "" {
+			return usageError(fs, "--token-env %s: the variable is empty or not set", hf.tokenEnv)
+		}
+	}
+	if hf.maxSessions < 1 || hf.idle <= 0 {
+		return usageError(fs, "--max-sessions and --idle-timeout must be positive")
+	}
+	host, _, err := net.SplitHostPort(hf.addr)
+	if err != nil {
+		return usageError(fs, "--http %s: %v", hf.addr, err)
+	}
+	if token == "" && !hf.insecure && !loopback(host) {
+		return usageError(fs, "--http %s is not a loopback address: give --token-env, or --insecure to serve "+
+			"it without a token", hf.addr)
+	}
+	t, c, code := loadChecked(ctx, fs, stderr, file, opts, bindings, "")
+	if t == nil {
+		return code
+	}
+	start := func(ctx context.Context) (*tool.Task, error) {
+		return t.NewTask(ctx, tool.TaskConfig{Capability: c, Context: taskContext})
+	}
+	cfg := mcpserve.SessionConfig{Capability: c, MaxSessions: hf.maxSessions, IdleTimeout: hf.idle}
+	if token != "" {
+		cfg.Owner = func(r *http.Request) string { return digest(r.Header.Get("Authorization")) }
+	}
+	sessions := mcpserve.Handler(t, start, cfg)
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", bearer(token, sessions))
+	ln, err := net.Listen("tcp", hf.addr)
+	if err != nil {
+		fmt.Fprintf(stderr, "tool serve-mcp: %v\n", err)
+		return exitProblem
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 30 * time.Second}
+	fmt.Fprintf(stderr, "tool serve-mcp: serving MCP on http://%s/mcp\n", ln.Addr())
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	var serveErr error
+	select {
+	case <-ctx.Done():
+	case serveErr = <-served:
+	}
+	// Calls in flight end, listening streams are closed, then the sessions' tasks.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), serveTeardown)
+	defer cancel()
+	closed := make(chan error, 1)
+	go func() { closed <- sessions.Close(cctx) }()
+	if err := srv.Shutdown(cctx); err != nil {
+		fmt.Fprintf(stderr, "tool serve-mcp: %v\n", err)
+	}
+	if err := <-closed; err != nil {
+		fmt.Fprintf(stderr, "tool serve-mcp: %v\n", err)
+	}
+	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
+		fmt.Fprintf(stderr, "tool serve-mcp: %v\n", serveErr)
+		return exitProblem
+	}
+	return exitOK
+}
+
+// loopback reports whether host names only this machine; "" (every interface) does not.
+func loopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func digest(s string) string {
+	d := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(d[:])
+}
+
+// bearer admits only requests whose Authorization is "Bearer token", comparing digests in constant time; token ""
+// admits every request.
+func bearer(token string, next http.Handler) http.Handler {
+	if token == "" {
+		return next
+	}
+	want := sha256.Sum256([]byte("Bearer " + token))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got := sha256.Sum256([]byte(r.Header.Get("Authorization")))
+		if subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="tool serve-mcp"`)
+			http.Error(w, "missing or wrong bearer token", http.StatusUnauthorized)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}

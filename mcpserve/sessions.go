@@ -1,0 +1,434 @@
+package mcpserve
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/commonagents-go/tool"
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+)
+
+// StartFunc starts the task of a new MCP session, with the capability the SessionHandler serves; ctx bounds the
+// start only. The handler owns the task: it closes it when the session ends.
+type StartFunc func(ctx context.Context) (*tool.Task, error)
+
+// Defaults of SessionConfig.
+const (
+	DefaultMaxSessions = 64
+	DefaultIdleTimeout = 30 * time.Minute
+)
+
+// SessionConfig bounds the sessions of a SessionHandler. A zero field keeps its default.
+type SessionConfig struct {
+	// Capability is what the tools list shows; StartFunc must start tasks with the same.
+	Capability tool.Capability
+	// MaxSessions bounds the live sessions; at the bound a new session is refused with 503 and the live ones are
+	// kept. Default DefaultMaxSessions.
+	MaxSessions int
+	// IdleTimeout ends a session that has been idle this long (see SessionHandler for what idle means). Default
+	// DefaultIdleTimeout.
+	IdleTimeout time.Duration
+	// Owner names who sends a request, for instance a digest of its bearer token; a session answers only the
+	// requests of the owner that created it (others get 404, as for an unknown session). nil: one owner.
+	Owner func(*http.Request) string
+	// Clock tells the idle ages; default tool.SystemClock.
+	Clock tool.Clock
+	// Options are passed to mcp-go's streamable HTTP server after the handler's own.
+	Options []server.StreamableHTTPOption
+}
+
+// SessionHandler serves a tool's functions over streamable HTTP with one task per MCP session: each session gets
+// its own task (its own allow list and backend sessions), started by the StartFunc on the session's first tools/call
+// and closed when the client deletes the session, when the session idles out, or at Close. It keeps mcp-go's
+// DNS-rebinding protection (a loopback request must name a loopback host) and serves only the session-oriented
+// protocol revisions (up to 2025-11-25): the stateless 2026-07-28 core has no session to hold a task.
+//
+// A session is idle while no request of it is being served; its idle age is the time since its last request
+// ended. That is this package's own definition (sessionActivity), to be replaced by the store's definition of a
+// task's activity once that exists. It is safe for concurrent use.
+type SessionHandler struct {
+	mcp   *server.MCPServer
+	http  http.Handler
+	start StartFunc
+	cfg   SessionConfig
+
+	mu       sync.Mutex
+	sessions map[string]*session
+	reserved int // sessions being created: counted against MaxSessions until they exist or fail
+	closed   bool
+	active   int           // requests being served, listening streams aside
+	drained  chan struct{} // closed when active drops to 0 after Close began
+	stop     chan struct{}
+	reaper   sync.WaitGroup
+	// streams ends the listening streams at Close.
+	streams    context.Context
+	endStreams context.CancelFunc
+}
+
+// session is one MCP session: its owner, its task (started on the first call) and its activity.
+type session struct {
+	id, owner string
+	activity  sessionActivity
+
+	mu    sync.Mutex
+	calls *caller // nil until the task started
+	err   error   // the task could not start
+}
+
+// sessionActivity is a session's activity: the requests it is serving and when the last one ended. Guarded by
+// SessionHandler.mu.
+type sessionActivity struct {
+	inFlight int
+	lastEnd  time.Time
+}
+
+// idleAge is how long the session has been idle at now; 0 while it serves a request.
+func (a sessionActivity) idleAge(now time.Time) time.Duration {
+	if a.inFlight > 0 {
+		return 0
+	}
+	return now.Sub(a.lastEnd)
+}
+
+// Handler returns a SessionHandler of t's functions (cfg.Capability) that starts a task per MCP session with start.
+// Close ends the sessions.
+func Handler(t *tool.Tool, start StartFunc, cfg SessionConfig) *SessionHandler {
+	if cfg.MaxSessions <= 0 {
+		cfg.MaxSessions = DefaultMaxSessions
+	}
+	if cfg.IdleTimeout <= 0 {
+		cfg.IdleTimeout = DefaultIdleTimeout
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = tool.SystemClock{}
+	}
+	h := &SessionHandler{start: start, cfg: cfg, sessions: map[string]*session{},
+		stop: make(chan struct{})}
+	h.streams, h.endStreams = context.WithCancel(context.Background())
+	h.mcp = newMCPServer(t, cfg.Capability, h.callerOf)
+	opts := append([]server.StreamableHTTPOption{
+		server.WithSessionIdManagerResolver(resolver{h}),
+		server.WithStreamableHTTPProtocolVersions(mcp.ProtocolVersion20251125, mcp.ProtocolVersion20250618,
+			mcp.ProtocolVersion20250326, mcp.ProtocolVersion20241105),
+	}, cfg.Options...)
+	h.http = server.NewStreamableHTTPServer(h.mcp, opts...)
+	h.reaper.Add(1)
+	go h.reap()
+	return h
+}
+
+// MCPServer returns the underlying mcp-go server.
+func (h *SessionHandler) MCPServer() *server.MCPServer { return h.mcp }
+
+// Sessions reports how many sessions are live.
+func (h *SessionHandler) Sessions() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.sessions)
+}
+
+type reservationKey struct{}
+
+// reservation is a slot of MaxSessions held by a request that may create a session.
+type reservation struct{ used bool }
+
+// ServeHTTP serves one request: a request without a session may create one (503 at the bound), a request of a
+// session counts as its activity. After Close every request gets 503.
+func (h *SessionHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	listen := r.Method == http.MethodGet
+	if !h.enter(listen) {
+		w.Header().Set("Retry-After", "5")
+		http.Error(w, "the server is shutting down", http.StatusServiceUnavailable)
+		return
+	}
+	if listen {
+		// A listening stream ends at Close, which would otherwise wait for the client to hang up.
+		ctx, cancel := context.WithCancel(r.Context())
+		defer context.AfterFunc(h.streams, cancel)()
+		defer cancel()
+		r = r.WithContext(ctx)
+	} else {
+		defer h.leave()
+	}
+	id := r.Header.Get(server.HeaderKeySessionID)
+	if id == "" && r.Method == http.MethodPost {
+		h.serveNew(w, r)
+		return
+	}
+	if id == "" {
+		// mcp-go would make a session for a GET stream without one: sessions start with initialize only.
+		http.Error(w, "missing "+server.HeaderKeySessionID+" header", http.StatusBadRequest)
+		return
+	}
+	// A listening GET stream is not activity: a client that only listens idles out.
+	s := h.touch(id, h.owner(r), !listen)
+	if s == nil {
+		// mcp-go does not check the session of a GET stream: unknown and other owners' sessions end here.
+		http.Error(w, "unknown session", http.StatusNotFound)
+		return
+	}
+	if !listen {
+		defer h.done(s)
+	}
+	h.http.ServeHTTP(w, r)
+}
+
+// serveNew serves a request that may create a session, in a slot of MaxSessions reserved for it; 503 when none
+// is free.
+func (h *SessionHandler) serveNew(w http.ResponseWriter, r *http.Request) {
+	h.mu.Lock()
+	full := len(h.sessions)+h.reserved >= h.cfg.MaxSessions
+	if !full {
+		h.reserved++
+	}
+	h.mu.Unlock()
+	if full {
+		w.Header().Set("Retry-After", "60")
+		http.Error(w, "too many MCP sessions; try again later", http.StatusServiceUnavailable)
+		return
+	}
+	defer func() {
+		h.mu.Lock()
+		h.reserved--
+		h.mu.Unlock()
+	}()
+	h.http.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), reservationKey{}, &reservation{})))
+}
+
+// enter admits a request unless Close has begun; a request that is not a listening stream is counted until leave.
+func (h *SessionHandler) enter(listen bool) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return false
+	}
+	if !listen {
+		h.active++
+	}
+	return true
+}
+
+func (h *SessionHandler) leave() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.active--
+	if h.active == 0 && h.drained != nil {
+		close(h.drained)
+		h.drained = nil
+	}
+}
+
+func (h *SessionHandler) owner(r *http.Request) string {
+	if h.cfg.Owner == nil || r == nil {
+		return ""
+	}
+	return h.cfg.Owner(r)
+}
+
+// touch finds session id of owner and, when active, marks a request of it in flight; nil when there is no such
+// session of that owner.
+func (h *SessionHandler) touch(id, owner string, active bool) *session {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s := h.sessions[id]
+	if s == nil || s.owner != owner {
+		return nil
+	}
+	if active {
+		s.activity.inFlight++
+	}
+	return s
+}
+
+func (h *SessionHandler) done(s *session) {
+	h.mu.Lock()
+	s.activity.inFlight--
+	s.activity.lastEnd = h.cfg.Clock.Now()
+	h.mu.Unlock()
+}
+
+// callerOf returns the caller of the session a tools/call belongs to, starting its task on the first call.
+func (h *SessionHandler) callerOf(ctx context.Context) (*caller, error) {
+	cs := server.ClientSessionFromContext(ctx)
+	if cs == nil {
+		return nil, errors.New("the call belongs to no MCP session")
+	}
+	h.mu.Lock()
+	s := h.sessions[cs.SessionID()]
+	h.mu.Unlock()
+	if s == nil {
+		return nil, errors.New("the MCP session has ended")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.calls == nil && s.err == nil {
+		task, err := h.start(ctx)
+		if err != nil {
+			s.err = fmt.Errorf("the session's task could not start: %w", err)
+		} else {
+			s.calls = &caller{task: task, owned: true}
+		}
+	}
+	if s.err != nil {
+		return nil, s.err
+	}
+	return s.calls, nil
+}
+
+// end ends session id: later requests of it get 404 and its task is closed within ctx.
+func (h *SessionHandler) end(ctx context.Context, id string) error {
+	h.mu.Lock()
+	s := h.sessions[id]
+	delete(h.sessions, id)
+	h.mu.Unlock()
+	if s == nil {
+		return nil
+	}
+	h.mcp.UnregisterSession(ctx, id)
+	s.mu.Lock()
+	calls := s.calls
+	s.mu.Unlock()
+	if calls == nil {
+		return nil
+	}
+	return calls.task.Close(ctx)
+}
+
+// reap ends the sessions idle for IdleTimeout or longer, checking four times per timeout.
+func (h *SessionHandler) reap() {
+	defer h.reaper.Done()
+	every := h.cfg.IdleTimeout / 4
+	t := h.cfg.Clock.NewTimer(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-h.stop:
+			return
+		case <-t.C():
+			now := h.cfg.Clock.Now()
+			var idle []string
+			h.mu.Lock()
+			for id, s := range h.sessions {
+				if s.activity.idleAge(now) >= h.cfg.IdleTimeout {
+					idle = append(idle, id)
+				}
+			}
+			h.mu.Unlock()
+			for _, id := range idle {
+				ctx, cancel := context.WithTimeout(context.Background(), closeBound)
+				_ = h.end(ctx, id) // Close reports a teardown failure to the host's observer
+				cancel()
+			}
+			t.Reset(every)
+		}
+	}
+}
+
+// Close shuts the handler down within ctx: new requests get 503, listening streams end, the requests being served
+// run to their end, and then every session ends with its task closed.
+func (h *SessionHandler) Close(ctx context.Context) error {
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return nil
+	}
+	h.closed = true
+	close(h.stop)
+	var drained chan struct{}
+	if h.active > 0 {
+		drained = make(chan struct{})
+		h.drained = drained
+	}
+	h.mu.Unlock()
+	h.endStreams()
+	h.reaper.Wait()
+	var errs []error
+	if drained != nil {
+		select {
+		case <-drained:
+		case <-ctx.Done():
+			errs = append(errs, fmt.Errorf("waiting for the calls in flight: %w", ctx.Err()))
+		}
+	}
+	h.mu.Lock()
+	ids := make([]string, 0, len(h.sessions))
+	for id := range h.sessions {
+		ids = append(ids, id)
+	}
+	h.mu.Unlock()
+	for _, id := range ids {
+		errs = append(errs, h.end(ctx, id))
+	}
+	return errors.Join(errs...)
+}
+
+// resolver gives mcp-go a session ID manager bound to the request's owner.
+type resolver struct{ h *SessionHandler }
+
+func (r resolver) ResolveSessionIdManager(req *http.Request) server.SessionIdManager {
+	m := manager{h: r.h}
+	if req != nil {
+		m.owner = r.h.owner(req)
+		m.res, _ = req.Context().Value(reservationKey{}).(*reservation)
+	}
+	return m
+}
+
+// manager creates, checks and deletes the sessions of one request's owner.
+type manager struct {
+	h     *SessionHandler
+	owner string
+	res   *reservation
+}
+
+// Generate creates a session, in the slot the request reserved; "" when it holds none.
+func (m manager) Generate() string {
+	if m.res == nil || m.res.used {
+		return ""
+	}
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	id := "mcp-session-" + hex.EncodeToString(b[:])
+	m.res.used = true
+	m.h.mu.Lock()
+	m.h.sessions[id] = &session{id: id, owner: m.owner, activity: sessionActivity{lastEnd: m.h.cfg.Clock.Now()}}
+	m.h.mu.Unlock()
+	return id
+}
+
+var errUnknownSession = errors.New("unknown session")
+
+// Validate admits the live sessions of the manager's owner; any other ID is unknown (404), an ended session's
+// too: it is forgotten.
+func (m manager) Validate(id string) (bool, error) {
+	m.h.mu.Lock()
+	defer m.h.mu.Unlock()
+	if s := m.h.sessions[id]; s != nil && s.owner == m.owner {
+		return false, nil
+	}
+	return false, errUnknownSession
+}
+
+// Terminate ends a session of the manager's owner (the client's DELETE), closing its task.
+func (m manager) Terminate(id string) (bool, error) {
+	if _, err := m.Validate(id); err != nil {
+		return false, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), closeBound)
+	defer cancel()
+	_ = m.h.end(ctx, id) // Close reports a teardown failure to the host's observer
+	return false, nil
+}
+
+var (
+	_ http.Handler                    = (*SessionHandler)(nil)
+	_ server.SessionIdManagerResolver = resolver{}
+	_ server.SessionIdManager         = manager{}
+)
