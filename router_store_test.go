@@ -386,3 +386,24 @@ func TestCloseTaskNotInMemory(t *testing.T) {
 		t.Errorf("CloseTask of a closed task = %v, want ErrNotFound", err)
 	}
 }
+
+// A growth whose writer stored the list but not the generation (it died, or the bump failed) is not lost: a
+// cached copy that the index found by a value it does not hold re-reads its list.
+func TestStoreModeSeesGrowthWithoutItsGeneration(t *testing.T) {
+	t.Parallel()
+	rp := newReplicas(t, nil)
+	fs := &routeFaultStore{RouteStore: rp.mem}
+	a := issueTracker(t, tool.WithStore(fs), tool.WithRouteIndex(), tool.WithReplicaID("a2"))
+	task := newTask(t, a, tool.TaskConfig{Capability: tool.Capability{Bindings: map[string]any{"repo_id": 4242}}})
+	mustInvoke(t, task, "create_issue", map[string]any{"title": "x", "assignee": "bob"})
+	if n := rp.dispatch(t, "d1", "bob"); n != 1 { // b caches the task
+		t.Fatalf("bob: %d activations, want 1", n)
+	}
+	fs.bumpDown.Store(true)
+	if res := mustInvoke(t, task, "create_issue", map[string]any{"title": "x", "assignee": "alice"}); !res.IsError {
+		t.Fatal("create_issue with the generation's bump failing succeeded; want a recoverable error")
+	}
+	if n := rp.dispatch(t, "d2", "alice"); n != 1 {
+		t.Fatalf("alice, stored without a new generation: %d activations at b, want 1", n)
+	}
+}
