@@ -8,6 +8,7 @@ import (
 	goruntime "runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -192,4 +193,53 @@ func heapAfterGC() uint64 {
 	goruntime.GC()
 	goruntime.ReadMemStats(&m)
 	return m.HeapAlloc
+}
+
+// BenchmarkStoreModeReplicasRSS starts three replica processes (TestStoreModeReplicaProcess, the default cache
+// bound of 100,000) over N stored tasks (TOOL_BENCH_STORED) and sends each b.N webhooks for distinct tasks; it
+// reports each replica's resident set at start and its peak (VmHWM) after. Run with -benchtime Kx, 3K ≤ N.
+func BenchmarkStoreModeReplicasRSS(b *testing.B) {
+	n := storedCount(b)
+	if 3*b.N > n {
+		b.Skipf("-benchtime %dx needs %d stored tasks, have %d", b.N, 3*b.N, n)
+	}
+	schema := newSchema(b)
+	seedFanin(b, schema, open(b, schema), n)
+	var startKB, peakKB []float64
+	for r := range 3 {
+		p := startStoreProc(b, schema, "rss"+strconv.Itoa(r))
+		startKB = append(startKB, procStatusKB(b, p.cmd.Process.Pid, "VmRSS"))
+		for i := range b.N {
+			task := 1 + r*b.N + i
+			body, _ := json.Marshal(map[string]string{"team": "t" + strconv.Itoa(task), "login": "u" + strconv.Itoa(task)})
+			if status := post(p.addr, fmt.Sprint("rss-", task), body); status != 202 {
+				b.Fatalf("webhook for t%d at replica %d: status %d", task, r, status)
+			}
+		}
+		peakKB = append(peakKB, procStatusKB(b, p.cmd.Process.Pid, "VmHWM"))
+	}
+	for r := range 3 {
+		b.ReportMetric(startKB[r]/1024, fmt.Sprintf("r%d-start-RSS-MiB", r))
+		b.ReportMetric(peakKB[r]/1024, fmt.Sprintf("r%d-peak-RSS-MiB", r))
+	}
+}
+
+// procStatusKB reads a kB field of /proc/<pid>/status.
+func procStatusKB(b *testing.B, pid int, field string) float64 {
+	b.Helper()
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, field+":"); ok {
+			kb, err := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 64)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return kb
+		}
+	}
+	b.Fatalf("no %s in /proc/%d/status", field, pid)
+	return 0
 }

@@ -157,7 +157,7 @@ type storeProc struct {
 	killOnce    sync.Once
 }
 
-func startStoreProc(t *testing.T, schema, replica string) *storeProc {
+func startStoreProc(t testing.TB, schema, replica string) *storeProc {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestStoreModeReplicaProcess$")
 	cmd.Env = append(os.Environ(), storeReplicaEnv+"="+schema+" "+replica)
