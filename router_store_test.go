@@ -467,3 +467,45 @@ func TestStoreModeEvictsByIdleAgeButNotPinnedTasks(t *testing.T) {
 		t.Errorf("user1 after 2 idle minutes: %d activations, pinned sink %d; want 1 and 2 (still pinned)", n, pinnedSink.accepted.Load())
 	}
 }
+
+// putCounter counts the Puts of task state into a memory store.
+type putCounter struct {
+	memStore
+	puts atomic.Int64
+}
+
+func (s *putCounter) Put(ctx context.Context, key string, value []byte) error {
+	if strings.HasPrefix(key, "tasks/") {
+		s.puts.Add(1)
+	}
+	return s.memStore.Put(ctx, key, value)
+}
+
+// A task that a webhook visited without activating leaves the cache without a write: its state did not change.
+func TestStoreModeEvictionOfAnUnchangedTaskWritesNothing(t *testing.T) {
+	t.Parallel()
+	rp := newReplicas(t, nil)
+	for i := range 2 {
+		task := newTask(t, rp.a, tool.TaskConfig{ID: fmt.Sprintf("t%d", i), Capability: tool.Capability{Bindings: map[string]any{"repo_id": 4242}}})
+		mustInvoke(t, task, "create_issue", map[string]any{"title": "x", "assignee": "alice"})
+	}
+	pc := &putCounter{memStore: rp.mem}
+	b := issueTracker(t, tool.WithStore(pc), tool.WithRouteIndex(), tool.WithReplicaID("b2"))
+	r := tool.NewRouter(tool.WithTaskCache(1, 0))
+	hydrate := func(_ context.Context, id string) (tool.TaskConfig, bool) {
+		return tool.TaskConfig{Capability: tool.Capability{Bindings: map[string]any{"repo_id": 4242}}}, true
+	}
+	if err := r.Serve(b, tool.WithHydrator(hydrate)); err != nil {
+		t.Fatal(err)
+	}
+	// Both tasks follow alice, but the payload's action is not "assigned": both are visited, neither activates,
+	// and the cache of one evicts the first.
+	body := strings.Replace(assigned(4242, "alice"), `"assigned"`, `"unassigned"`, 1)
+	ds, err := r.Dispatch(context.Background(), "engineering", "issue-tracker", signed(hookSecret, "d1", body))
+	if err != nil || len(ds) != 2 {
+		t.Fatalf("deliveries %+v, %v; want both tasks visited", ds, err)
+	}
+	if n := pc.puts.Load(); n != 0 {
+		t.Errorf("%d writes of task state for two visits and an eviction, want 0", n)
+	}
+}
