@@ -98,7 +98,7 @@ func newTaskCache(t *Tool, h Hydrator, max int, idle time.Duration) *taskCache {
 }
 
 // task lends the task ref names until release is called, hydrating it when it is not in memory, and re-reading
-// its allow list when the index's generation is newer than the one it holds (another replica grew it).
+// the allow list of a copy that may be stale (refresh: another replica grew it).
 func (c *taskCache) task(ctx context.Context, ref taskRef) (*Task, func(), error) {
 	for range 2 { // a task that closed meanwhile is loaded again, once
 		e, load, q := c.lend(ref.id)
