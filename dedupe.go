@@ -86,7 +86,7 @@ func (e *taskEvents) claim(ctx context.Context, key string) claimOutcome {
 func (e *taskEvents) claimIn(ctx context.Context, key string, value []byte, now time.Time) (out claimOutcome, claimed bool) {
 	store := e.tool.opts.store
 	if cs, ok := store.(ClaimStore); ok {
-		ok, current, err := cs.Claim(ctx, key, value, ClaimTimeout)
+		ok, current, err := cs.Claim(ctx, key, value, e.tool.opts.limits.ClaimTimeout)
 		switch {
 		case err != nil:
 			e.seam.storeFailed(ctx, "claim", recordDelivery, err)
@@ -110,7 +110,7 @@ func (e *taskEvents) claimIn(ctx context.Context, key string, value []byte, now 
 		text, _, _ = strings.Cut(text, " ") // a claim is "claim <time> <replica>"
 		at, perr := time.Parse(time.RFC3339Nano, text)
 		switch {
-		case isClaim && perr == nil && now.Sub(at) < ClaimTimeout:
+		case isClaim && perr == nil && now.Sub(at) < e.tool.opts.limits.ClaimTimeout:
 			return claimInFlight, false
 		case !isClaim && perr == nil && now.Sub(at) < e.tool.opts.limits.DedupeWindow:
 			return claimDuplicate, false
@@ -135,7 +135,7 @@ func (e *taskEvents) claimIn(ctx context.Context, key string, value []byte, now 
 // claimPrefix marks a delivery id that a replica is activating, not yet activated.
 const claimPrefix = "claim "
 
-// ClaimTimeout is how long a replica's claim on a delivery id holds off the same delivery at the other replicas
+// ClaimTimeout is the default of Limits.ClaimTimeout: how long a replica's claim on a delivery id holds off the same delivery at the other replicas
 // sharing the Store (SPEC §9.2, §13): meanwhile they answer the sender's retries 503 (in_flight); past it the
 // claimant is taken for dead and the next retry activates. A Sink that takes longer than this to accept can see a
 // retry activated by another replica. A ClaimStore measures it on its own clock.

@@ -3,6 +3,8 @@ package tool
 import (
 	"context"
 	"sync"
+
+	"github.com/commonagents-go/tool/allowlist"
 )
 
 // The third step of a webhook's path in eager mode: the tasks of one Tool value that a payload's eventRoutes
@@ -22,6 +24,9 @@ type taskRef struct {
 	id   string
 	task *Task  // nil when the task is not in memory
 	gen  uint64 // the generation of the task's allow list the index holds (store mode)
+	// keys are the equality keys of the events the Store's index found the task for: a task whose list lacks one
+	// of them cannot match unless its copy is stale (store mode).
+	keys []allowlist.Key
 }
 
 // memIndex indexes the tasks of one Tool value held in memory by their allow-listed values of the parameters

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/commonagents-go/tool/allowlist"
 	"github.com/commonagents-go/tool/facts"
 )
 
@@ -17,8 +18,8 @@ const DefaultMaxFanOut = 1000
 
 // storeIndex looks a payload's routes up in the Store: every key of every event in one RouteStore.Lookup, then,
 // per event, the most selective key, exactly as memIndex narrows; only a key whose tasks exceed the fan-out bound
-// costs more round trips (one per page). It names tasks by ID, with the generation the index holds, for the
-// task cache to bring into memory and to tell a stale cached allow list (task_cache.go).
+// costs more round trips (one per page). It names tasks by ID, with the generation the index holds and the key
+// it found them by, for the task cache to bring into memory and to tell a stale cached allow list (task_cache.go).
 type storeIndex struct {
 	tool   *Tool
 	rs     RouteStore
@@ -41,15 +42,17 @@ func (x *storeIndex) lookup(ctx context.Context, routes []eventRoute) ([]taskRef
 	}
 	ns, name := x.tool.Namespace(), x.tool.Name()
 	var keys [][]byte
-	var owner []int // by key: its route
+	var owner []int           // by key: its route
+	var found []allowlist.Key // by key: what it looks up; zero for a broadcast route
 	for ri, r := range routes {
 		ev := x.tool.events[r.event].def.Name
 		if r.all {
-			keys, owner = append(keys, broadcastKey(ns, name, ev)), append(owner, ri)
+			keys, owner, found = append(keys, broadcastKey(ns, name, ev)), append(owner, ri), append(found, allowlist.Key{})
 			continue
 		}
 		for _, k := range r.keys {
 			keys, owner = append(keys, routeKey(ns, name, ev, k.Param, k.Text)), append(owner, ri)
+			found = append(found, k)
 		}
 	}
 	hits, err := x.rs.Lookup(ctx, keys, "", x.fanOut)
@@ -67,7 +70,7 @@ func (x *storeIndex) lookup(ctx context.Context, routes []eventRoute) ([]taskRef
 	}
 	var refs []taskRef
 	seen := map[string]int{} // task → its index in refs
-	add := func(h RouteHits) {
+	add := func(h RouteHits, by []allowlist.Key) {
 		for _, hit := range h.Hits {
 			id, ok := strings.CutPrefix(hit.Task, x.prefix)
 			if !ok {
@@ -76,22 +79,24 @@ func (x *storeIndex) lookup(ctx context.Context, routes []eventRoute) ([]taskRef
 			id = strings.TrimSuffix(id, "/")
 			if i, ok := seen[id]; ok {
 				refs[i].gen = max(refs[i].gen, hit.Generation)
+				refs[i].keys = append(refs[i].keys, by...)
 				continue
 			}
 			seen[id] = len(refs)
-			refs = append(refs, taskRef{id: id, gen: hit.Generation})
+			refs = append(refs, taskRef{id: id, gen: hit.Generation, keys: by})
 		}
 	}
-	for _, b := range best {
+	for ri, b := range best {
 		h := hits[b]
-		add(h)
+		by := routes[ri].keys
+		add(h, by)
 		for h.More && len(h.Hits) > 0 {
 			page, err := x.rs.Lookup(ctx, keys[b:b+1], h.Hits[len(h.Hits)-1].Task, x.fanOut)
 			if err != nil {
 				return nil, x.failed(ctx, err)
 			}
 			h = page[0]
-			add(h)
+			add(h, by)
 		}
 	}
 	return refs, nil

@@ -75,6 +75,9 @@ type Limits struct {
 	// DedupeWindow is how long a delivery id is remembered, so a replay is discarded as duplicate (SPEC §9.2);
 	// default 24h.
 	DedupeWindow time.Duration
+	// ClaimTimeout is how long a replica's claim on a delivery id holds off the same delivery elsewhere (see the
+	// constant ClaimTimeout, its default). Lower it only as far as every Sink accepts within it.
+	ClaimTimeout time.Duration
 	// MaxEventTimeout caps every event's effective timeout (SPEC §9.5); 0 = no host cap.
 	MaxEventTimeout time.Duration
 	// ChannelTTL is the life of a subscription's push channel (SPEC §9.3), capped by the event's effective
@@ -114,6 +117,7 @@ func DefaultLimits() Limits {
 		FilterAssignments: 4096,
 		TeardownTimeout:   runtime.DefaultTeardownTimeout,
 		DedupeWindow:      24 * time.Hour,
+		ClaimTimeout:      ClaimTimeout,
 		ChannelTTL:        24 * time.Hour,
 		RenewAt:           0.8,
 		PollInterval:      time.Minute,
@@ -154,6 +158,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.DedupeWindow > 0 {
 		d.DedupeWindow = l.DedupeWindow
+	}
+	if l.ClaimTimeout > 0 {
+		d.ClaimTimeout = l.ClaimTimeout
 	}
 	if l.ChannelTTL > 0 {
 		d.ChannelTTL = l.ChannelTTL

@@ -114,6 +114,9 @@ func (t *Task) restoreEvents(ctx context.Context) error {
 		return fmt.Errorf("decode event state: %w", err)
 	}
 	t.events.restore(s)
+	t.events.saveMu.Lock()
+	t.events.lastStored = b
+	t.events.saveMu.Unlock()
 	return nil
 }
 

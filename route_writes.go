@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+
+	"github.com/commonagents-go/tool/allowlist"
 )
 
 // Store mode, the task's side (issue 28): a task of a Tool loaded WithRouteIndex keeps its routes in the Store's
@@ -213,4 +215,14 @@ func (t *Task) deleteRoutes(ctx context.Context) error {
 		return fmt.Errorf("delete routes: %w", err)
 	}
 	return nil
+}
+
+// holds reports whether the task's allow list holds the text of every key.
+func (t *Task) holds(keys []allowlist.Key) bool {
+	for _, k := range keys {
+		if !t.allow.Holds(k.Param, k.Text) {
+			return false
+		}
+	}
+	return true
 }

@@ -83,10 +83,12 @@ func TestRoutesFollowAllowList(t *testing.T) {
 	}
 }
 
-// routeFaultStore is a memory store whose routing index fails while down is set.
+// routeFaultStore is a memory store whose routing index fails while down (or, for the generation, bumpDown) is
+// set.
 type routeFaultStore struct {
 	tool.RouteStore
-	down atomic.Bool
+	down     atomic.Bool // every route write fails
+	bumpDown atomic.Bool // BumpGeneration fails
 }
 
 var errRoutesDown = errors.New("routing index down")
@@ -99,7 +101,7 @@ func (s *routeFaultStore) PutRoutes(ctx context.Context, task string, routes [][
 }
 
 func (s *routeFaultStore) BumpGeneration(ctx context.Context, task string) (uint64, error) {
-	if s.down.Load() {
+	if s.down.Load() || s.bumpDown.Load() {
 		return 0, errRoutesDown
 	}
 	return s.RouteStore.BumpGeneration(ctx, task)

@@ -386,3 +386,126 @@ func TestCloseTaskNotInMemory(t *testing.T) {
 		t.Errorf("CloseTask of a closed task = %v, want ErrNotFound", err)
 	}
 }
+
+// A growth whose writer stored the list but not the generation (it died, or the bump failed) is not lost: a
+// cached copy that the index found by a value it does not hold re-reads its list.
+func TestStoreModeSeesGrowthWithoutItsGeneration(t *testing.T) {
+	t.Parallel()
+	rp := newReplicas(t, nil)
+	fs := &routeFaultStore{RouteStore: rp.mem}
+	a := issueTracker(t, tool.WithStore(fs), tool.WithRouteIndex(), tool.WithReplicaID("a2"))
+	task := newTask(t, a, tool.TaskConfig{Capability: tool.Capability{Bindings: map[string]any{"repo_id": 4242}}})
+	mustInvoke(t, task, "create_issue", map[string]any{"title": "x", "assignee": "bob"})
+	if n := rp.dispatch(t, "d1", "bob"); n != 1 { // b caches the task
+		t.Fatalf("bob: %d activations, want 1", n)
+	}
+	fs.bumpDown.Store(true)
+	if res := mustInvoke(t, task, "create_issue", map[string]any{"title": "x", "assignee": "alice"}); !res.IsError {
+		t.Fatal("create_issue with the generation's bump failing succeeded; want a recoverable error")
+	}
+	if n := rp.dispatch(t, "d2", "alice"); n != 1 {
+		t.Fatalf("alice, stored without a new generation: %d activations at b, want 1", n)
+	}
+}
+
+// A route with more tasks than the fan-out bound is read in pages: one lookup per page, every task visited.
+// A payload without the fields of the equality conjuncts looks nothing up and visits no task.
+func TestStoreModePagesPastTheFanOutBound(t *testing.T) {
+	t.Parallel()
+	rp := newReplicas(t, []tool.RouterOption{tool.WithMaxFanOut(2)})
+	for i := range 5 {
+		task := newTask(t, rp.a, tool.TaskConfig{ID: fmt.Sprintf("t%d", i), Capability: tool.Capability{Bindings: map[string]any{"repo_id": 4242}}})
+		mustInvoke(t, task, "create_issue", map[string]any{"title": "x", "assignee": "alice"})
+	}
+	if n := rp.dispatch(t, "d1", "alice"); n != 5 {
+		t.Fatalf("alice, followed by 5 tasks: %d activations, want 5", n)
+	}
+	if l := rp.store.lookups.Load(); l != 3 {
+		t.Errorf("%d lookups for 5 tasks in pages of 2, want 3", l)
+	}
+	ds, err := rp.router.Dispatch(context.Background(), "engineering", "issue-tracker", signed(hookSecret, "p1", `{"zen":"Keep it simple.","hook_id":1}`))
+	if err != nil || len(ds) != 0 {
+		t.Errorf("a ping: %+v, %v; want no task visited", ds, err)
+	}
+	if l, s := rp.store.lookups.Load(), rp.store.scans.Load(); l != 3 || s != 5 {
+		t.Errorf("after a ping: %d lookups, %d scans; want 3 and 5 (none for the ping)", l, s)
+	}
+}
+
+// Tasks idle past the cache's idle age leave it at the next sweep; a task given to Router.Add stays, and is the
+// one webhooks reach.
+func TestStoreModeEvictsByIdleAgeButNotPinnedTasks(t *testing.T) {
+	t.Parallel()
+	clock := tooltest.NewClock(time.Date(2026, 11, 27, 0, 0, 0, 0, time.UTC))
+	rp := newReplicas(t, []tool.RouterOption{tool.WithTaskCache(100, time.Minute)}, tool.WithClock(clock))
+	for i := range 2 {
+		task := newTask(t, rp.a, tool.TaskConfig{ID: fmt.Sprintf("t%d", i), Capability: tool.Capability{Bindings: map[string]any{"repo_id": 4242}}})
+		mustInvoke(t, task, "create_issue", map[string]any{"title": "x", "assignee": fmt.Sprintf("user%d", i)})
+	}
+	pinnedSink := &countingSink{}
+	pinned, err := rp.b.RestoreTask(context.Background(), tool.TaskConfig{ID: "t1", Capability: tool.Capability{Bindings: map[string]any{"repo_id": 4242}}, Sink: pinnedSink})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = pinned.Detach(context.Background()) })
+	if err := rp.router.Add(pinned); err != nil {
+		t.Fatal(err)
+	}
+	scans := rp.store.scans.Load()
+	if n := rp.dispatch(t, "a0", "user0"); n != 1 || rp.store.scans.Load() != scans+1 {
+		t.Fatalf("user0: %d activations, %d scans; want 1 and 1", n, rp.store.scans.Load()-scans)
+	}
+	clock.Advance(2 * time.Minute)
+	if n := rp.dispatch(t, "a1", "user1"); n != 1 || pinnedSink.accepted.Load() != 1 {
+		t.Fatalf("user1: %d activations, the pinned task's sink %d; want 1 and 1", n, pinnedSink.accepted.Load())
+	}
+	clock.Advance(2 * time.Minute)
+	if n := rp.dispatch(t, "b0", "user0"); n != 1 || rp.store.scans.Load() != scans+2 {
+		t.Errorf("user0 after 4 idle minutes: %d activations, %d scans; want 1 and 2 (evicted, hydrated again)", n, rp.store.scans.Load()-scans)
+	}
+	if n := rp.dispatch(t, "b1", "user1"); n != 1 || pinnedSink.accepted.Load() != 2 {
+		t.Errorf("user1 after 2 idle minutes: %d activations, pinned sink %d; want 1 and 2 (still pinned)", n, pinnedSink.accepted.Load())
+	}
+}
+
+// putCounter counts the Puts of task state into a memory store.
+type putCounter struct {
+	memStore
+	puts atomic.Int64
+}
+
+func (s *putCounter) Put(ctx context.Context, key string, value []byte) error {
+	if strings.HasPrefix(key, "tasks/") {
+		s.puts.Add(1)
+	}
+	return s.memStore.Put(ctx, key, value)
+}
+
+// A task that a webhook visited without activating leaves the cache without a write: its state did not change.
+func TestStoreModeEvictionOfAnUnchangedTaskWritesNothing(t *testing.T) {
+	t.Parallel()
+	rp := newReplicas(t, nil)
+	for i := range 2 {
+		task := newTask(t, rp.a, tool.TaskConfig{ID: fmt.Sprintf("t%d", i), Capability: tool.Capability{Bindings: map[string]any{"repo_id": 4242}}})
+		mustInvoke(t, task, "create_issue", map[string]any{"title": "x", "assignee": "alice"})
+	}
+	pc := &putCounter{memStore: rp.mem}
+	b := issueTracker(t, tool.WithStore(pc), tool.WithRouteIndex(), tool.WithReplicaID("b2"))
+	r := tool.NewRouter(tool.WithTaskCache(1, 0))
+	hydrate := func(_ context.Context, id string) (tool.TaskConfig, bool) {
+		return tool.TaskConfig{Capability: tool.Capability{Bindings: map[string]any{"repo_id": 4242}}}, true
+	}
+	if err := r.Serve(b, tool.WithHydrator(hydrate)); err != nil {
+		t.Fatal(err)
+	}
+	// Both tasks follow alice, but the payload's action is not "assigned": both are visited, neither activates,
+	// and the cache of one evicts the first.
+	body := strings.Replace(assigned(4242, "alice"), `"assigned"`, `"unassigned"`, 1)
+	ds, err := r.Dispatch(context.Background(), "engineering", "issue-tracker", signed(hookSecret, "d1", body))
+	if err != nil || len(ds) != 2 {
+		t.Fatalf("deliveries %+v, %v; want both tasks visited", ds, err)
+	}
+	if n := pc.puts.Load(); n != 0 {
+		t.Errorf("%d writes of task state for two visits and an eviction, want 0", n)
+	}
+}

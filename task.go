@@ -332,7 +332,7 @@ func (t *Task) close(ctx context.Context, detach bool) error {
 		}
 	}
 	if detach {
-		if err := t.events.save(ctx); err != nil { // the last activity, for the resumed task's timeouts
+		if err := t.events.saveChanged(ctx); err != nil { // the last activity, for the resumed task's timeouts
 			errs = append(errs, err)
 		}
 		t.observe(ctx, facts.TaskDetached, "", nil)

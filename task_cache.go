@@ -98,7 +98,7 @@ func newTaskCache(t *Tool, h Hydrator, max int, idle time.Duration) *taskCache {
 }
 
 // task lends the task ref names until release is called, hydrating it when it is not in memory, and re-reading
-// its allow list when the index's generation is newer than the one it holds (another replica grew it).
+// the allow list of a copy that may be stale (refresh: another replica grew it).
 func (c *taskCache) task(ctx context.Context, ref taskRef) (*Task, func(), error) {
 	for range 2 { // a task that closed meanwhile is loaded again, once
 		e, load, q := c.lend(ref.id)
@@ -124,7 +124,10 @@ func (c *taskCache) task(ctx context.Context, ref taskRef) (*Task, func(), error
 			release()
 			continue
 		}
-		if err := c.refresh(ctx, e, ref.gen); err != nil {
+		if load { // just read, after the lookup: as new as the index says
+			return e.task, release, nil
+		}
+		if err := c.refresh(ctx, e, ref); err != nil {
 			release()
 			return nil, nil, err
 		}
@@ -210,11 +213,17 @@ func (c *taskCache) hydrateTask(ctx context.Context, id string) (*Task, error) {
 	return task, nil
 }
 
-// refresh re-reads e's allow list when the index holds a newer generation than the task.
-func (c *taskCache) refresh(ctx context.Context, e *cacheEntry, gen uint64) error {
+// refresh re-reads e's allow list when it may be stale: the index holds a newer generation than the task, or
+// found the task for a payload whose equality keys its list does not all hold. The generation alone would miss
+// a growth whose writer died between storing the list and bumping the generation (its retry finds the value
+// stored, changes nothing and bumps nothing); the keys alone would miss nothing, but cost a read for every task
+// the index names that the payload does not match. When the list holds every key and the generation is not
+// newer, this costs nothing.
+func (c *taskCache) refresh(ctx context.Context, e *cacheEntry, ref taskRef) error {
 	e.refresh.Lock()
 	defer e.refresh.Unlock()
-	if gen <= e.gen {
+	gen := ref.gen
+	if gen <= e.gen && e.task.holds(ref.keys) {
 		return nil
 	}
 	if err := e.task.reread(ctx); err != nil {
@@ -224,7 +233,7 @@ func (c *taskCache) refresh(ctx context.Context, e *cacheEntry, gen uint64) erro
 		e.task.storeFailed(ctx, "read", recordAllowList, err)
 		return fmt.Errorf("%w: tool: router: task %s: %w", ErrNotAccepted, e.id, err)
 	}
-	e.gen = gen
+	e.gen = max(e.gen, gen)
 	return nil
 }
 

@@ -36,6 +36,8 @@ type taskEvents struct {
 	saveMu       sync.Mutex // serialises persistence, so the last write holds the latest state
 	// savedActivity is the last activity (unix ns) written to the Store.
 	savedActivity atomic.Int64
+	// lastStored is the event state this process last wrote or read (under saveMu): what Detach need not write again.
+	lastStored []byte
 
 	workers workers
 	dedupe  dedupeLog

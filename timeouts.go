@@ -111,12 +111,28 @@ func (e *taskEvents) save(ctx context.Context) error {
 		ctx, cancel := e.seam.storeContext(ctx)
 		defer cancel()
 		err = e.tool.opts.store.Put(ctx, e.seam.stateKey("events"), b)
+		if err == nil {
+			e.lastStored = b
+		}
 	}
 	if err != nil {
 		err = fmt.Errorf("tool: store event state of task %s: %w", e.seam.ID(), err)
 		e.seam.storeFailed(ctx, "write", recordEvents, err)
 	}
 	return err
+}
+
+// saveChanged is save when the state differs from what this process last wrote or read: Detach (and so the
+// eviction of a store-mode Router's cache) writes nothing for a task whose state did not change.
+func (e *taskEvents) saveChanged(ctx context.Context) error {
+	b, err := e.marshal()
+	e.saveMu.Lock()
+	same := err == nil && e.lastStored != nil && string(b) == string(e.lastStored)
+	e.saveMu.Unlock()
+	if same {
+		return nil
+	}
+	return e.save(ctx)
 }
 
 // eventsJSON is the event state as stored: the interrupted flag, the expired events and the last activity.

@@ -20,18 +20,21 @@ var killManifest = strings.Replace(durable, `url: "{settings.base_url}/stop"
 
 // killIterations is how many hosts TestKillAtRandomPoints kills: TOOL_KILL_ITERATIONS, else 5 under -short, else
 // 50.
-func killIterations(t *testing.T) int {
-	if s := os.Getenv("TOOL_KILL_ITERATIONS"); s != "" {
+func killIterations(t *testing.T) int { return envCount(t, "TOOL_KILL_ITERATIONS", 5, 50) }
+
+// envCount is the positive count in the environment variable name, else short under -short, else full.
+func envCount(t *testing.T, name string, short, full int) int {
+	if s := os.Getenv(name); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 {
-			t.Fatalf("TOOL_KILL_ITERATIONS=%q is not a positive count", s)
+			t.Fatalf("%s=%q is not a positive count", name, s)
 		}
 		return n
 	}
 	if testing.Short() {
-		return 5
+		return short
 	}
-	return 50
+	return full
 }
 
 // TestKillAtRandomPoints runs one task through a chain of host processes, each killed with SIGKILL at a random

@@ -1,0 +1,245 @@
+package postgres_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	goruntime "runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/commonagents-go/tool"
+	"github.com/commonagents-go/tool/store/postgres"
+	"github.com/jackc/pgx/v5"
+)
+
+// Benchmarks of store mode (issue 28, docs/scaling.md) on PostgreSQL: tasks of fanManifest seeded by SQL (t1..tN,
+// team t<i>, following u<i>, with their routes), N from TOOL_BENCH_STORED (default 1,000; the 1M run is
+// scripts/storemode-1m.sh, outside .ci/run).
+
+// storedCount is TOOL_BENCH_STORED, else 1,000.
+func storedCount(b *testing.B) int {
+	n, err := strconv.Atoi(os.Getenv("TOOL_BENCH_STORED"))
+	if err != nil || n < 1 {
+		return 1000
+	}
+	return n
+}
+
+// seedFanin stores t0 through the library (and the marker of ReindexRoutes), then t1..tn by SQL as copies of
+// t0's state and routes.
+func seedFanin(b *testing.B, schema string, st *postgres.Store, n int) {
+	b.Helper()
+	ctx := context.Background()
+	tl, err := tool.Load(ctx, []byte(fanManifest), tool.WithStore(st), tool.WithRouteIndex())
+	if err != nil {
+		b.Fatal(err)
+	}
+	task, err := tl.NewTask(ctx, tool.TaskConfig{ID: "t0", Capability: tool.Capability{Bindings: map[string]any{"team": "t0"}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if res, err := task.Invoke(ctx, "follow", map[string]any{"login": "u0"}); err != nil || res.IsError {
+		b.Fatal(err, res)
+	}
+	if err := task.Detach(ctx); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := tl.ReindexRoutes(ctx); err != nil {
+		b.Fatal(err)
+	}
+	kv, routes := pgx.Identifier{schema}.Sanitize()+".tool_kv", pgx.Identifier{schema}.Sanitize()+".tool_routes"
+	copyState := `INSERT INTO ` + kv + ` (key, value) SELECT convert_to('tasks/tests/fanin/t' || i || '/' || $3, 'UTF8'),
+		convert_to(replace(replace(convert_from(value, 'UTF8'), '"t0"', '"t' || i || '"'), '"u0"', '"u' || i || '"'), 'UTF8')
+		FROM ` + kv + `, generate_series(1, $1) i WHERE key = convert_to($2, 'UTF8')`
+	route := func(param, prefix string) string {
+		return `INSERT INTO ` + routes + ` (route, task) SELECT substring(sha256('tests/fanin'::bytea || '\x00'::bytea ||
+			'mentioned'::bytea || '\x00'::bytea || '` + param + `'::bytea || '\x00'::bytea || convert_to('` + prefix + `' || i, 'UTF8')) from 1 for 16),
+			convert_to('tasks/tests/fanin/t' || i || '/', 'UTF8') FROM generate_series(1, $1) i`
+	}
+	db := admin(b)
+	for _, part := range []string{"allowlist", "events"} {
+		if _, err := db.Exec(copyState, n, "tasks/tests/fanin/t0/"+part, part); err != nil {
+			b.Fatalf("seed %s: %v", part, err)
+		}
+	}
+	for _, stmt := range []string{route("team", "t"), route("login", "u")} {
+		if _, err := db.Exec(stmt, n); err != nil {
+			b.Fatalf("seed routes: %v", err)
+		}
+	}
+	for _, table := range []string{kv, routes} {
+		if _, err := db.Exec(`ANALYZE ` + table); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// storeModeRouter opens the schema again, as a restarted replica does, and serves fanManifest in store mode;
+// closing st ends it.
+func storeModeRouter(b *testing.B, schema string, sink tool.Sink) (r *tool.Router, st *postgres.Store) {
+	b.Helper()
+	ctx := context.Background()
+	st, err := postgres.Open(ctx, dsn(b), postgres.WithSchema(schema))
+	if err != nil {
+		b.Fatal(err)
+	}
+	tl, err := tool.Load(ctx, []byte(fanManifest), tool.WithStore(st), tool.WithRouteIndex(), tool.WithReplicaID("bench"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	r = tool.NewRouter()
+	err = r.Serve(tl, tool.WithHydrator(func(_ context.Context, id string) (tool.TaskConfig, bool) {
+		return tool.TaskConfig{Capability: tool.Capability{Bindings: map[string]any{"team": id}}, Sink: sink}, true
+	}))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return r, st
+}
+
+// deliverTo dispatches a webhook for task i (team t<i>, login u<i>) with delivery id and checks that it
+// activated the task once.
+func deliverTo(b *testing.B, r *tool.Router, i int, id string) {
+	body, _ := json.Marshal(map[string]string{"team": "t" + strconv.Itoa(i), "login": "u" + strconv.Itoa(i)})
+	ds, err := r.Dispatch(context.Background(), "tests", "fanin", &tool.Inbound{Body: body, DeliveryID: id})
+	if err != nil || len(ds) != 1 || len(ds[0].Activations) != 1 {
+		b.Fatalf("delivery %s to t%d: %+v %v", id, i, func() any {
+			if len(ds) > 0 {
+				return *ds[0]
+			}
+			return nil
+		}(), err)
+	}
+}
+
+// BenchmarkStoreMode measures, over N stored tasks:
+//   - restart: opening the Store, Load, NewRouter and Serve, then the first webhook accepted (reads no task state
+//     before it: TestStoreModeSeesAnotherReplicasGrowth);
+//   - cold-hot: the p50 of a first delivery to a task not in memory (lookup, one Scan, hydration, delivery)
+//     against a delivery to a task in memory (lookup, delivery), interleaved, each with a new delivery id;
+//   - heap: HeapAlloc after GC with no task touched, and per task touched (b.N tasks).
+//
+// Run with -benchtime Nx, N ≤ TOOL_BENCH_STORED.
+func BenchmarkStoreMode(b *testing.B) {
+	n := storedCount(b)
+	schema := newSchema(b)
+	seedFanin(b, schema, open(b, schema), n)
+	sink := tool.SinkFunc(func(context.Context, tool.Activation) error { return nil })
+	b.Run("restart", func(b *testing.B) {
+		for i := 0; b.Loop(); i++ {
+			r, st := storeModeRouter(b, schema, sink)
+			deliverTo(b, r, 1+i%n, "restart-"+strconv.FormatInt(time.Now().UnixNano(), 36))
+			st.Close()
+		}
+	})
+	b.Run("cold-hot", func(b *testing.B) {
+		if b.N > n {
+			b.Fatalf("-benchtime %dx is more than the %d stored tasks", b.N, n)
+		}
+		r, st := storeModeRouter(b, schema, sink)
+		defer st.Close()
+		run := strconv.FormatInt(time.Now().UnixNano(), 36) // the framework runs this more than once
+		deliverTo(b, r, 0, "warm-"+run)                     // t0 is the hot task
+		cold, hot := make([]time.Duration, 0, b.N), make([]time.Duration, 0, b.N)
+		b.ResetTimer()
+		for i := range b.N {
+			start := time.Now()
+			deliverTo(b, r, 1+i, fmt.Sprint("cold-", run, i))
+			cold = append(cold, time.Since(start))
+			start = time.Now()
+			deliverTo(b, r, 0, fmt.Sprint("hot-", run, i))
+			hot = append(hot, time.Since(start))
+		}
+		b.StopTimer()
+		c, h := p50(cold), p50(hot)
+		b.ReportMetric(float64(c.Microseconds()), "cold-p50-µs")
+		b.ReportMetric(float64(h.Microseconds()), "hot-p50-µs")
+		b.ReportMetric(float64(c)/float64(h), "cold/hot")
+	})
+	b.Run("heap", func(b *testing.B) {
+		if b.N > n {
+			b.Fatalf("-benchtime %dx is more than the %d stored tasks", b.N, n)
+		}
+		r, st := storeModeRouter(b, schema, sink)
+		defer st.Close()
+		run := strconv.FormatInt(time.Now().UnixNano(), 36)
+		base := heapAfterGC()
+		b.ResetTimer()
+		for i := range b.N {
+			deliverTo(b, r, 1+i, fmt.Sprint("heap-", run, i))
+		}
+		b.StopTimer()
+		touched := heapAfterGC()
+		b.ReportMetric(float64(base)/(1<<20), "base-heap-MiB")
+		b.ReportMetric(float64(touched-base)/float64(b.N), "B/touched-task")
+		goruntime.KeepAlive(r)
+	})
+}
+
+func p50(d []time.Duration) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+func heapAfterGC() uint64 {
+	var m goruntime.MemStats
+	goruntime.GC()
+	goruntime.GC()
+	goruntime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+// BenchmarkStoreModeReplicasRSS starts three replica processes (TestStoreModeReplicaProcess, the default cache
+// bound of 100,000) over N stored tasks (TOOL_BENCH_STORED) and sends each b.N webhooks for distinct tasks; it
+// reports each replica's resident set at start and its peak (VmHWM) after. Run with -benchtime Kx, 3K ≤ N.
+func BenchmarkStoreModeReplicasRSS(b *testing.B) {
+	n := storedCount(b)
+	if 3*b.N > n {
+		b.Skipf("-benchtime %dx needs %d stored tasks, have %d", b.N, 3*b.N, n)
+	}
+	schema := newSchema(b)
+	seedFanin(b, schema, open(b, schema), n)
+	var startKB, peakKB []float64
+	for r := range 3 {
+		p := startStoreProc(b, schema, "rss"+strconv.Itoa(r))
+		startKB = append(startKB, procStatusKB(b, p.cmd.Process.Pid, "VmRSS"))
+		for i := range b.N {
+			task := 1 + r*b.N + i
+			body, _ := json.Marshal(map[string]string{"team": "t" + strconv.Itoa(task), "login": "u" + strconv.Itoa(task)})
+			if status := post(p.addr, fmt.Sprint("rss-", task), body); status != 202 {
+				b.Fatalf("webhook for t%d at replica %d: status %d", task, r, status)
+			}
+		}
+		peakKB = append(peakKB, procStatusKB(b, p.cmd.Process.Pid, "VmHWM"))
+	}
+	for r := range 3 {
+		b.ReportMetric(startKB[r]/1024, fmt.Sprintf("r%d-start-RSS-MiB", r))
+		b.ReportMetric(peakKB[r]/1024, fmt.Sprintf("r%d-peak-RSS-MiB", r))
+	}
+}
+
+// procStatusKB reads a kB field of /proc/<pid>/status.
+func procStatusKB(b *testing.B, pid int, field string) float64 {
+	b.Helper()
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, field+":"); ok {
+			kb, err := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 64)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return kb
+		}
+	}
+	b.Fatalf("no %s in /proc/%d/status", field, pid)
+	return 0
+}
