@@ -539,14 +539,21 @@ func (t *Task) observing() bool { return t.tool.opts.observer != nil }
 // observe reports a fact to the host's observer, with secrets masked.
 func (t *Task) observe(ctx context.Context, name, callID string, data map[string]any) {
 	obs := t.tool.opts.observer
-	if obs == nil {
+	call, _ := ctx.Value(callObserverKey{}).(Observer)
+	if obs == nil && call == nil {
 		return
 	}
 	if data != nil {
 		data, _ = t.secrets.Value(data).(map[string]any)
 	}
-	obs.Observe(ctx, Fact{Name: name, Tool: t.tool.Name(), TaskID: t.id, CallID: callID,
-		Seq: t.factSeq.Add(1), Time: t.tool.opts.clock.Now(), Data: data})
+	f := Fact{Name: name, Tool: t.tool.Name(), TaskID: t.id, CallID: callID, Seq: t.factSeq.Add(1),
+		Time: t.tool.opts.clock.Now(), Data: data}
+	if obs != nil {
+		obs.Observe(ctx, f)
+	}
+	if call != nil {
+		call.Observe(ctx, f)
+	}
 }
 
 // newID returns prefix followed by 16 random hex digits.

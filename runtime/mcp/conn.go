@@ -145,9 +145,16 @@ func connect(ctx context.Context, d dial) (*session, error) {
 	}
 	req := mcp.InitializeRequest{}
 	req.Params.ClientInfo = mcp.Implementation{Name: "commonagents-go/tool", Version: "1"}
-	if _, err := s.client.Initialize(ctx, req); err != nil {
+	init, err := s.client.Initialize(ctx, req)
+	if err != nil {
 		s.abandon()
 		return nil, s.failure("initialize handshake", startErr(ctx, err))
+	}
+	if init.Capabilities.Logging != nil {
+		// Every message, for the tool.log facts; a server that refuses keeps its own level.
+		lreq := mcp.SetLevelRequest{}
+		lreq.Params.Level = mcp.LoggingLevelDebug
+		_ = s.client.SetLevel(ctx, lreq)
 	}
 	if !bound() { // ctx ended as the handshake succeeded: the stream is being cancelled
 		s.abandon()

@@ -472,8 +472,13 @@ func (i *instance) untrack(token string) {
 	i.progressMu.Unlock()
 }
 
-// notify forwards a progress notification as a tool.progress fact of the call it belongs to.
+// notify forwards a progress notification as a tool.progress fact of the call it belongs to, and a log message
+// as a tool.log fact.
 func (i *instance) notify(n mcp.JSONRPCNotification) {
+	if n.Method == string(mcp.MethodNotificationMessage) {
+		i.log(n.Params.AdditionalFields)
+		return
+	}
 	if n.Method != string(mcp.MethodNotificationProgress) {
 		return
 	}
@@ -492,6 +497,24 @@ func (i *instance) notify(n mcp.JSONRPCNotification) {
 		}
 	}
 	i.observe(t.ctx, facts.ToolProgress, data)
+}
+
+// log reports a server's log message as a tool.log fact: of the call running on the task's servers when there is
+// exactly one (a log message names no request), else of the task.
+func (i *instance) log(p map[string]any) {
+	data := map[string]any{"level": p["level"], "data": p["data"]}
+	if logger, ok := p["logger"]; ok {
+		data["logger"] = logger
+	}
+	ctx := i.life
+	i.progressMu.Lock()
+	if len(i.progress) == 1 {
+		for _, t := range i.progress {
+			ctx, data["call_id"], data["action"] = t.ctx, t.callID, t.action
+		}
+	}
+	i.progressMu.Unlock()
+	i.observe(ctx, facts.ToolLog, data)
 }
 
 // Teardown closes every session of the task, in parallel, within ctx (else the host's teardown bound); stdio
