@@ -61,13 +61,13 @@ func New(ctx context.Context, t *tool.Tool, cfg tool.TaskConfig) (*Server, error
 // with the same capability. The caller keeps the task: Close does not close it.
 func ForTask(task *tool.Task, c tool.Capability) *Server {
 	s := &Server{calls: &caller{task: task}}
-	s.mcp = newMCPServer(task.Tool(), c, func(ctx context.Context) (*caller, error) { return s.calls, nil })
+	s.mcp = newMCPServer(task.Tool(), c, false, func(ctx context.Context) (*caller, error) { return s.calls, nil })
 	return s
 }
 
-// newMCPServer returns an mcp-go server of the functions of t that c exposes; each call runs on the caller that
-// calls returns for its request.
-func newMCPServer(t *tool.Tool, c tool.Capability, calls func(context.Context) (*caller, error),
+// newMCPServer returns an mcp-go server of the functions of t that c exposes, each named by its function name or,
+// with actionNames, by its action name; each call runs on the caller that calls returns for its request.
+func newMCPServer(t *tool.Tool, c tool.Capability, actionNames bool, calls func(context.Context) (*caller, error),
 	opts ...server.ServerOption) *server.MCPServer {
 	srv := server.NewMCPServer(t.Name(), Version, append([]server.ServerOption{server.WithToolCapabilities(false),
 		server.WithLogging()}, opts...)...)
@@ -76,7 +76,11 @@ func newMCPServer(t *tool.Tool, c tool.Capability, calls func(context.Context) (
 		hints[e.Function] = e
 	}
 	for _, f := range t.Functions(c) {
-		def := mcp.NewToolWithRawSchema(f.Name, f.Description, f.Parameters)
+		name := f.Name
+		if actionNames {
+			name = f.Action
+		}
+		def := mcp.NewToolWithRawSchema(name, f.Description, f.Parameters)
 		if e, ok := hints[f.Name]; ok {
 			def.Annotations = mcp.ToolAnnotation{Title: e.Title, ReadOnlyHint: &e.IsReadOnly,
 				DestructiveHint: &e.IsDestructive, IdempotentHint: &e.IsIdempotent, OpenWorldHint: &e.IsOpenWorld}

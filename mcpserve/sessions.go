@@ -38,6 +38,9 @@ type SessionConfig struct {
 	// Owner names who sends a request, for instance a digest of its bearer token; a session answers only the
 	// requests of the owner that created it (others get 404, as for an unknown session). nil: one owner.
 	Owner func(*http.Request) string
+	// ActionNames serves each function under its action name (for an action expanded from an MCP server: the
+	// upstream tool's name, which makes the gateway transparent) instead of its function name.
+	ActionNames bool
 	// Clock tells the idle ages; default tool.SystemClock.
 	Clock tool.Clock
 	// Options are passed to mcp-go's streamable HTTP server after the handler's own.
@@ -112,7 +115,7 @@ func Handler(t *tool.Tool, start StartFunc, cfg SessionConfig) *SessionHandler {
 	h := &SessionHandler{start: start, cfg: cfg, sessions: map[string]*session{},
 		stop: make(chan struct{})}
 	h.streams, h.endStreams = context.WithCancel(context.Background())
-	h.mcp = newMCPServer(t, cfg.Capability, h.callerOf)
+	h.mcp = newMCPServer(t, cfg.Capability, cfg.ActionNames, h.callerOf)
 	opts := append([]server.StreamableHTTPOption{
 		server.WithSessionIdManagerResolver(resolver{h}),
 		server.WithStreamableHTTPProtocolVersions(mcp.ProtocolVersion20251125, mcp.ProtocolVersion20250618,
