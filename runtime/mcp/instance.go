@@ -297,6 +297,13 @@ func (i *instance) Invoke(ctx context.Context, a runtime.Action, call *runtime.C
 			return out, nil
 		}
 		if e := i.callError(ctx, o.timedOut, act, o.err, p); e != nil {
+			var re *runtime.Error
+			if attempt == 1 && errors.As(e, &re) && re.Status == http.StatusUnauthorized {
+				// Refused before it ran: connect anew, which asks the auth provider for its token once more.
+				i.drop(act, o.sess)
+				i.logger.Warn("mcp: the server answered 401; asking for the token again", "server", act.Key)
+				continue
+			}
 			return nil, e
 		}
 		// The connection is lost.
@@ -384,6 +391,17 @@ func (i *instance) callError(ctx context.Context, timedOut bool, act *Action, er
 	if e := statusError(act, err); e != nil {
 		if e.Kind == runtime.KindRateLimited || e.Status == http.StatusServiceUnavailable {
 			e.RetryAfter = retryAfter
+		}
+		return e
+	}
+	var unauthorized *transport.AuthorizationRequiredError
+	if errors.As(err, &unauthorized) {
+		e := runtime.Errorf(runtime.KindInvalidRequest, "mcp: tool %s: the server answered HTTP 401 Unauthorized",
+			act.ToolName)
+		e.Status = http.StatusUnauthorized
+		if u := unauthorized.ResourceMetadataURL; u != "" {
+			// For a host that runs the OAuth flow the server asks for (RFC 9728).
+			e.Message += "; the server's resource metadata: " + u
 		}
 		return e
 	}
