@@ -83,6 +83,7 @@ type session struct {
 	mu    sync.Mutex
 	calls *caller // nil until the task started
 	err   error   // the task could not start
+	ended bool    // the session ended: no task starts any more
 }
 
 // sessionActivity is a session's activity: the requests it is serving and when the last one ended. Guarded by
@@ -271,6 +272,9 @@ func (h *SessionHandler) callerOf(ctx context.Context) (*caller, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.ended {
+		return nil, errors.New("the MCP session has ended")
+	}
 	if s.calls == nil && s.err == nil {
 		task, err := h.start(ctx)
 		if err != nil {
@@ -297,6 +301,7 @@ func (h *SessionHandler) end(ctx context.Context, id string) error {
 	h.mcp.UnregisterSession(ctx, id)
 	s.mu.Lock()
 	calls := s.calls
+	s.ended = true // a call that found the session before it ended starts no task now
 	s.mu.Unlock()
 	if calls == nil {
 		return nil
