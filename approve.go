@@ -138,3 +138,24 @@ func askApprover(ctx context.Context, a Approver, r ApprovalRequest) (ap Approva
 	}()
 	return a.Approve(ctx, r)
 }
+
+// Elicitor asks the user for what an MCP server requests during a call (elicitation/create, form mode). It must be
+// safe for concurrent use; ctx ends with the call.
+type Elicitor interface {
+	Elicit(ctx context.Context, req ElicitRequest) (ElicitResult, error)
+}
+
+// ElicitorFunc adapts a function to Elicitor.
+type ElicitorFunc func(ctx context.Context, req ElicitRequest) (ElicitResult, error)
+
+// Elicit calls f.
+func (f ElicitorFunc) Elicit(ctx context.Context, req ElicitRequest) (ElicitResult, error) {
+	return f(ctx, req)
+}
+
+// ElicitRequest is a server's request for user input: a message and the JSON Schema of the answer.
+type ElicitRequest = runtime.ElicitRequest
+
+// ElicitResult is the user's answer: Action "accept" with Content, "decline" or "cancel". Fields an accepted
+// Content leaves out take the schema's defaults.
+type ElicitResult = runtime.ElicitResult

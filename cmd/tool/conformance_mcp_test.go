@@ -286,7 +286,8 @@ func TestMCPConformanceForwardsNotifications(t *testing.T) {
 	}
 }
 
-// TestMCPConformanceClient: the mcp backend passes the client scenarios a tool-calling client is held to. The
+// TestMCPConformanceClient: the mcp backend passes the client scenarios a tool-calling client is held to, and with
+// an Elicitor, elicitation-sep1034-client-defaults. The
 // suite runs this test binary as its client (TestHelperConformanceClient), with the scenario's server URL last.
 func TestMCPConformanceClient(t *testing.T) {
 	t.Parallel()
@@ -295,7 +296,7 @@ func TestMCPConformanceClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"initialize", "tools_call", "sse-retry"} {
+	for _, name := range []string{"initialize", "tools_call", "sse-retry", "elicitation-sep1034-client-defaults"} {
 		command := fmt.Sprintf("env MCP_CONFORMANCE_CLIENT=%s %s -test.run=^TestHelperConformanceClient$ --", name, self)
 		if ok, out := scenario(t, "client", command, name); !ok {
 			t.Errorf("%s fails:\n%s", name, out)
@@ -317,7 +318,11 @@ func TestHelperConformanceClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	task, err := tl.NewTask(ctx, tool.TaskConfig{})
+	// The user accepts without filling in anything: the schema's defaults are the answer.
+	accept := tool.ElicitorFunc(func(context.Context, tool.ElicitRequest) (tool.ElicitResult, error) {
+		return tool.ElicitResult{Action: "accept"}, nil
+	})
+	task, err := tl.NewTask(ctx, tool.TaskConfig{Elicitor: accept})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -325,7 +330,8 @@ func TestHelperConformanceClient(t *testing.T) {
 	call := map[string]struct {
 		action string
 		args   map[string]any
-	}{"tools_call": {"add_numbers", map[string]any{"a": 2, "b": 3}}, "sse-retry": {"test_reconnection", nil}}[name]
+	}{"tools_call": {"add_numbers", map[string]any{"a": 2, "b": 3}}, "sse-retry": {"test_reconnection", nil},
+		"elicitation-sep1034-client-defaults": {"test_client_elicitation_defaults", nil}}[name]
 	if call.action == "" {
 		return // initialize: the handshake is the scenario
 	}

@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/commonagents-go/tool/internal/contain"
 	"github.com/commonagents-go/tool/interp"
+	"github.com/commonagents-go/tool/runtime"
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -113,6 +115,8 @@ type dial struct {
 	replyWait time.Duration
 	// cgroup is the parent cgroup of a stdio server's own (runtime.Init.CgroupParent); "" = a process group.
 	cgroup string
+	// elicit answers the server's elicitation requests; nil refuses them.
+	elicit runtime.ElicitFunc
 	// started, when set, is told of a stdio server that started and passed the handshake.
 	started func(ctx context.Context, pid int, containment string, fallback error)
 }
@@ -213,14 +217,19 @@ func open(d dial) (*session, error) {
 			}
 			tr = t
 		} else {
-			t, err := transport.NewStreamableHTTP(u, transport.WithHTTPHeaders(headers), transport.WithHTTPBasicClient(hc),
-				transport.WithHTTPLogger(d.logger))
+			opts := []transport.StreamableHTTPCOption{transport.WithHTTPHeaders(headers),
+				transport.WithHTTPBasicClient(hc), transport.WithHTTPLogger(d.logger)}
+			if d.elicit != nil {
+				// A server may send its elicitation request on the session's own stream, not the call's.
+				opts = append(opts, transport.WithContinuousListening())
+			}
+			t, err := transport.NewStreamableHTTP(u, opts...)
 			if err != nil {
 				return nil, fmt.Errorf("streamable http client: %w", err)
 			}
 			tr = t
 		}
-		return &session{client: newClient(tr)}, nil
+		return &session{client: newClient(tr, d.elicit)}, nil
 	}
 	return nil, fmt.Errorf("unsupported transport %q", srv.Transport)
 }
@@ -280,14 +289,56 @@ func openStdio(d dial) (*session, error) {
 	}
 	tr := transport.NewStdioWithOptions(command, env, args, transport.WithCommandFunc(cmdFunc),
 		transport.WithCommandLogger(d.logger))
-	s.client = newClient(tr)
+	s.client = newClient(tr, d.elicit)
 	return s, nil
 }
 
 // newClient returns a client that speaks the handshake protocol (up to 2025-11-25). Servers of the stateless
 // 2026-07-28 core still accept it, and mcp-go v1.2 servers drop progress notifications of stateless requests.
-func newClient(tr transport.Interface) *client.Client {
-	return client.NewClient(tr, client.WithLegacyProtocolOnly())
+// With elicit it offers elicitation and hands the server's requests to it.
+func newClient(tr transport.Interface, elicit runtime.ElicitFunc) *client.Client {
+	opts := []client.ClientOption{client.WithLegacyProtocolOnly()}
+	if elicit != nil {
+		opts = append(opts, client.WithElicitationHandler(elicitor(elicit)))
+	}
+	return client.NewClient(tr, opts...)
+}
+
+// elicitor adapts the host's hook to mcp-go's handler.
+type elicitor runtime.ElicitFunc
+
+// Elicit asks the host; an accepted answer gets the schema's defaults for the fields it leaves out (SEP-1034).
+func (e elicitor) Elicit(ctx context.Context, req mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+	if req.Params.Mode != "" && req.Params.Mode != "form" {
+		return nil, fmt.Errorf("elicitation mode %q is not supported", req.Params.Mode)
+	}
+	schema, _ := req.Params.RequestedSchema.(map[string]any)
+	if schema == nil && req.Params.RequestedSchema != nil {
+		raw, _ := json.Marshal(req.Params.RequestedSchema)
+		_ = json.Unmarshal(raw, &schema)
+	}
+	res, err := e(ctx, runtime.ElicitRequest{Message: req.Params.Message, Schema: schema})
+	if err != nil {
+		return nil, err
+	}
+	out := &mcp.ElicitationResult{}
+	out.Action = mcp.ElicitationResponseAction(res.Action)
+	if res.Action == runtime.ElicitAccept {
+		content := make(map[string]any, len(res.Content))
+		for k, v := range res.Content {
+			content[k] = v
+		}
+		props, _ := schema["properties"].(map[string]any)
+		for name, p := range props {
+			if def, ok := p.(map[string]any)["default"]; ok {
+				if _, given := content[name]; !given {
+					content[name] = def
+				}
+			}
+		}
+		out.Content = content
+	}
+	return out, nil
 }
 
 // failure describes a failed start or handshake, with the stderr excerpt of a stdio server.

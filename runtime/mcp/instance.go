@@ -45,7 +45,8 @@ func (b Backend) Initialize(ctx context.Context, in *runtime.Init) (runtime.Inst
 	life, cancel := context.WithCancel(context.Background())
 	i := &instance{
 		http: in.HTTPClient, limits: in.Limits, observe: in.Observe, logger: in.Logger, cgroup: in.CgroupParent,
-		life: life, cancel: cancel, servers: map[string]*server{}, progress: map[string]progressTarget{},
+		elicit: in.Elicit,
+		life:   life, cancel: cancel, servers: map[string]*server{}, progress: map[string]progressTarget{},
 	}
 	i.replyWait = i.longestBound(b.replyFloor(), append(in.Actions, act))
 	hctx, hcancel := context.WithTimeout(ctx, i.connectTimeout(act))
@@ -73,7 +74,8 @@ type instance struct {
 	limits  runtime.Limits
 	observe func(context.Context, string, map[string]any)
 	logger  *slog.Logger
-	cgroup  string          // runtime.Init.CgroupParent
+	cgroup  string // runtime.Init.CgroupParent
+	elicit  runtime.ElicitFunc
 	life    context.Context // ends at Teardown
 	cancel  context.CancelFunc
 	// replyWait is the SSE client's wait for a reply: the longest bound of a call or start on the task's servers.
@@ -177,6 +179,7 @@ func (i *instance) connect(act *Action, s *server, values interp.Resolver) {
 
 func (i *instance) dial(act *Action, values interp.Resolver) dial {
 	return dial{srv: act.Server, values: values, http: i.http, life: i.life, notify: i.notify, logger: i.logger,
+		elicit:    i.elicit,
 		replyWait: i.replyWait, cgroup: i.cgroup, started: func(ctx context.Context, pid int, containment string, fallback error) {
 			if fallback != nil {
 				i.logger.Warn("mcp: the server runs in a process group, not a cgroup", "server", act.Key, "error", fallback)
