@@ -36,6 +36,9 @@ type TaskConfig struct {
 	// Elicitor answers the requests for user input that MCP servers make during a call (elicitation/create),
 	// as Approver decides calls; nil refuses them, and the server's call goes on or fails as it decides.
 	Elicitor Elicitor
+	// Sampler answers the LLM completions MCP servers request during a call (sampling/createMessage); nil refuses
+	// them.
+	Sampler Sampler
 	// ExpiresAt, when set, is when the task ends by itself, as by Close: its backends are torn down and its state
 	// leaves the Store (fact task.expired). It is stored with the task, so a task restored in another process keeps
 	// it; at RestoreTask a zero ExpiresAt keeps the stored one and a set one replaces it. The Tool's Clock tells
@@ -535,6 +538,9 @@ func (t *Task) initFor(ctx context.Context, a *action, call *runtime.Call) *runt
 	in.CgroupParent = o.cgroupParent()
 	if t.cfg.Elicitor != nil {
 		in.Elicit = t.cfg.Elicitor.Elicit
+	}
+	if t.cfg.Sampler != nil {
+		in.Sample = t.cfg.Sampler.Sample
 	}
 	return in
 }

@@ -25,3 +25,27 @@ type ElicitResult struct {
 
 // ElicitFunc asks the host's user; nil when the host has no hook, and the request is then refused.
 type ElicitFunc func(ctx context.Context, req ElicitRequest) (ElicitResult, error)
+
+// SampleMessage is one message of a sampling request or its answer: a role ("user", "assistant") and a content
+// block.
+type SampleMessage struct {
+	Role    string
+	Content Content
+}
+
+// SampleRequest is a server's request, during a call, for an LLM completion (MCP sampling/createMessage).
+type SampleRequest struct {
+	Messages     []SampleMessage
+	SystemPrompt string
+	MaxTokens    int
+}
+
+// SampleResult is the completion: the message, the model that made it and why it stopped.
+type SampleResult struct {
+	Message    SampleMessage
+	Model      string
+	StopReason string
+}
+
+// SampleFunc asks the host's LLM; nil when the host has no hook, and the request is then refused.
+type SampleFunc func(ctx context.Context, req SampleRequest) (SampleResult, error)

@@ -117,6 +117,8 @@ type dial struct {
 	cgroup string
 	// elicit answers the server's elicitation requests; nil refuses them.
 	elicit runtime.ElicitFunc
+	// sample answers the server's sampling requests; nil refuses them.
+	sample runtime.SampleFunc
 	// started, when set, is told of a stdio server that started and passed the handshake.
 	started func(ctx context.Context, pid int, containment string, fallback error)
 }
@@ -219,8 +221,8 @@ func open(d dial) (*session, error) {
 		} else {
 			opts := []transport.StreamableHTTPCOption{transport.WithHTTPHeaders(headers),
 				transport.WithHTTPBasicClient(hc), transport.WithHTTPLogger(d.logger)}
-			if d.elicit != nil {
-				// A server may send its elicitation request on the session's own stream, not the call's.
+			if d.elicit != nil || d.sample != nil {
+				// A server may send its requests on the session's own stream, not the call's.
 				opts = append(opts, transport.WithContinuousListening())
 			}
 			t, err := transport.NewStreamableHTTP(u, opts...)
@@ -229,7 +231,7 @@ func open(d dial) (*session, error) {
 			}
 			tr = t
 		}
-		return &session{client: newClient(tr, d.elicit)}, nil
+		return &session{client: newClient(tr, d.elicit, d.sample)}, nil
 	}
 	return nil, fmt.Errorf("unsupported transport %q", srv.Transport)
 }
@@ -289,17 +291,20 @@ func openStdio(d dial) (*session, error) {
 	}
 	tr := transport.NewStdioWithOptions(command, env, args, transport.WithCommandFunc(cmdFunc),
 		transport.WithCommandLogger(d.logger))
-	s.client = newClient(tr, d.elicit)
+	s.client = newClient(tr, d.elicit, d.sample)
 	return s, nil
 }
 
 // newClient returns a client that speaks the handshake protocol (up to 2025-11-25). Servers of the stateless
 // 2026-07-28 core still accept it, and mcp-go v1.2 servers drop progress notifications of stateless requests.
-// With elicit it offers elicitation and hands the server's requests to it.
-func newClient(tr transport.Interface, elicit runtime.ElicitFunc) *client.Client {
+// With elicit (sample) it offers elicitation (sampling) and hands the server's requests to it.
+func newClient(tr transport.Interface, elicit runtime.ElicitFunc, sample runtime.SampleFunc) *client.Client {
 	opts := []client.ClientOption{client.WithLegacyProtocolOnly()}
 	if elicit != nil {
 		opts = append(opts, client.WithElicitationHandler(elicitor(elicit)))
+	}
+	if sample != nil {
+		opts = append(opts, client.WithSamplingHandler(sampler(sample)))
 	}
 	return client.NewClient(tr, opts...)
 }
@@ -459,4 +464,38 @@ func (b *tailBuffer) excerpt() string {
 		s = s[len(s)-excerptBytes:]
 	}
 	return strings.Join(strings.Fields(strings.ToValidUTF8(string(s), "")), " ")
+}
+
+// sampler adapts the host's hook to mcp-go's handler; message contents go both ways through their JSON.
+type sampler runtime.SampleFunc
+
+// CreateMessage asks the host's LLM.
+func (f sampler) CreateMessage(ctx context.Context, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+	in := runtime.SampleRequest{SystemPrompt: req.SystemPrompt, MaxTokens: req.MaxTokens}
+	for _, m := range req.Messages {
+		var c runtime.Content
+		raw, err := json.Marshal(m.Content)
+		if err == nil {
+			err = json.Unmarshal(raw, &c)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("a sampling message's content is not one block: %w", err)
+		}
+		in.Messages = append(in.Messages, runtime.SampleMessage{Role: string(m.Role), Content: c})
+	}
+	res, err := f(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := json.Marshal(res.Message.Content)
+	if err != nil {
+		return nil, err
+	}
+	content, err := mcp.UnmarshalContent(raw)
+	if err != nil {
+		return nil, err
+	}
+	out := &mcp.CreateMessageResult{Model: res.Model, StopReason: res.StopReason}
+	out.Role, out.Content = mcp.Role(res.Message.Role), content
+	return out, nil
 }

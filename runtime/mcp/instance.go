@@ -45,8 +45,8 @@ func (b Backend) Initialize(ctx context.Context, in *runtime.Init) (runtime.Inst
 	life, cancel := context.WithCancel(context.Background())
 	i := &instance{
 		http: in.HTTPClient, limits: in.Limits, observe: in.Observe, logger: in.Logger, cgroup: in.CgroupParent,
-		elicit: in.Elicit,
-		life:   life, cancel: cancel, servers: map[string]*server{}, progress: map[string]progressTarget{},
+		elicit: in.Elicit, sample: in.Sample,
+		life: life, cancel: cancel, servers: map[string]*server{}, progress: map[string]progressTarget{},
 	}
 	i.replyWait = i.longestBound(b.replyFloor(), append(in.Actions, act))
 	hctx, hcancel := context.WithTimeout(ctx, i.connectTimeout(act))
@@ -76,6 +76,7 @@ type instance struct {
 	logger  *slog.Logger
 	cgroup  string // runtime.Init.CgroupParent
 	elicit  runtime.ElicitFunc
+	sample  runtime.SampleFunc
 	life    context.Context // ends at Teardown
 	cancel  context.CancelFunc
 	// replyWait is the SSE client's wait for a reply: the longest bound of a call or start on the task's servers.
@@ -179,7 +180,7 @@ func (i *instance) connect(act *Action, s *server, values interp.Resolver) {
 
 func (i *instance) dial(act *Action, values interp.Resolver) dial {
 	return dial{srv: act.Server, values: values, http: i.http, life: i.life, notify: i.notify, logger: i.logger,
-		elicit:    i.elicit,
+		elicit: i.elicit, sample: i.sample,
 		replyWait: i.replyWait, cgroup: i.cgroup, started: func(ctx context.Context, pid int, containment string, fallback error) {
 			if fallback != nil {
 				i.logger.Warn("mcp: the server runs in a process group, not a cgroup", "server", act.Key, "error", fallback)
