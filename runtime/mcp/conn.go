@@ -219,13 +219,10 @@ func open(d dial) (*session, error) {
 			}
 			tr = t
 		} else {
-			opts := []transport.StreamableHTTPCOption{transport.WithHTTPHeaders(headers),
-				transport.WithHTTPBasicClient(hc), transport.WithHTTPLogger(d.logger)}
-			if d.elicit != nil || d.sample != nil {
-				// A server may send its requests on the session's own stream, not the call's.
-				opts = append(opts, transport.WithContinuousListening())
-			}
-			t, err := transport.NewStreamableHTTP(u, opts...)
+			// The session's own stream is listened on: a server may send its requests (elicitation, sampling)
+			// there, not on the call's; without a hook they are then refused at once instead of waiting.
+			t, err := transport.NewStreamableHTTP(u, transport.WithHTTPHeaders(headers),
+				transport.WithHTTPBasicClient(hc), transport.WithHTTPLogger(d.logger), transport.WithContinuousListening())
 			if err != nil {
 				return nil, fmt.Errorf("streamable http client: %w", err)
 			}
