@@ -138,3 +138,47 @@ func askApprover(ctx context.Context, a Approver, r ApprovalRequest) (ap Approva
 	}()
 	return a.Approve(ctx, r)
 }
+
+// Elicitor asks the user for what an MCP server requests during a call (elicitation/create, form mode). It must be
+// safe for concurrent use; ctx ends with the call.
+type Elicitor interface {
+	Elicit(ctx context.Context, req ElicitRequest) (ElicitResult, error)
+}
+
+// ElicitorFunc adapts a function to Elicitor.
+type ElicitorFunc func(ctx context.Context, req ElicitRequest) (ElicitResult, error)
+
+// Elicit calls f.
+func (f ElicitorFunc) Elicit(ctx context.Context, req ElicitRequest) (ElicitResult, error) {
+	return f(ctx, req)
+}
+
+// ElicitRequest is a server's request for user input: a message and the JSON Schema of the answer.
+type ElicitRequest = runtime.ElicitRequest
+
+// ElicitResult is the user's answer: Action "accept" with Content, "decline" or "cancel". Fields an accepted
+// Content leaves out take the schema's defaults.
+type ElicitResult = runtime.ElicitResult
+
+// Sampler answers an MCP server's request for an LLM completion during a call (sampling/createMessage) with the
+// host's LLM. It must be safe for concurrent use; ctx ends with the call.
+type Sampler interface {
+	Sample(ctx context.Context, req SampleRequest) (SampleResult, error)
+}
+
+// SamplerFunc adapts a function to Sampler.
+type SamplerFunc func(ctx context.Context, req SampleRequest) (SampleResult, error)
+
+// Sample calls f.
+func (f SamplerFunc) Sample(ctx context.Context, req SampleRequest) (SampleResult, error) {
+	return f(ctx, req)
+}
+
+// SampleRequest is a server's request for a completion: messages, a system prompt and a token bound.
+type SampleRequest = runtime.SampleRequest
+
+// SampleMessage is one message of a sampling request or result.
+type SampleMessage = runtime.SampleMessage
+
+// SampleResult is the completion a Sampler returns.
+type SampleResult = runtime.SampleResult

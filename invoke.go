@@ -15,6 +15,15 @@ import (
 
 type callIDKey struct{}
 
+type callObserverKey struct{}
+
+// WithCallObserver returns a context whose calls also report their facts to obs, besides the Tool's observer:
+// tool.progress and tool.log of an MCP server as they come, for a host that forwards them (mcpserve sends them to
+// its own client). Secrets are masked as for the Tool's observer. obs must not block.
+func WithCallObserver(ctx context.Context, obs Observer) context.Context {
+	return context.WithValue(ctx, callObserverKey{}, obs)
+}
+
 // WithCallID returns a context that makes the next call made with it use id as its CallID (for example the
 // LLM's tool-call id), instead of a generated one.
 func WithCallID(ctx context.Context, id string) context.Context {

@@ -33,6 +33,12 @@ type TaskConfig struct {
 	// Approver decides the calls of the actions Capability.Approve names; NewTask fails without one when the
 	// capability names any.
 	Approver Approver
+	// Elicitor answers the requests for user input that MCP servers make during a call (elicitation/create),
+	// as Approver decides calls; nil refuses them, and the server's call goes on or fails as it decides.
+	Elicitor Elicitor
+	// Sampler answers the LLM completions MCP servers request during a call (sampling/createMessage); nil refuses
+	// them.
+	Sampler Sampler
 	// ExpiresAt, when set, is when the task ends by itself, as by Close: its backends are torn down and its state
 	// leaves the Store (fact task.expired). It is stored with the task, so a task restored in another process keeps
 	// it; at RestoreTask a zero ExpiresAt keeps the stored one and a set one replaces it. The Tool's Clock tells
@@ -548,6 +554,12 @@ func (t *Task) initFor(ctx context.Context, a *action, call *runtime.Call) *runt
 		in.Mount = t.cfg.Mount.Files
 	}
 	in.CgroupParent = o.cgroupParent()
+	if t.cfg.Elicitor != nil {
+		in.Elicit = t.cfg.Elicitor.Elicit
+	}
+	if t.cfg.Sampler != nil {
+		in.Sample = t.cfg.Sampler.Sample
+	}
 	return in
 }
 
@@ -557,14 +569,21 @@ func (t *Task) observing() bool { return t.tool.opts.observer != nil }
 // observe reports a fact to the host's observer, with secrets masked.
 func (t *Task) observe(ctx context.Context, name, callID string, data map[string]any) {
 	obs := t.tool.opts.observer
-	if obs == nil {
+	call, _ := ctx.Value(callObserverKey{}).(Observer)
+	if obs == nil && call == nil {
 		return
 	}
 	if data != nil {
 		data, _ = t.secrets.Value(data).(map[string]any)
 	}
-	obs.Observe(ctx, Fact{Name: name, Tool: t.tool.Name(), TaskID: t.id, CallID: callID,
-		Seq: t.factSeq.Add(1), Time: t.tool.opts.clock.Now(), Data: data})
+	f := Fact{Name: name, Tool: t.tool.Name(), TaskID: t.id, CallID: callID, Seq: t.factSeq.Add(1),
+		Time: t.tool.opts.clock.Now(), Data: data}
+	if obs != nil {
+		obs.Observe(ctx, f)
+	}
+	if call != nil {
+		call.Observe(ctx, f)
+	}
 }
 
 // newID returns prefix followed by 16 random hex digits.

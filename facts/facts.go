@@ -35,6 +35,9 @@ const (
 	// ToolProgress: an MCP server reported progress for a running call. Data: call_id, action, progress; optional
 	// total, message.
 	ToolProgress = "tool.progress"
+	// ToolLog: an MCP server sent a log message (notifications/message). Data: level, data; optional logger, and
+	// call_id and action when one call of the server was running (the message names none).
+	ToolLog = "tool.log"
 	// ApprovalRequested: a call waits for the task's Approver. Data: action, function, arguments (redacted).
 	ApprovalRequested = "tool.approval.requested"
 	// ApprovalDecided: the Approver answered. Data: action, approved, by; optional reason, error.
@@ -153,7 +156,7 @@ const (
 // All lists every fact name above, in the order of this file.
 var All = []string{
 	ActionSkipped, ActionsExpanded,
-	CatalogResolved, ToolStarted, ToolResult, ToolFailed, ToolCancelled, ToolProgress, ApprovalRequested,
+	CatalogResolved, ToolStarted, ToolResult, ToolFailed, ToolCancelled, ToolProgress, ToolLog, ApprovalRequested,
 	ApprovalDecided, AllowListEvicted,
 	TaskRestored, TaskInterrupted, TaskResumed, TaskDetached, TaskClosed, TaskExpired, TaskContextLifetime,
 	StoreFailed, RuntimeTeardownFailed,

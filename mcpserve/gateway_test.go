@@ -4,9 +4,12 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/commonagents-go/tool"
 	"github.com/commonagents-go/tool/mcpserve"
@@ -37,7 +40,7 @@ func mixedBlocks() []mcpgo.Content {
 // and a tool that answers with the gateway's secret, in text and base64.
 func upstream(t *testing.T) string {
 	t.Helper()
-	s := server.NewMCPServer("upstream", "1.0.0", server.WithToolCapabilities(false))
+	s := server.NewMCPServer("upstream", "1.0.0", server.WithToolCapabilities(false), server.WithLogging())
 	mixed := mcpgo.NewToolWithRawSchema("mixed", "Answers a block of every kind.", []byte(`{"type":"object"}`))
 	mixed.Title = "Mixed content"
 	mixed.RawOutputSchema = []byte(`{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}`)
@@ -53,9 +56,35 @@ func upstream(t *testing.T) string {
 				mcpgo.NewEmbeddedResource(mcpgo.BlobResourceContents{URI: "file:///k", Blob: encoded}),
 			}}, nil
 		})
+	s.AddTool(mcpgo.NewToolWithRawSchema("steps", "Reports three steps.", []byte(`{"type":"object"}`)), steps)
 	srv := httptest.NewServer(server.NewStreamableHTTPServer(s))
 	t.Cleanup(srv.Close)
 	return srv.URL + "/mcp"
+}
+
+// stepsSeen is closed by a test when its client has seen the notifications of tool steps: the tool answers only
+// then (or after a minute), since notifications that arrive after the result are dropped.
+var stepsSeen = map[string]chan struct{}{}
+
+// steps sends three progress notifications and three log messages, then waits for the test's client to see them.
+func steps(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+	srv := server.ServerFromContext(ctx)
+	var token mcpgo.ProgressToken
+	if req.Params.Meta != nil {
+		token = req.Params.Meta.ProgressToken
+	}
+	for n := 1; n <= 3; n++ {
+		_ = srv.SendNotificationToClient(ctx, string(mcpgo.MethodNotificationProgress),
+			map[string]any{"progressToken": token, "progress": n, "total": 3, "message": fmt.Sprintf("step %d", n)})
+		_ = srv.SendLogMessageToClient(ctx, mcpgo.NewLoggingMessageNotification(mcpgo.LoggingLevelInfo, "steps",
+			fmt.Sprintf("did step %d", n)))
+	}
+	select {
+	case <-stepsSeen[req.GetString("test", "")]:
+	case <-time.After(time.Minute):
+	case <-ctx.Done():
+	}
+	return mcpgo.NewToolResultText("3 steps"), nil
 }
 
 // gateway serves, through mcpserve, a manifest that discovers every tool of the upstream; it returns the task's
@@ -173,5 +202,51 @@ func TestGatewayMasksSecretsInEveryBlock(t *testing.T) {
 	}
 	if got := jsonOf(t, out); strings.Contains(got, gatewaySecret) || strings.Contains(got, encoded) {
 		t.Errorf("served result %s holds the secret", got)
+	}
+}
+
+// TestGatewayForwardsProgressAndLogs: an upstream's progress notifications reach the gateway's client when it sent a
+// progressToken, and its log messages once the client set a log level; all three of each.
+func TestGatewayForwardsProgressAndLogs(t *testing.T) {
+	seen := make(chan struct{})
+	stepsSeen[t.Name()] = seen // not parallel: the map is written here
+	_, c := gateway(t)
+	ctx := context.Background()
+	lreq := mcpgo.SetLevelRequest{}
+	lreq.Params.Level = mcpgo.LoggingLevelDebug
+	if err := c.SetLevel(ctx, lreq); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var progress, logs []string
+	c.OnNotification(func(n mcpgo.JSONRPCNotification) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch n.Method {
+		case string(mcpgo.MethodNotificationProgress):
+			progress = append(progress, fmt.Sprint(n.Params.AdditionalFields["progressToken"], " ",
+				n.Params.AdditionalFields["message"]))
+		case string(mcpgo.MethodNotificationMessage):
+			logs = append(logs, fmt.Sprint(n.Params.AdditionalFields["data"]))
+		}
+		if len(progress) == 3 && len(logs) == 3 {
+			close(seen)
+		}
+	})
+	req := mcpgo.CallToolRequest{}
+	req.Params.Name = "gw_steps"
+	req.Params.Arguments = map[string]any{"test": t.Name()}
+	req.Params.Meta = &mcpgo.Meta{ProgressToken: "tok-1"}
+	res, err := c.CallTool(ctx, req)
+	if err != nil || res.IsError {
+		t.Fatalf("gw_steps: %v %+v", err, res)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if strings.Join(progress, ",") != "tok-1 step 1,tok-1 step 2,tok-1 step 3" {
+		t.Errorf("progress notifications %q, want the three steps under the client's token", progress)
+	}
+	if strings.Join(logs, ",") != "did step 1,did step 2,did step 3" {
+		t.Errorf("log messages %q, want the upstream's three", logs)
 	}
 }

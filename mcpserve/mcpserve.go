@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/commonagents-go/tool"
+	"github.com/commonagents-go/tool/facts"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 )
@@ -60,22 +61,26 @@ func New(ctx context.Context, t *tool.Tool, cfg tool.TaskConfig) (*Server, error
 // with the same capability. The caller keeps the task: Close does not close it.
 func ForTask(task *tool.Task, c tool.Capability) *Server {
 	s := &Server{calls: &caller{task: task}}
-	s.mcp = newMCPServer(task.Tool(), c, func(ctx context.Context) (*caller, error) { return s.calls, nil })
+	s.mcp = newMCPServer(task.Tool(), c, false, func(ctx context.Context) (*caller, error) { return s.calls, nil })
 	return s
 }
 
-// newMCPServer returns an mcp-go server of the functions of t that c exposes; each call runs on the caller that
-// calls returns for its request.
-func newMCPServer(t *tool.Tool, c tool.Capability, calls func(context.Context) (*caller, error),
+// newMCPServer returns an mcp-go server of the functions of t that c exposes, each named by its function name or,
+// with actionNames, by its action name; each call runs on the caller that calls returns for its request.
+func newMCPServer(t *tool.Tool, c tool.Capability, actionNames bool, calls func(context.Context) (*caller, error),
 	opts ...server.ServerOption) *server.MCPServer {
-	srv := server.NewMCPServer(t.Name(), Version, append([]server.ServerOption{server.WithToolCapabilities(false)},
-		opts...)...)
+	srv := server.NewMCPServer(t.Name(), Version, append([]server.ServerOption{server.WithToolCapabilities(false),
+		server.WithLogging()}, opts...)...)
 	hints := map[string]tool.CatalogEntry{}
 	for _, e := range t.Catalog(c) {
 		hints[e.Function] = e
 	}
 	for _, f := range t.Functions(c) {
-		def := mcp.NewToolWithRawSchema(f.Name, f.Description, f.Parameters)
+		name := f.Name
+		if actionNames {
+			name = f.Action
+		}
+		def := mcp.NewToolWithRawSchema(name, f.Description, f.Parameters)
 		if e, ok := hints[f.Name]; ok {
 			def.Annotations = mcp.ToolAnnotation{Title: e.Title, ReadOnlyHint: &e.IsReadOnly,
 				DestructiveHint: &e.IsDestructive, IdempotentHint: &e.IsIdempotent, OpenWorldHint: &e.IsOpenWorld}
@@ -149,7 +154,7 @@ func (c *caller) call(ctx context.Context, function string, req mcp.CallToolRequ
 			return mcp.NewToolResultError("invalid_arguments: arguments must be a JSON object"), nil
 		}
 	}
-	res, err := c.task.InvokeFunction(ctx, function, args)
+	res, err := c.task.InvokeFunction(forwarding(ctx, req), function, args)
 	if err != nil {
 		if errors.Is(err, tool.ErrUnrecoverable) {
 			c.end(ctx, err)
@@ -158,6 +163,40 @@ func (c *caller) call(ctx context.Context, function string, req mcp.CallToolRequ
 		return nil, errors.New(err.Error())
 	}
 	return Result(res), nil
+}
+
+// forwarding returns ctx with a call observer that sends the call's progress (when the client asked for it with a
+// progressToken) and the log messages of the servers behind it to the client, as MCP notifications; the log level
+// the client set applies.
+func forwarding(ctx context.Context, req mcp.CallToolRequest) context.Context {
+	srv := server.ServerFromContext(ctx)
+	if srv == nil {
+		return ctx
+	}
+	var token mcp.ProgressToken
+	if req.Params.Meta != nil {
+		token = req.Params.Meta.ProgressToken
+	}
+	return tool.WithCallObserver(ctx, tool.ObserverFunc(func(fctx context.Context, f tool.Fact) {
+		switch f.Name {
+		case facts.ToolProgress:
+			if token == nil {
+				return
+			}
+			params := map[string]any{"progressToken": token, "progress": f.Data["progress"]}
+			for _, k := range []string{"total", "message"} {
+				if v, ok := f.Data[k]; ok {
+					params[k] = v
+				}
+			}
+			_ = srv.SendNotificationToClient(ctx, string(mcp.MethodNotificationProgress), params)
+		case facts.ToolLog:
+			level, _ := f.Data["level"].(string)
+			logger, _ := f.Data["logger"].(string)
+			_ = srv.SendLogMessageToClient(ctx, mcp.NewLoggingMessageNotification(mcp.LoggingLevel(level), logger,
+				f.Data["data"]))
+		}
+	}))
 }
 
 // end marks the task over after err, and closes it when mcpserve started it (bounded, not by the call's ctx).

@@ -38,6 +38,9 @@ type SessionConfig struct {
 	// Owner names who sends a request, for instance a digest of its bearer token; a session answers only the
 	// requests of the owner that created it (others get 404, as for an unknown session). nil: one owner.
 	Owner func(*http.Request) string
+	// ActionNames serves each function under its action name (for an action expanded from an MCP server: the
+	// upstream tool's name, which makes the gateway transparent) instead of its function name.
+	ActionNames bool
 	// Clock tells the idle ages; default tool.SystemClock.
 	Clock tool.Clock
 	// Options are passed to mcp-go's streamable HTTP server after the handler's own.
@@ -80,6 +83,7 @@ type session struct {
 	mu    sync.Mutex
 	calls *caller // nil until the task started
 	err   error   // the task could not start
+	ended bool    // the session ended: no task starts any more
 }
 
 // sessionActivity is a session's activity: the requests it is serving and when the last one ended. Guarded by
@@ -112,7 +116,7 @@ func Handler(t *tool.Tool, start StartFunc, cfg SessionConfig) *SessionHandler {
 	h := &SessionHandler{start: start, cfg: cfg, sessions: map[string]*session{},
 		stop: make(chan struct{})}
 	h.streams, h.endStreams = context.WithCancel(context.Background())
-	h.mcp = newMCPServer(t, cfg.Capability, h.callerOf)
+	h.mcp = newMCPServer(t, cfg.Capability, cfg.ActionNames, h.callerOf)
 	opts := append([]server.StreamableHTTPOption{
 		server.WithSessionIdManagerResolver(resolver{h}),
 		server.WithStreamableHTTPProtocolVersions(mcp.ProtocolVersion20251125, mcp.ProtocolVersion20250618,
@@ -268,6 +272,9 @@ func (h *SessionHandler) callerOf(ctx context.Context) (*caller, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.ended {
+		return nil, errors.New("the MCP session has ended")
+	}
 	if s.calls == nil && s.err == nil {
 		task, err := h.start(ctx)
 		if err != nil {
@@ -294,6 +301,7 @@ func (h *SessionHandler) end(ctx context.Context, id string) error {
 	h.mcp.UnregisterSession(ctx, id)
 	s.mu.Lock()
 	calls := s.calls
+	s.ended = true // a call that found the session before it ended starts no task now
 	s.mu.Unlock()
 	if calls == nil {
 		return nil

@@ -152,6 +152,12 @@ type Init struct {
 	// stdio MCP server) runs in a child cgroup of its own, so that everything it starts ends with it; "" = none
 	// writable, a process group of its own only. The host chooses it (tool.WithCgroupParent).
 	CgroupParent string
+	// Elicit asks the host's user for input a server requests during a call (tool.TaskConfig.Elicitor); nil when
+	// the host has no hook.
+	Elicit ElicitFunc
+	// Sample asks the host's LLM for the completions a server requests during a call (tool.TaskConfig.Sampler);
+	// nil when the host has no hook.
+	Sample SampleFunc
 }
 
 // The SPEC §14 defaults of the call and teardown bounds: tool.DefaultLimits and every backend (when the host's

@@ -46,6 +46,9 @@ constant time, never logged), and a session answers only the token that made
 it. An address that is not loopback is refused without a token unless
 --insecure is given; for TLS, put a reverse proxy in front. SIGTERM or an
 interrupt stops accepting, lets the calls in flight end and closes the tasks.
+--action-names serves each tool under its action name instead of its function
+name, and --discover turns the tools of a top-level mcp block into actions at
+load: together they make a gateway that keeps an MCP server's tool names.
 
 The exit code is 0 after a clean end of input (or shutdown), 1 when the manifest cannot be
 loaded or the task cannot start, 2 for a command-line mistake. Diagnostics go
@@ -63,6 +66,8 @@ func runServeMCP(ctx context.Context, fs *flag.FlagSet, args []string, stdout, s
 	workers := fs.Int("workers", mcpserve.DefaultWorkers, "how many calls run at once, 1 to 100 (`N`)")
 	conns := fs.Int("http-conns", 0, "idle HTTP connections kept per host (`N`; default: --workers)")
 	hf := httpFlags(fs)
+	discover := fs.Bool("discover", false, "turn the tools of a top-level mcp block into actions at load "+
+		"(starts or connects to its server)")
 	pos, code, ok := parse(fs, args)
 	if !ok {
 		return code
@@ -84,7 +89,7 @@ func runServeMCP(ctx context.Context, fs *flag.FlagSet, args []string, stdout, s
 		fmt.Fprintf(stderr, "tool serve-mcp: %v\n", err)
 		return exitProblem
 	}
-	opts = append(opts, tool.WithHTTPClient(tool.NewHTTPClient(*conns)))
+	opts = append(opts, tool.WithHTTPClient(tool.NewHTTPClient(*conns)), tool.WithDiscovery(*discover))
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if hf.addr != "" {

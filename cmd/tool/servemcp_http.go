@@ -22,6 +22,7 @@ import (
 type httpServe struct {
 	addr, tokenEnv string
 	insecure       bool
+	actionNames    bool
 	maxSessions    int
 	idle           time.Duration
 }
@@ -31,6 +32,8 @@ func httpFlags(fs *flag.FlagSet) *httpServe {
 	fs.StringVar(&h.addr, "http", "", "serve streamable HTTP on `ADDR` (host:port) instead of stdio")
 	fs.StringVar(&h.tokenEnv, "token-env", "", "require the bearer token held by the environment variable `NAME`")
 	fs.BoolVar(&h.insecure, "insecure", false, "allow a non-loopback --http address without a token")
+	fs.BoolVar(&h.actionNames, "action-names", false, "name the served tools by action, not function (a gateway "+
+		"that keeps the upstream's tool names)")
 	fs.IntVar(&h.maxSessions, "max-sessions", mcpserve.DefaultMaxSessions, "live MCP sessions at most (`N`)")
 	fs.DurationVar(&h.idle, "idle-timeout", mcpserve.DefaultIdleTimeout, "end a session idle this long (`D`)")
 	return h
@@ -63,7 +66,8 @@ func serveHTTP(ctx context.Context, fs *flag.FlagSet, stderr io.Writer, hf *http
 	start := func(ctx context.Context) (*tool.Task, error) {
 		return t.NewTask(ctx, tool.TaskConfig{Capability: c, Context: taskContext})
 	}
-	cfg := mcpserve.SessionConfig{Capability: c, MaxSessions: hf.maxSessions, IdleTimeout: hf.idle}
+	cfg := mcpserve.SessionConfig{Capability: c, MaxSessions: hf.maxSessions, IdleTimeout: hf.idle,
+		ActionNames: hf.actionNames}
 	if token != "" {
 		cfg.Owner = func(r *http.Request) string { return digest(r.Header.Get("Authorization")) }
 	}

@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/commonagents-go/tool/internal/contain"
 	"github.com/commonagents-go/tool/interp"
+	"github.com/commonagents-go/tool/runtime"
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -113,6 +115,10 @@ type dial struct {
 	replyWait time.Duration
 	// cgroup is the parent cgroup of a stdio server's own (runtime.Init.CgroupParent); "" = a process group.
 	cgroup string
+	// elicit answers the server's elicitation requests; nil refuses them.
+	elicit runtime.ElicitFunc
+	// sample answers the server's sampling requests; nil refuses them.
+	sample runtime.SampleFunc
 	// started, when set, is told of a stdio server that started and passed the handshake.
 	started func(ctx context.Context, pid int, containment string, fallback error)
 }
@@ -145,9 +151,16 @@ func connect(ctx context.Context, d dial) (*session, error) {
 	}
 	req := mcp.InitializeRequest{}
 	req.Params.ClientInfo = mcp.Implementation{Name: "commonagents-go/tool", Version: "1"}
-	if _, err := s.client.Initialize(ctx, req); err != nil {
+	init, err := s.client.Initialize(ctx, req)
+	if err != nil {
 		s.abandon()
 		return nil, s.failure("initialize handshake", startErr(ctx, err))
+	}
+	if init.Capabilities.Logging != nil {
+		// Every message, for the tool.log facts; a server that refuses keeps its own level.
+		lreq := mcp.SetLevelRequest{}
+		lreq.Params.Level = mcp.LoggingLevelDebug
+		_ = s.client.SetLevel(ctx, lreq)
 	}
 	if !bound() { // ctx ended as the handshake succeeded: the stream is being cancelled
 		s.abandon()
@@ -206,14 +219,16 @@ func open(d dial) (*session, error) {
 			}
 			tr = t
 		} else {
-			t, err := transport.NewStreamableHTTP(u, transport.WithHTTPHeaders(headers), transport.WithHTTPBasicClient(hc),
-				transport.WithHTTPLogger(d.logger))
+			// The session's own stream is listened on: a server may send its requests (elicitation, sampling)
+			// there, not on the call's; without a hook they are then refused at once instead of waiting.
+			t, err := transport.NewStreamableHTTP(u, transport.WithHTTPHeaders(headers),
+				transport.WithHTTPBasicClient(hc), transport.WithHTTPLogger(d.logger), transport.WithContinuousListening())
 			if err != nil {
 				return nil, fmt.Errorf("streamable http client: %w", err)
 			}
 			tr = t
 		}
-		return &session{client: newClient(tr)}, nil
+		return &session{client: newClient(tr, d.elicit, d.sample)}, nil
 	}
 	return nil, fmt.Errorf("unsupported transport %q", srv.Transport)
 }
@@ -273,14 +288,59 @@ func openStdio(d dial) (*session, error) {
 	}
 	tr := transport.NewStdioWithOptions(command, env, args, transport.WithCommandFunc(cmdFunc),
 		transport.WithCommandLogger(d.logger))
-	s.client = newClient(tr)
+	s.client = newClient(tr, d.elicit, d.sample)
 	return s, nil
 }
 
 // newClient returns a client that speaks the handshake protocol (up to 2025-11-25). Servers of the stateless
 // 2026-07-28 core still accept it, and mcp-go v1.2 servers drop progress notifications of stateless requests.
-func newClient(tr transport.Interface) *client.Client {
-	return client.NewClient(tr, client.WithLegacyProtocolOnly())
+// With elicit (sample) it offers elicitation (sampling) and hands the server's requests to it.
+func newClient(tr transport.Interface, elicit runtime.ElicitFunc, sample runtime.SampleFunc) *client.Client {
+	opts := []client.ClientOption{client.WithLegacyProtocolOnly()}
+	if elicit != nil {
+		opts = append(opts, client.WithElicitationHandler(elicitor(elicit)))
+	}
+	if sample != nil {
+		opts = append(opts, client.WithSamplingHandler(sampler(sample)))
+	}
+	return client.NewClient(tr, opts...)
+}
+
+// elicitor adapts the host's hook to mcp-go's handler.
+type elicitor runtime.ElicitFunc
+
+// Elicit asks the host; an accepted answer gets the schema's defaults for the fields it leaves out (SEP-1034).
+func (e elicitor) Elicit(ctx context.Context, req mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+	if req.Params.Mode != "" && req.Params.Mode != "form" {
+		return nil, fmt.Errorf("elicitation mode %q is not supported", req.Params.Mode)
+	}
+	schema, _ := req.Params.RequestedSchema.(map[string]any)
+	if schema == nil && req.Params.RequestedSchema != nil {
+		raw, _ := json.Marshal(req.Params.RequestedSchema)
+		_ = json.Unmarshal(raw, &schema)
+	}
+	res, err := e(ctx, runtime.ElicitRequest{Message: req.Params.Message, Schema: schema})
+	if err != nil {
+		return nil, err
+	}
+	out := &mcp.ElicitationResult{}
+	out.Action = mcp.ElicitationResponseAction(res.Action)
+	if res.Action == runtime.ElicitAccept {
+		content := make(map[string]any, len(res.Content))
+		for k, v := range res.Content {
+			content[k] = v
+		}
+		props, _ := schema["properties"].(map[string]any)
+		for name, p := range props {
+			if def, ok := p.(map[string]any)["default"]; ok {
+				if _, given := content[name]; !given {
+					content[name] = def
+				}
+			}
+		}
+		out.Content = content
+	}
+	return out, nil
 }
 
 // failure describes a failed start or handshake, with the stderr excerpt of a stdio server.
@@ -401,4 +461,38 @@ func (b *tailBuffer) excerpt() string {
 		s = s[len(s)-excerptBytes:]
 	}
 	return strings.Join(strings.Fields(strings.ToValidUTF8(string(s), "")), " ")
+}
+
+// sampler adapts the host's hook to mcp-go's handler; message contents go both ways through their JSON.
+type sampler runtime.SampleFunc
+
+// CreateMessage asks the host's LLM.
+func (f sampler) CreateMessage(ctx context.Context, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+	in := runtime.SampleRequest{SystemPrompt: req.SystemPrompt, MaxTokens: req.MaxTokens}
+	for _, m := range req.Messages {
+		var c runtime.Content
+		raw, err := json.Marshal(m.Content)
+		if err == nil {
+			err = json.Unmarshal(raw, &c)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("a sampling message's content is not one block: %w", err)
+		}
+		in.Messages = append(in.Messages, runtime.SampleMessage{Role: string(m.Role), Content: c})
+	}
+	res, err := f(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := json.Marshal(res.Message.Content)
+	if err != nil {
+		return nil, err
+	}
+	content, err := mcp.UnmarshalContent(raw)
+	if err != nil {
+		return nil, err
+	}
+	out := &mcp.CreateMessageResult{Model: res.Model, StopReason: res.StopReason}
+	out.Role, out.Content = mcp.Role(res.Message.Role), content
+	return out, nil
 }

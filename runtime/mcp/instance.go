@@ -45,6 +45,7 @@ func (b Backend) Initialize(ctx context.Context, in *runtime.Init) (runtime.Inst
 	life, cancel := context.WithCancel(context.Background())
 	i := &instance{
 		http: in.HTTPClient, limits: in.Limits, observe: in.Observe, logger: in.Logger, cgroup: in.CgroupParent,
+		elicit: in.Elicit, sample: in.Sample,
 		life: life, cancel: cancel, servers: map[string]*server{}, progress: map[string]progressTarget{},
 	}
 	i.replyWait = i.longestBound(b.replyFloor(), append(in.Actions, act))
@@ -73,7 +74,9 @@ type instance struct {
 	limits  runtime.Limits
 	observe func(context.Context, string, map[string]any)
 	logger  *slog.Logger
-	cgroup  string          // runtime.Init.CgroupParent
+	cgroup  string // runtime.Init.CgroupParent
+	elicit  runtime.ElicitFunc
+	sample  runtime.SampleFunc
 	life    context.Context // ends at Teardown
 	cancel  context.CancelFunc
 	// replyWait is the SSE client's wait for a reply: the longest bound of a call or start on the task's servers.
@@ -177,6 +180,7 @@ func (i *instance) connect(act *Action, s *server, values interp.Resolver) {
 
 func (i *instance) dial(act *Action, values interp.Resolver) dial {
 	return dial{srv: act.Server, values: values, http: i.http, life: i.life, notify: i.notify, logger: i.logger,
+		elicit: i.elicit, sample: i.sample,
 		replyWait: i.replyWait, cgroup: i.cgroup, started: func(ctx context.Context, pid int, containment string, fallback error) {
 			if fallback != nil {
 				i.logger.Warn("mcp: the server runs in a process group, not a cgroup", "server", act.Key, "error", fallback)
@@ -297,6 +301,13 @@ func (i *instance) Invoke(ctx context.Context, a runtime.Action, call *runtime.C
 			return out, nil
 		}
 		if e := i.callError(ctx, o.timedOut, act, o.err, p); e != nil {
+			var re *runtime.Error
+			if attempt == 1 && errors.As(e, &re) && re.Status == http.StatusUnauthorized {
+				// Refused before it ran: connect anew, which asks the auth provider for its token once more.
+				i.drop(act, o.sess)
+				i.logger.Warn("mcp: the server answered 401; asking for the token again", "server", act.Key)
+				continue
+			}
 			return nil, e
 		}
 		// The connection is lost.
@@ -387,6 +398,17 @@ func (i *instance) callError(ctx context.Context, timedOut bool, act *Action, er
 		}
 		return e
 	}
+	var unauthorized *transport.AuthorizationRequiredError
+	if errors.As(err, &unauthorized) {
+		e := runtime.Errorf(runtime.KindInvalidRequest, "mcp: tool %s: the server answered HTTP 401 Unauthorized",
+			act.ToolName)
+		e.Status = http.StatusUnauthorized
+		if u := unauthorized.ResourceMetadataURL; u != "" {
+			// For a host that runs the OAuth flow the server asks for (RFC 9728).
+			e.Message += "; the server's resource metadata: " + u
+		}
+		return e
+	}
 	// A reply cut short within a whole HTTP exchange (the body ended cleanly, mid-JSON) is malformed too.
 	if malformed || isMalformed(err) || (errors.Is(err, io.ErrUnexpectedEOF) && p.wholeReply()) {
 		return runtime.LostReply(runtime.KindMalformedResponse, "mcp: the reply of tool %s is not valid JSON-RPC", act.ToolName)
@@ -472,8 +494,13 @@ func (i *instance) untrack(token string) {
 	i.progressMu.Unlock()
 }
 
-// notify forwards a progress notification as a tool.progress fact of the call it belongs to.
+// notify forwards a progress notification as a tool.progress fact of the call it belongs to, and a log message
+// as a tool.log fact.
 func (i *instance) notify(n mcp.JSONRPCNotification) {
+	if n.Method == string(mcp.MethodNotificationMessage) {
+		i.log(n.Params.AdditionalFields)
+		return
+	}
 	if n.Method != string(mcp.MethodNotificationProgress) {
 		return
 	}
@@ -492,6 +519,24 @@ func (i *instance) notify(n mcp.JSONRPCNotification) {
 		}
 	}
 	i.observe(t.ctx, facts.ToolProgress, data)
+}
+
+// log reports a server's log message as a tool.log fact: of the call running on the task's servers when there is
+// exactly one (a log message names no request), else of the task.
+func (i *instance) log(p map[string]any) {
+	data := map[string]any{"level": p["level"], "data": p["data"]}
+	if logger, ok := p["logger"]; ok {
+		data["logger"] = logger
+	}
+	ctx := i.life
+	i.progressMu.Lock()
+	if len(i.progress) == 1 {
+		for _, t := range i.progress {
+			ctx, data["call_id"], data["action"] = t.ctx, t.callID, t.action
+		}
+	}
+	i.progressMu.Unlock()
+	i.observe(ctx, facts.ToolLog, data)
 }
 
 // Teardown closes every session of the task, in parallel, within ctx (else the host's teardown bound); stdio

@@ -527,3 +527,61 @@ func TestHTTPStatusIsRecoverable(t *testing.T) {
 		})
 	}
 }
+
+// tokens hands out "tok-1", "tok-2", ... and counts the requests.
+type tokens struct{ n atomic.Int32 }
+
+func (k *tokens) Token(context.Context, string, tool.AuthRequest) (string, error) {
+	return fmt.Sprintf("tok-%d", k.n.Add(1)), nil
+}
+
+// TestUnauthorizedAsksForTheTokenAgain: a 401 to tools/call (with WWW-Authenticate) connects anew, which asks the
+// auth provider once more; when the server refuses that token too, the error names its resource metadata URL.
+func TestUnauthorizedAsksForTheTokenAgain(t *testing.T) {
+	t.Parallel()
+	const meta = "https://auth.example/.well-known/oauth-protected-resource"
+	for _, tt := range []struct {
+		name     string
+		accepted string // the token the server takes
+		ok       bool
+	}{{"a fresh token is taken", "Bearer tok-2", true}, {"no token is taken", "Bearer none", false}} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			cs := &counting{}
+			srv := streamableServer(t, cs, func(h http.Handler) http.Handler {
+				return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					body, _ := io.ReadAll(r.Body)
+					r.Body = io.NopCloser(bytes.NewReader(body))
+					if bytes.Contains(body, []byte(`"tools/call"`)) && r.Header.Get("Authorization") != tt.accepted {
+						w.Header().Set("WWW-Authenticate", `Bearer resource_metadata="`+meta+`"`)
+						http.Error(w, "unauthorized", http.StatusUnauthorized)
+						return
+					}
+					h.ServeHTTP(w, r)
+				})
+			})
+			src := recordManifest(srv+"  headers:\n    Authorization: \"Bearer {auth.svc()}\"\n", "")
+			k := &tokens{}
+			task := newTask(t, load(t, src, tool.WithAuth(k)))
+			res, err := task.Invoke(context.Background(), "record", map[string]any{"note": "a"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := k.n.Load(); n != 2 {
+				t.Errorf("the auth provider was asked %d times, want twice (once more after the 401)", n)
+			}
+			if tt.ok {
+				if res.IsError || cs.runs.Load() != 1 {
+					t.Errorf("result %+v (runs %d), want the call run once with the fresh token", res.Error, cs.runs.Load())
+				}
+				return
+			}
+			if res.Error == nil || res.Error.Kind != runtime.KindInvalidRequest || !strings.Contains(res.Error.Message, meta) {
+				t.Errorf("error %+v, want invalid_request naming %s", res.Error, meta)
+			}
+			if cs.runs.Load() != 0 {
+				t.Errorf("the server ran a call it refused")
+			}
+		})
+	}
+}

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Calls per second of `tool serve-mcp` over stdio and streamable HTTP, one call at a time and 8 in flight, against
+# a baseline commit (default: main), interleaved run by run (BENCHMARKS.md, issue 30). The baseline's HTTP server
+# is the library's (mcpserve.New + Server.Handler, one task), since its serve-mcp speaks stdio only; this branch's
+# is `serve-mcp --http` (a task per session). Usage: scripts/bench-serve-mcp.sh [BASELINE] [RUNS] [CALLS]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+base=${1:-main}
+runs=${2:-5}
+calls=${3:-3000}
+dir=$(mktemp -d)
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$dir"; }
+trap cleanup EXIT
+cat >"$dir/shout.yaml" <<'YAML'
+kind: commonagents.info/v1beta2/tool
+namespace: bench
+name: shout
+description: Returns a name in capitals.
+actions:
+  - name: shout
+    description: Returns the name in capitals.
+    parameters:
+      properties:
+        name: {type: string}
+    execute:
+      cel:
+        expression: "input.name.upperAscii()"
+YAML
+mkdir -p "$dir/base"
+git archive "$base" | tar -x -C "$dir/base"
+mkdir -p "$dir/base/internal/cmd/httphost"
+cat >"$dir/base/internal/cmd/httphost/main.go" <<'GO'
+package main
+
+import (
+	"context"
+	"net/http"
+	"os"
+
+	"github.com/commonagents-go/tool"
+	"github.com/commonagents-go/tool/mcpserve"
+)
+
+func main() {
+	ctx := context.Background()
+	tl, err := tool.LoadFile(ctx, os.Args[1])
+	if err != nil {
+		panic(err)
+	}
+	s, err := mcpserve.New(ctx, tl, tool.TaskConfig{})
+	if err != nil {
+		panic(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", s.Handler())
+	panic(http.ListenAndServe(os.Args[2], mux))
+}
+GO
+(cd "$dir/base" && go build -o "$dir/tool-base" ./cmd/tool && go build -o "$dir/httphost-base" ./internal/cmd/httphost)
+go build -o "$dir/tool-head" ./cmd/tool
+go build -o "$dir/mcpbench" ./internal/cmd/mcpbench
+"$dir/httphost-base" "$dir/shout.yaml" 127.0.0.1:18711 & pids+=($!)
+"$dir/tool-head" serve-mcp "$dir/shout.yaml" --http 127.0.0.1:18712 2>/dev/null & pids+=($!)
+sleep 1
+measure() { "$dir/mcpbench" -n "$calls" "$@" | awk '{print $2}'; }
+printf "run\tvariant\tstdio c=1\tstdio c=8\thttp c=1\thttp c=8\n"
+for run in $(seq "$runs"); do
+	for variant in base head; do
+		if [[ $variant == base ]]; then url=http://127.0.0.1:18711/mcp; else url=http://127.0.0.1:18712/mcp; fi
+		s1=$(measure -c 1 -- "$dir/tool-$variant" serve-mcp "$dir/shout.yaml")
+		s8=$(measure -c 8 -- "$dir/tool-$variant" serve-mcp "$dir/shout.yaml")
+		h1=$(measure -c 1 -url "$url")
+		h8=$(measure -c 8 -url "$url")
+		printf "%s\t%s\t%s\t%s\t%s\t%s\n" "$run" "$variant" "$s1" "$s8" "$h1" "$h8"
+	done
+done
