@@ -36,7 +36,7 @@ func (Backend) Expand(ctx context.Context, b *runtime.Block) (*runtime.Expansion
 	if b.Used {
 		return &runtime.Expansion{}, nil
 	}
-	doc, err := document(ctx, b.SharedPath.Child("url"), shared.URL, b.BaseDir, originsOf(b))
+	doc, err := document(ctx, b.SharedPath.Child("url"), shared.URL, b.BaseDir, originsOf(b), sizeOf(b))
 	if err != nil {
 		return nil, err
 	}
@@ -68,8 +68,12 @@ func (Backend) Expand(ctx context.Context, b *runtime.Block) (*runtime.Expansion
 		}
 		a := &Action{DocumentURL: shared.URL, OperationID: e.op.OperationID}
 		fill(a, o, parts, base)
+		if o.whole != nil {
+			out.Warnings.Add(field.Invalid(b.SharedPath, "operation %q: its parameters are shown to the LLM %d levels deep (the full schema is over the bound); arguments are validated against the full schema",
+				e.label(), o.shownDepth))
+		}
 		out.Actions = append(out.Actions, runtime.Expanded{
-			Name: e.name, Description: o.description, Parameters: o.schema, Dialect: o.dialect, Action: a,
+			Name: e.name, Description: o.description, Parameters: o.schema, Schema: o.whole, Dialect: o.dialect, Action: a,
 		})
 	}
 	return out, nil

@@ -2,6 +2,7 @@ package openapi
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -47,8 +48,12 @@ type operation struct {
 	params           []param
 	body             *requestBody // how the body in BodyParameter is sent; nil when there is none
 	bodyRequired     bool
+	routeNote        string         // what the path's query or fragment fixes (route.note)
 	schema           map[string]any // the action's parameters: type object, properties, required
-	dialect          string         // the `$schema` URI schema is in; "" is draft-07 (OpenAPI 3.0)
+	// whole is the full schema when schema is shown to shownDepth levels only (convert); nil otherwise.
+	whole      map[string]any
+	shownDepth int
+	dialect    string // the `$schema` URI schema is in; "" is draft-07 (OpenAPI 3.0)
 }
 
 // dialect2020 names JSON Schema 2020-12, the dialect of OpenAPI 3.1 schemas unless the document says otherwise.
@@ -138,8 +143,43 @@ func argName(name string) string {
 }
 
 // convert builds an operation whose schemas are in dialect (schemaDialect); the error says why it cannot become an
-// action.
+// action. When the parameters' schema shown to the LLM would exceed the bounds (MaxSchemaBytes, 20,000 nodes), it
+// shows the deepest form within them, whose deeper levels are {} with their descriptions kept, says so in the
+// description, and keeps the full schema in operation.whole to validate arguments against.
 func convert(path, method string, item *openapi3.PathItem, op *openapi3.Operation, dialect string) (*operation, error) {
+	o, err := convertWith(path, method, item, op, dialect, newConverter(dialect, maxSchemaNodes, MaxSchemaBytes, 0))
+	var tooLarge *tooLargeError
+	if !errors.As(err, &tooLarge) {
+		return o, err
+	}
+	full := newConverter(dialect, maxWholeNodes, maxWholeBytes, 0)
+	full.refs = true
+	whole, err := convertWith(path, method, item, op, dialect, full)
+	if err != nil {
+		return nil, err
+	}
+	for depth := 8; depth >= 1; depth-- {
+		shown, err := convertWith(path, method, item, op, dialect, newConverter(dialect, maxSchemaNodes, MaxSchemaBytes, depth))
+		if errors.As(err, &tooLarge) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		shown.whole, shown.shownDepth = whole.schema, depth
+		shown.whole["additionalProperties"] = false
+		note := fmt.Sprintf("Parameters are shown %d levels deep: deeper values are any JSON, checked against the full schema.", depth)
+		if shown.routeNote != "" {
+			note = shown.routeNote + " " + note
+		}
+		shown.description = describe(op, method, path, note)
+		return shown, nil
+	}
+	return nil, tooLarge
+}
+
+// convertWith converts an operation with c.
+func convertWith(path, method string, item *openapi3.PathItem, op *openapi3.Operation, dialect string, c *converter) (*operation, error) {
 	r, err := splitRoute(path)
 	if err != nil {
 		return nil, err
@@ -148,7 +188,6 @@ func convert(path, method string, item *openapi3.PathItem, op *openapi3.Operatio
 	if err := checkPath(r.path); err != nil {
 		return nil, err
 	}
-	c := &converter{modern: dialect != "" && modernDialect(dialect), items2019: strings.Contains(dialect, "2019-09")}
 	props := map[string]any{}
 	var required []any
 	seen := map[string]string{}
@@ -168,7 +207,8 @@ func convert(path, method string, item *openapi3.PathItem, op *openapi3.Operatio
 	if err != nil {
 		return nil, err
 	}
-	o.description = describe(op, method, path, r.note(o.fixed))
+	o.routeNote = r.note(o.fixed)
+	o.description = describe(op, method, path, o.routeNote)
 	separate(list)
 	for _, p := range list {
 		if first, dup := seen[p.arg]; dup {
@@ -231,9 +271,9 @@ func convert(path, method string, item *openapi3.PathItem, op *openapi3.Operatio
 	if len(c.defs) > 0 {
 		o.schema["$defs"] = c.defs
 	}
-	if raw, err := json.Marshal(o.schema); err != nil || len(raw) > MaxSchemaBytes {
-		return nil, fmt.Errorf("its parameters schema is %d bytes once $refs are inlined, over the %d-byte bound (select fewer operations or bind it with declared parameters)",
-			len(raw), MaxSchemaBytes)
+	if raw, err := json.Marshal(o.schema); err != nil || len(raw) > c.maxBytes {
+		return nil, &tooLargeError{fmt.Sprintf("its parameters schema is %d bytes once $refs are inlined, over the %d-byte bound",
+			len(raw), c.maxBytes)}
 	}
 	return o, nil
 }
