@@ -113,7 +113,16 @@ func (c *converter) shared(r *openapi3.SchemaRef) map[string]any {
 		c.defs[name] = c.schema(r.Value)
 		c.stack = saved
 	}
-	return map[string]any{"$ref": "#/$defs/" + name}
+	return map[string]any{"$ref": "#/" + c.defsKey() + "/" + name}
+}
+
+// defsKey is the keyword defs go under: $defs in 2019-09 and 2020-12, definitions in draft-07, whose validators
+// know that keyword's subschemas in advance (santhosh's compiler clones its records for each one it does not).
+func (c *converter) defsKey() string {
+	if c.modern {
+		return "$defs"
+	}
+	return "definitions"
 }
 
 // newConverter returns a converter for schemas in dialect (schemaDialect) within the given bounds; maxDepth 0 is

@@ -269,7 +269,7 @@ func convertWith(path, method string, item *openapi3.PathItem, op *openapi3.Oper
 	sort.Slice(required, func(i, j int) bool { return required[i].(string) < required[j].(string) })
 	o.schema = map[string]any{"type": "object", "properties": props, "required": required}
 	if len(c.defs) > 0 {
-		o.schema["$defs"] = c.defs
+		o.schema[c.defsKey()] = c.defs
 	}
 	if raw, err := json.Marshal(o.schema); err != nil || len(raw) > c.maxBytes {
 		return nil, &tooLargeError{fmt.Sprintf("its parameters schema is %d bytes once $refs are inlined, over the %d-byte bound",
