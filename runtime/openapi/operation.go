@@ -224,7 +224,7 @@ func convertWith(path, method string, item *openapi3.PathItem, op *openapi3.Oper
 	if err := pathParamsDeclared(r.path, o.params); err != nil {
 		return nil, err
 	}
-	if rb := op.RequestBody; rb != nil && rb.Value != nil && !(emptyBody(rb.Value) && !bodyAllowed(method)) {
+	if rb := op.RequestBody; rb != nil && rb.Value != nil && !(emptyBody(rb.Value) && !bodyUsual(method)) {
 		if !bodyAllowed(method) {
 			return nil, fmt.Errorf("a %s operation with a request body (unsupported: a %s request carries no body)",
 				method, method)
@@ -430,10 +430,17 @@ func emptyBody(rb *openapi3.RequestBody) bool {
 	return true
 }
 
-// bodyAllowed reports whether a request with method may carry a body: RFC 9110 gives a GET, HEAD or TRACE body
-// no meaning, and servers and proxies reject or drop it.
+// bodyUsual reports whether a request with method usually carries a body: RFC 9110 gives a GET, HEAD or TRACE
+// body no defined meaning.
+func bodyUsual(method string) bool {
+	return method != http.MethodGet && bodyAllowed(method)
+}
+
+// bodyAllowed reports whether a request with method may carry a body: a GET may, where the document says so
+// (search APIs such as Elasticsearch's take their query as a GET body); a HEAD or TRACE body is dropped or refused
+// by servers and proxies.
 func bodyAllowed(method string) bool {
-	return method != http.MethodGet && method != http.MethodHead && method != http.MethodTrace
+	return method != http.MethodHead && method != http.MethodTrace
 }
 
 // describe is the action description: the summary, then the description when it says more, then note (what the
