@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"mime"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -37,6 +38,7 @@ type param struct {
 	required bool
 	keys     map[string]bool // the properties an object value may have
 	open     bool            // the schema explicitly allows other properties too
+	json     bool            // described by content in a JSON media type: the value is sent as JSON text
 }
 
 // operation is an operation of the document converted into an action's parts.
@@ -330,8 +332,15 @@ func parameter(c *converter, r *openapi3.ParameterRef) (*param, any, error) {
 	if v.In == openapi3.ParameterInHeader && ignoredHeaders[http.CanonicalHeaderKey(v.Name)] {
 		return nil, nil, nil
 	}
-	if v.Schema == nil {
-		return nil, nil, fmt.Errorf("parameter %q is described by content, not a schema (unsupported)", v.Name)
+	schemaRef := v.Schema
+	if schemaRef == nil {
+		if schemaRef = jsonContent(v.Content); schemaRef == nil {
+			return nil, nil, fmt.Errorf("parameter %q is described by content, not a schema (unsupported)", v.Name)
+		}
+		if v.In == openapi3.ParameterInPath {
+			return nil, nil, fmt.Errorf("path parameter %q is described by content (unsupported)", v.Name)
+		}
+		p.json = true
 	}
 	var defaultStyle string
 	switch v.In {
@@ -359,15 +368,17 @@ func parameter(c *converter, r *openapi3.ParameterRef) (*param, any, error) {
 	if v.Explode != nil {
 		p.explode = *v.Explode
 	}
-	sh := shapeOf(v.Schema.Value)
-	if err := supported(p, sh); err != nil {
-		return nil, nil, err
+	if !p.json {
+		sh := shapeOf(v.Schema.Value)
+		if err := supported(p, sh); err != nil {
+			return nil, nil, err
+		}
+		if sh&object != 0 {
+			p.keys = map[string]bool{}
+			p.open = objectKeys(v.Schema.Value, p.keys)
+		}
 	}
-	if sh&object != 0 {
-		p.keys = map[string]bool{}
-		p.open = objectKeys(v.Schema.Value, p.keys)
-	}
-	schema := c.ref(v.Schema)
+	schema := c.ref(schemaRef)
 	if m, ok := schema.(map[string]any); ok {
 		if _, has := m["description"]; !has && v.Description != "" {
 			m["description"] = v.Description
@@ -377,6 +388,23 @@ func parameter(c *converter, r *openapi3.ParameterRef) (*param, any, error) {
 		}
 	}
 	return p, schema, nil
+}
+
+// jsonContent returns the schema of a parameter described by content in one JSON media type (a JSON-encoded query
+// or header value), nil otherwise.
+func jsonContent(content openapi3.Content) *openapi3.SchemaRef {
+	if len(content) != 1 {
+		return nil
+	}
+	for k, mt := range content {
+		if parsed, _, err := mime.ParseMediaType(k); err == nil && jsonMediaType(parsed) && mt != nil {
+			if mt.Schema == nil {
+				return &openapi3.SchemaRef{Value: &openapi3.Schema{}}
+			}
+			return mt.Schema
+		}
+	}
+	return nil
 }
 
 var pathTemplate = regexp.MustCompile(`\{([^{}/]+)\}`)
