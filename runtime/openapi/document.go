@@ -251,7 +251,8 @@ func limited(r io.Reader, limit int64) ([]byte, error) {
 
 func tooBig(limit int64) error {
 	if limit%(1<<20) == 0 {
-		return fmt.Errorf("the OpenAPI document is larger than %d MiB (raise the bound with tool.WithDocumentBytes)", limit>>20)
+		return fmt.Errorf("the OpenAPI document is larger than %d MiB (raise the bound with tool.WithDocumentBytes)",
+			limit>>20)
 	}
 	return fmt.Errorf("the OpenAPI document is larger than %d bytes (raise the bound with tool.WithDocumentBytes)", limit)
 }

@@ -69,7 +69,8 @@ func (Backend) Expand(ctx context.Context, b *runtime.Block) (*runtime.Expansion
 		a := &Action{DocumentURL: shared.URL, OperationID: e.op.OperationID}
 		fill(a, o, parts, base)
 		if o.whole != nil {
-			out.Warnings.Add(field.Invalid(b.SharedPath, "operation %q: its parameters are shown to the LLM %d levels deep (the full schema is over the bound); arguments are validated against the full schema",
+			out.Warnings.Add(field.Invalid(b.SharedPath, "operation %q: its parameters are shown to the LLM %d levels "+
+				"deep (the full schema is over the bound); arguments are validated against the full schema",
 				e.label(), o.shownDepth))
 		}
 		out.Actions = append(out.Actions, runtime.Expanded{

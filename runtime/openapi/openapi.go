@@ -164,7 +164,8 @@ func (Backend) Prepare(ctx context.Context, b *runtime.Block) (runtime.Action, e
 const maxOperationID = 1024
 
 // document reads the document at raw (readDocument); a failure is a problem at p.
-func document(ctx context.Context, p *field.Path, raw, baseDir string, extra []string, limit int64) (*openapi3.T, error) {
+func document(ctx context.Context, p *field.Path, raw, baseDir string, extra []string,
+	limit int64) (*openapi3.T, error) {
 	doc, err := readDocument(ctx, raw, baseDir, extra, limit)
 	if err != nil {
 		return nil, field.Invalid(p, "%v", err)

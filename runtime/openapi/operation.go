@@ -161,7 +161,8 @@ func convert(path, method string, item *openapi3.PathItem, op *openapi3.Operatio
 		return nil, err
 	}
 	for depth := 8; depth >= 1; depth-- {
-		shown, err := convertWith(path, method, item, op, dialect, newConverter(dialect, maxSchemaNodes, MaxSchemaBytes, depth))
+		bounded := newConverter(dialect, maxSchemaNodes, MaxSchemaBytes, depth)
+		shown, err := convertWith(path, method, item, op, dialect, bounded)
 		if errors.As(err, &tooLarge) {
 			continue
 		}
@@ -170,7 +171,8 @@ func convert(path, method string, item *openapi3.PathItem, op *openapi3.Operatio
 		}
 		shown.whole, shown.shownDepth = whole.schema, depth
 		shown.whole["additionalProperties"] = false
-		note := fmt.Sprintf("Parameters are shown %d levels deep: deeper values are any JSON, checked against the full schema.", depth)
+		note := fmt.Sprintf("Parameters are shown %d levels deep: deeper values are any JSON, checked against the "+
+			"full schema.", depth)
 		if shown.routeNote != "" {
 			note = shown.routeNote + " " + note
 		}
@@ -181,7 +183,8 @@ func convert(path, method string, item *openapi3.PathItem, op *openapi3.Operatio
 }
 
 // convertWith converts an operation with c.
-func convertWith(path, method string, item *openapi3.PathItem, op *openapi3.Operation, dialect string, c *converter) (*operation, error) {
+func convertWith(path, method string, item *openapi3.PathItem, op *openapi3.Operation, dialect string,
+	c *converter) (*operation, error) {
 	r, err := splitRoute(path)
 	if err != nil {
 		return nil, err
@@ -274,8 +277,8 @@ func convertWith(path, method string, item *openapi3.PathItem, op *openapi3.Oper
 		o.schema[c.defsKey()] = c.defs
 	}
 	if raw, err := json.Marshal(o.schema); err != nil || len(raw) > c.maxBytes {
-		return nil, &tooLargeError{fmt.Sprintf("its parameters schema is %d bytes once $refs are inlined, over the %d-byte bound",
-			len(raw), c.maxBytes)}
+		return nil, &tooLargeError{fmt.Sprintf(
+			"its parameters schema is %d bytes once $refs are inlined, over the %d-byte bound", len(raw), c.maxBytes)}
 	}
 	return o, nil
 }
