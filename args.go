@@ -10,11 +10,11 @@ import (
 )
 
 // resolveArgs applies SPEC §3.4 to one call: for each root and action parameter, binding, then LLM argument, then
-// default (unless the server applies it: action.serverDefaults, SPEC §7.5); missing required parameters, unknown arguments and settings passed as arguments are recoverable
-// errors, and the merged object is validated against the schemas. An action whose backend brought its own schema
-// (SPEC §3.1) takes the undeclared arguments that schema allows: its schema decides, not the declared list. It
-// returns the resolved arguments and the names of LLM arguments ignored because they are bound. args is never
-// modified.
+// default (unless the server applies it: action.serverDefaults, SPEC §7.5); missing required parameters, unknown
+// arguments and settings passed as arguments are recoverable errors, and the merged object is validated against the
+// schemas. An action whose backend brought its own schema (SPEC §3.1) takes the undeclared arguments that schema
+// allows: its schema decides, not the declared list. It returns the resolved arguments and the names of LLM arguments
+// ignored because they are bound. args is never modified.
 func (t *Task) resolveArgs(a *action, args map[string]any) (map[string]any, []string, *ToolError) {
 	var unknown, settings, ignored []string
 	for name := range args {

@@ -64,7 +64,8 @@ func (l *loader) expand(root map[string]any, t *Tool) {
 		p := field.NewPath(kind)
 		block := &runtime.Block{Kind: kind, Tool: l.m.Name, Shared: root[kind], SharedPath: p,
 			Check: l.checkerFor(l.rootProps(), false), BaseDir: l.opts.baseDir, Discover: l.opts.discover,
-			Used: used[kind], Values: loadValues{t}, RefOrigins: l.opts.refOrigins}
+			Used: used[kind], Values: loadValues{t}, RefOrigins: l.opts.refOrigins,
+			DocumentBytes: l.opts.documentBytes}
 		exp, err := ex.Expand(l.ctx, block)
 		if err != nil {
 			l.errs = append(l.errs, blockErrors(p, err)...)

@@ -41,6 +41,7 @@ type options struct {
 	baseDir         string
 	discover        bool     // WithDiscovery
 	refOrigins      []string // WithDocumentOrigins
+	documentBytes   int64    // WithDocumentBytes
 	cgroup          *string  // WithCgroupParent; nil = detect
 	// Webhook signatures (SPEC §9.2).
 	webhookSecret []byte
@@ -221,6 +222,20 @@ func WithDocumentOrigins(origins ...string) Option {
 			}
 			o.refOrigins = append(o.refOrigins, u.Scheme+"://"+strings.ToLower(u.Host))
 		}
+		return nil
+	}
+}
+
+// WithDocumentBytes bounds each document Load reads (an OpenAPI document, or a file or URL its $refs name) to n
+// bytes, instead of the backend's default (32 MiB for openapi: a size measured to fit a host's memory budget,
+// since the manifest chooses the url). Raise it for documents such as Microsoft Graph's beta (47 MB). n must be
+// positive.
+func WithDocumentBytes(n int64) Option {
+	return func(o *options) error {
+		if n <= 0 {
+			return fmt.Errorf("WithDocumentBytes: %d is not a positive size", n)
+		}
+		o.documentBytes = n
 		return nil
 	}
 }

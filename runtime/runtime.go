@@ -102,6 +102,8 @@ type Block struct {
 	// RefOrigins are the origins (scheme://host[:port]) the host lets documents read at load refer to beyond
 	// their own (tool.WithDocumentOrigins).
 	RefOrigins []string
+	// DocumentBytes bounds one document read at load (tool.WithDocumentBytes); 0 is the backend's default.
+	DocumentBytes int64
 }
 
 // Decode decodes the block into dst strictly (unknown keys and wrong types become problems at their paths).

@@ -183,10 +183,15 @@ func (c *compiler) checkDefaults(jc *jsonschema.Compiler, s *Schema) {
 		if _, ok := props[p.Name]; !ok {
 			continue
 		}
-		ptr := strings.ReplaceAll(strings.ReplaceAll(p.Name, "~", "~0"), "/", "~1")
-		compiled, err := jc.Compile(rootURL + "#/properties/" + url.PathEscape(ptr))
-		if err != nil {
-			continue // the property schema itself is broken: reported by the full compile
+		// The root's compiled property schema, when it has one: compiling the pointer again would clone the
+		// compiler's record of every subschema per default (Microsoft Graph: most of its load).
+		compiled := s.compiled.Properties[p.Name]
+		if compiled == nil {
+			ptr := strings.ReplaceAll(strings.ReplaceAll(p.Name, "~", "~0"), "/", "~1")
+			var err error
+			if compiled, err = jc.Compile(rootURL + "#/properties/" + url.PathEscape(ptr)); err != nil {
+				continue // the property schema itself is broken: reported by the full compile
+			}
 		}
 		vs := validate(compiled, p.Default)
 		if len(vs) == 0 {

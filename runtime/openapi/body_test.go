@@ -188,8 +188,9 @@ func TestBodyMediaType(t *testing.T) {
 	}
 }
 
-// TestBodyOnBodilessMethod: a GET or HEAD operation with a request body is skipped with the reason (its body could
-// not be sent), and binding an action to one is a load problem.
+// TestBodyOnBodilessMethod: a GET operation whose document gives it a request body sends it (search APIs take
+// their query so); a HEAD operation with one is skipped with the reason, and binding an action to it is a load
+// problem.
 func TestBodyOnBodilessMethod(t *testing.T) {
 	t.Parallel()
 	srv := newServer(t)
@@ -198,24 +199,25 @@ func TestBodyOnBodilessMethod(t *testing.T) {
 "head":{"operationId":"probe","requestBody":{"content":{"application/json":{"schema":{"type":"object"}}}},"responses":{"200":{"description":"ok"}}},
 "post":{"operationId":"searchPost","requestBody":{"required":true,"content":{"application/json":{"schema":{"type":"object"}}}},"responses":{"200":{"description":"ok"}}}}}}`
 	tl := loadDoc(t, srv, doc, "", "")
-	fns := tl.Functions(tool.Capability{})
-	if len(fns) != 1 || fns[0].Action != "searchPost" {
-		t.Errorf("%d functions, want searchPost only", len(fns))
+	if fns := tl.Functions(tool.Capability{}); len(fns) != 2 {
+		t.Errorf("%d functions, want search and searchPost", len(fns))
 	}
 	skipped := tl.Skipped()
-	if len(skipped) != 2 {
-		t.Fatalf("Skipped() = %+v, want search and probe", skipped)
+	if len(skipped) != 1 || skipped[0].Name != "probe" || !strings.Contains(skipped[0].Reason, "carries no body") {
+		t.Fatalf("Skipped() = %+v, want probe with its reason", skipped)
 	}
-	for i, want := range []string{"search", "probe"} {
-		if skipped[i].Name != want || !strings.Contains(skipped[i].Reason, "carries no body") {
-			t.Errorf("skipped[%d] = %+v, want %s with its reason", i, skipped[i], want)
-		}
+	res := invokeOnce(t, tl, "search", map[string]any{"body": map[string]any{"query": "cats"}})
+	if res.IsError {
+		t.Fatalf("search: %+v", res.Error)
+	}
+	if r := srv.last(t); r.Method != "GET" || string(r.Body) != `{"query":"cats"}` || r.Header.Get("Content-Type") != "application/json" {
+		t.Errorf("sent %s %s body %s", r.Method, r.Header.Get("Content-Type"), r.Body)
 	}
 	_, err := tool.Load(context.Background(), []byte(docManifest(t, srv, doc, "", `actions:
   - name: find
     description: Finds.
     execute:
-      openapi: {operation_id: search}
+      openapi: {operation_id: probe}
 `)))
 	if ps := problems(t, err); !hasProblem(ps, "actions[0].execute.openapi.operation_id", "invalid", "carries no body") {
 		t.Errorf("problems = %+v", ps)

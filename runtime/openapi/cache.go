@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -63,15 +64,15 @@ func (c *docCache) fresh(e *cached) bool {
 	return true
 }
 
-func cacheKey(loc *url.URL, extra []string) string {
-	return loc.String() + "\x00" + strings.Join(extra, " ")
+func cacheKey(loc *url.URL, extra []string, limit int64) string {
+	return loc.String() + "\x00" + strings.Join(extra, " ") + "\x00" + strconv.FormatInt(limit, 10)
 }
 
 // load returns the document at loc under the origins extra, reading it at most once while the cached copy is
 // fresh. ctx bounds the read; a caller whose ctx ends while another caller's read of the same document is in
 // flight stops waiting.
-func (c *docCache) load(ctx context.Context, loc *url.URL, extra []string) (*openapi3.T, error) {
-	key := cacheKey(loc, extra)
+func (c *docCache) load(ctx context.Context, loc *url.URL, extra []string, limit int64) (*openapi3.T, error) {
+	key := cacheKey(loc, extra, limit)
 	for {
 		c.mu.Lock()
 		e := c.entries[key]
@@ -106,7 +107,7 @@ func (c *docCache) load(ctx context.Context, loc *url.URL, extra []string) (*ope
 		c.evict()
 		c.mu.Unlock()
 
-		e.doc, e.files, e.err = read(ctx, loc, extra)
+		e.doc, e.files, e.err = read(ctx, loc, extra, limit)
 		c.mu.Lock()
 		e.loaded = c.now()
 		if e.err != nil && c.entries[key] == e {

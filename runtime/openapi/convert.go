@@ -1,19 +1,29 @@
 package openapi
 
 import (
-	"errors"
 	"fmt"
 	"regexp"
 	"sort"
+	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
 )
 
-// maxSchemaNodes bounds the schemas of one operation once every $ref is inlined: a document whose shared
-// components expand into more is skipped with a reason rather than handed to the LLM.
+// maxSchemaNodes bounds the schemas of one operation shown to the LLM once every $ref is inlined: past it, deeper
+// levels are shown as {} (convert).
 const maxSchemaNodes = 20000
 
-var errSchemaTooLarge = errors.New("its schemas expand into more than 20000 nodes once $refs are inlined")
+// maxWholeNodes and maxWholeBytes bound the full schema an operation's arguments are validated against when the
+// schema shown is bounded: past them the operation is skipped with the reason.
+const (
+	maxWholeNodes = 200000
+	maxWholeBytes = 8 << 20
+)
+
+// tooLargeError says an operation's schema is over a bound.
+type tooLargeError struct{ msg string }
+
+func (e *tooLargeError) Error() string { return e.msg }
 
 // converter turns OpenAPI 3.0 and 3.1 schemas, with every $ref already resolved by kin-openapi, into the JSON
 // Schema documents action parameters are (SPEC §3.1).
@@ -34,9 +44,18 @@ type converter struct {
 	items2019 bool // modern, in 2019-09: prefixItems is written as items: [...]
 	stack     []*openapi3.Schema
 	nodes     int
-	err       error
-	defs      map[string]any              // modern: recursive schemas, by the name their references use
-	names     map[*openapi3.Schema]string // modern: the name of each recursive schema in defs
+	maxNodes  int
+	maxBytes  int
+	maxDepth  int // > 0: schemas deeper than this become {} with their description (depthCut)
+	// refs keeps each schema the document names ($ref) once, in defs, and refers to it: the full schema a bounded
+	// one is validated against, whose inlined form could be over any size (a validator compiles a shared component
+	// once, not once per use).
+	refs     bool
+	refNames map[*openapi3.Schema]string
+	cut      bool // a schema was cut at maxDepth
+	err      error
+	defs     map[string]any              // modern: recursive schemas, by the name their references use
+	names    map[*openapi3.Schema]string // modern: the name of each recursive schema in defs
 }
 
 // recursion returns what stands for s met again inside itself.
@@ -64,16 +83,69 @@ func (c *converter) ref(r *openapi3.SchemaRef) any {
 	if r == nil || r.Value == nil {
 		return map[string]any{}
 	}
+	if c.refs && r.Ref != "" && r.Value.Always == nil {
+		return c.shared(r)
+	}
 	return c.schema(r.Value)
 }
 
+// shared converts a named schema once into defs and returns a reference to it.
+func (c *converter) shared(r *openapi3.SchemaRef) map[string]any {
+	name, ok := c.refNames[r.Value]
+	if !ok {
+		if c.refNames == nil {
+			c.refNames = map[*openapi3.Schema]string{}
+		}
+		if c.defs == nil {
+			c.defs = map[string]any{}
+		}
+		base := r.Ref[strings.LastIndexAny(r.Ref, "/#")+1:]
+		name = fmt.Sprintf("s%d_%s", len(c.refNames)+1, strings.Map(func(r rune) rune {
+			if r == '_' || r == '-' || r == '.' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' {
+				return r
+			}
+			return '_'
+		}, base))
+		c.refNames[r.Value] = name
+		c.defs[name] = map[string]any{}
+		saved := c.stack
+		c.stack = nil // a reference ends recursion: the named schema is converted at the root of defs
+		c.defs[name] = c.schema(r.Value)
+		c.stack = saved
+	}
+	return map[string]any{"$ref": "#/" + c.defsKey() + "/" + name}
+}
+
+// defsKey is the keyword defs go under: $defs in 2019-09 and 2020-12, definitions in draft-07, whose validators
+// know that keyword's subschemas in advance (santhosh's compiler clones its records for each one it does not).
+func (c *converter) defsKey() string {
+	if c.modern {
+		return "$defs"
+	}
+	return "definitions"
+}
+
+// newConverter returns a converter for schemas in dialect (schemaDialect) within the given bounds; maxDepth 0 is
+// no depth bound.
+func newConverter(dialect string, maxNodes, maxBytes, maxDepth int) *converter {
+	return &converter{modern: dialect != "" && modernDialect(dialect), items2019: strings.Contains(dialect, "2019-09"),
+		maxNodes: maxNodes, maxBytes: maxBytes, maxDepth: maxDepth}
+}
+
 func (c *converter) schema(s *openapi3.Schema) any {
-	if c.nodes++; c.nodes > maxSchemaNodes {
-		c.err = errSchemaTooLarge
+	limit := c.maxNodes
+	if limit == 0 {
+		limit = maxSchemaNodes
+	}
+	if c.nodes++; c.nodes > limit {
+		c.err = &tooLargeError{fmt.Sprintf("its schemas expand into more than %d nodes once $refs are inlined", limit)}
 		return map[string]any{}
 	}
 	if s.Always != nil {
 		return *s.Always
+	}
+	if c.maxDepth > 0 && len(c.stack) >= c.maxDepth {
+		return c.depthCut(s)
 	}
 	for _, seen := range c.stack {
 		if seen == s {
@@ -99,6 +171,15 @@ func (c *converter) schema(s *openapi3.Schema) any {
 		c.defs[name] = result
 	}
 	return result
+}
+
+// depthCut stands for a schema below the depth shown to the LLM: any value, with its title and description kept.
+func (c *converter) depthCut(s *openapi3.Schema) map[string]any {
+	c.cut = true
+	out := map[string]any{}
+	setString(out, "title", s.Title)
+	setString(out, "description", s.Description)
+	return out
 }
 
 // annotationKeys are the keywords that describe a schema without constraining it.

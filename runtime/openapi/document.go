@@ -19,8 +19,17 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 )
 
-// MaxDocumentBytes bounds one OpenAPI document (or a file an external $ref names) read at load.
+// MaxDocumentBytes bounds one OpenAPI document (or a file an external $ref names) read at load, unless the host
+// sets another bound (runtime.Block.DocumentBytes, tool.WithDocumentBytes).
 const MaxDocumentBytes = 32 << 20
+
+// sizeOf returns the document bound a block asks for: its DocumentBytes, else MaxDocumentBytes.
+func sizeOf(b *runtime.Block) int64 {
+	if b.DocumentBytes > 0 {
+		return b.DocumentBytes
+	}
+	return MaxDocumentBytes
+}
 
 // fetchTimeout bounds one document fetch when Load's context sets no earlier deadline.
 const fetchTimeout = 60 * time.Second
@@ -112,12 +121,12 @@ func (p *policy) check(u *url.URL, what string) error {
 
 // document reads the document at raw, extra naming the origins the host allows beyond its own; a failure is an
 // error whose text says why (the caller puts it at the block's url).
-func readDocument(ctx context.Context, raw, baseDir string, extra []string) (*openapi3.T, error) {
+func readDocument(ctx context.Context, raw, baseDir string, extra []string, limit int64) (*openapi3.T, error) {
 	loc, err := location(raw, baseDir)
 	if err != nil {
 		return nil, err
 	}
-	doc, err := documents.load(ctx, loc, extra)
+	doc, err := documents.load(ctx, loc, extra, limit)
 	if err != nil {
 		return nil, fmt.Errorf("cannot load the OpenAPI document: %w", err)
 	}
@@ -131,13 +140,14 @@ type reader struct {
 	client *http.Client
 	mu     sync.Mutex
 	files  []fileStamp // every local file read, to tell when the cached document is stale
+	limit  int64       // bytes one file or response may have
 }
 
 // read loads and resolves one document: kin-openapi follows its external $refs through readURI.
-func read(ctx context.Context, loc *url.URL, extra []string) (*openapi3.T, []fileStamp, error) {
+func read(ctx context.Context, loc *url.URL, extra []string, limit int64) (*openapi3.T, []fileStamp, error) {
 	ctx, cancel := context.WithTimeout(ctx, fetchTimeout)
 	defer cancel()
-	r := &reader{ctx: ctx, policy: newPolicy(loc, extra)}
+	r := &reader{ctx: ctx, policy: newPolicy(loc, extra), limit: limit}
 	r.client = &http.Client{Timeout: fetchTimeout, CheckRedirect: r.redirect}
 	loader := openapi3.NewLoader()
 	loader.Context = ctx
@@ -195,8 +205,8 @@ func (r *reader) readFile(name string) ([]byte, error) {
 	r.mu.Lock()
 	r.files = append(r.files, fileStamp{name: name, size: st.Size(), mod: st.ModTime()})
 	r.mu.Unlock()
-	if st.Size() > MaxDocumentBytes {
-		return nil, errors.New("the OpenAPI document is larger than 32 MiB")
+	if st.Size() > r.limit {
+		return nil, tooBig(r.limit)
 	}
 	// One buffer of the file's size, rather than ReadAll's doublings (a 13 MB document would cost 40 MB).
 	data := make([]byte, st.Size())
@@ -225,16 +235,24 @@ func (r *reader) fetch(u *url.URL) ([]byte, error) {
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("fetching %s: status %d", u.Redacted(), resp.StatusCode)
 	}
-	return limited(resp.Body)
+	return limited(resp.Body, r.limit)
 }
 
-func limited(r io.Reader) ([]byte, error) {
-	data, err := io.ReadAll(io.LimitReader(r, MaxDocumentBytes+1))
+func limited(r io.Reader, limit int64) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(r, limit+1))
 	if err != nil {
 		return nil, fmt.Errorf("reading the OpenAPI document: %w", err)
 	}
-	if len(data) > MaxDocumentBytes {
-		return nil, errors.New("the OpenAPI document is larger than 32 MiB")
+	if int64(len(data)) > limit {
+		return nil, tooBig(limit)
 	}
 	return data, nil
+}
+
+func tooBig(limit int64) error {
+	if limit%(1<<20) == 0 {
+		return fmt.Errorf("the OpenAPI document is larger than %d MiB (raise the bound with tool.WithDocumentBytes)",
+			limit>>20)
+	}
+	return fmt.Errorf("the OpenAPI document is larger than %d bytes (raise the bound with tool.WithDocumentBytes)", limit)
 }

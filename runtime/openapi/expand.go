@@ -19,10 +19,10 @@ import (
 // without one are named from their method and path, and names that come out alike are kept apart by a hash of the
 // operationId, each such rename reported as a warning. The block's select chooses the operations (Selection); the
 // others are counted in Expansion.Unselected. Selected operations that cannot become actions are listed in Skipped with
-// the reason: a request body in no media type Invoke can send, or on a GET, HEAD or TRACE operation; a path with a "."
-// or ".." segment or a space (a "?k=v" query and a "#..." fragment are used: route); a parameter described by content
-// or in a serialization style Invoke does not implement; a cookie name that is not a token; schemas too large once
-// inlined. A document that cannot be read, or whose servers give no usable base URL while base_url is unset, is an
+// the reason: a request body in no media type Invoke can send, or on a HEAD or TRACE operation; a path with a "." or
+// ".." segment or a space (a "?k=v" query and a "#..." fragment are used: route); a parameter described by content not
+// in JSON or in a serialization style Invoke does not implement; a cookie name that is not a token; schemas too large
+// once inlined. A document that cannot be read, or whose servers give no usable base URL while base_url is unset, is an
 // error at the block's path.
 func (Backend) Expand(ctx context.Context, b *runtime.Block) (*runtime.Expansion, error) {
 	var shared Shared
@@ -36,7 +36,7 @@ func (Backend) Expand(ctx context.Context, b *runtime.Block) (*runtime.Expansion
 	if b.Used {
 		return &runtime.Expansion{}, nil
 	}
-	doc, err := document(ctx, b.SharedPath.Child("url"), shared.URL, b.BaseDir, originsOf(b))
+	doc, err := document(ctx, b.SharedPath.Child("url"), shared.URL, b.BaseDir, originsOf(b), sizeOf(b))
 	if err != nil {
 		return nil, err
 	}
@@ -68,8 +68,13 @@ func (Backend) Expand(ctx context.Context, b *runtime.Block) (*runtime.Expansion
 		}
 		a := &Action{DocumentURL: shared.URL, OperationID: e.op.OperationID}
 		fill(a, o, parts, base)
+		if o.whole != nil {
+			out.Warnings.Add(field.Invalid(b.SharedPath, "operation %q: its parameters are shown to the LLM %d levels "+
+				"deep (the full schema is over the bound); arguments are validated against the full schema",
+				e.label(), o.shownDepth))
+		}
 		out.Actions = append(out.Actions, runtime.Expanded{
-			Name: e.name, Description: o.description, Parameters: o.schema, Dialect: o.dialect, Action: a,
+			Name: e.name, Description: o.description, Parameters: o.schema, Schema: o.whole, Dialect: o.dialect, Action: a,
 		})
 	}
 	return out, nil

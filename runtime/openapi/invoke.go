@@ -186,6 +186,13 @@ func (a *Action) apply(req *http.Request, args map[string]any) *runtime.Error {
 		if !ok || v == nil {
 			continue
 		}
+		if p.json { // described by JSON content: one value, its JSON text
+			text, err := jsonText(v)
+			if err != nil {
+				return runtime.Errorf(runtime.KindInvalidArguments, "parameter %s cannot be encoded as JSON", p.arg)
+			}
+			v = string(text)
+		}
 		if obj, isObject := v.(map[string]any); isObject {
 			if err := a.checkObject(p, obj, baseQuery); err != nil {
 				return err

@@ -2,7 +2,9 @@ package openapi
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"mime"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -36,6 +38,7 @@ type param struct {
 	required bool
 	keys     map[string]bool // the properties an object value may have
 	open     bool            // the schema explicitly allows other properties too
+	json     bool            // described by content in a JSON media type: the value is sent as JSON text
 }
 
 // operation is an operation of the document converted into an action's parts.
@@ -47,8 +50,12 @@ type operation struct {
 	params           []param
 	body             *requestBody // how the body in BodyParameter is sent; nil when there is none
 	bodyRequired     bool
+	routeNote        string         // what the path's query or fragment fixes (route.note)
 	schema           map[string]any // the action's parameters: type object, properties, required
-	dialect          string         // the `$schema` URI schema is in; "" is draft-07 (OpenAPI 3.0)
+	// whole is the full schema when schema is shown to shownDepth levels only (convert); nil otherwise.
+	whole      map[string]any
+	shownDepth int
+	dialect    string // the `$schema` URI schema is in; "" is draft-07 (OpenAPI 3.0)
 }
 
 // dialect2020 names JSON Schema 2020-12, the dialect of OpenAPI 3.1 schemas unless the document says otherwise.
@@ -138,8 +145,46 @@ func argName(name string) string {
 }
 
 // convert builds an operation whose schemas are in dialect (schemaDialect); the error says why it cannot become an
-// action.
+// action. When the parameters' schema shown to the LLM would exceed the bounds (MaxSchemaBytes, 20,000 nodes), it
+// shows the deepest form within them, whose deeper levels are {} with their descriptions kept, says so in the
+// description, and keeps the full schema in operation.whole to validate arguments against.
 func convert(path, method string, item *openapi3.PathItem, op *openapi3.Operation, dialect string) (*operation, error) {
+	o, err := convertWith(path, method, item, op, dialect, newConverter(dialect, maxSchemaNodes, MaxSchemaBytes, 0))
+	var tooLarge *tooLargeError
+	if !errors.As(err, &tooLarge) {
+		return o, err
+	}
+	full := newConverter(dialect, maxWholeNodes, maxWholeBytes, 0)
+	full.refs = true
+	whole, err := convertWith(path, method, item, op, dialect, full)
+	if err != nil {
+		return nil, err
+	}
+	for depth := 8; depth >= 1; depth-- {
+		bounded := newConverter(dialect, maxSchemaNodes, MaxSchemaBytes, depth)
+		shown, err := convertWith(path, method, item, op, dialect, bounded)
+		if errors.As(err, &tooLarge) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		shown.whole, shown.shownDepth = whole.schema, depth
+		shown.whole["additionalProperties"] = false
+		note := fmt.Sprintf("Parameters are shown %d levels deep: deeper values are any JSON, checked against the "+
+			"full schema.", depth)
+		if shown.routeNote != "" {
+			note = shown.routeNote + " " + note
+		}
+		shown.description = describe(op, method, path, note)
+		return shown, nil
+	}
+	return nil, tooLarge
+}
+
+// convertWith converts an operation with c.
+func convertWith(path, method string, item *openapi3.PathItem, op *openapi3.Operation, dialect string,
+	c *converter) (*operation, error) {
 	r, err := splitRoute(path)
 	if err != nil {
 		return nil, err
@@ -148,7 +193,6 @@ func convert(path, method string, item *openapi3.PathItem, op *openapi3.Operatio
 	if err := checkPath(r.path); err != nil {
 		return nil, err
 	}
-	c := &converter{modern: dialect != "" && modernDialect(dialect), items2019: strings.Contains(dialect, "2019-09")}
 	props := map[string]any{}
 	var required []any
 	seen := map[string]string{}
@@ -168,7 +212,8 @@ func convert(path, method string, item *openapi3.PathItem, op *openapi3.Operatio
 	if err != nil {
 		return nil, err
 	}
-	o.description = describe(op, method, path, r.note(o.fixed))
+	o.routeNote = r.note(o.fixed)
+	o.description = describe(op, method, path, o.routeNote)
 	separate(list)
 	for _, p := range list {
 		if first, dup := seen[p.arg]; dup {
@@ -184,7 +229,7 @@ func convert(path, method string, item *openapi3.PathItem, op *openapi3.Operatio
 	if err := pathParamsDeclared(r.path, o.params); err != nil {
 		return nil, err
 	}
-	if rb := op.RequestBody; rb != nil && rb.Value != nil && !(emptyBody(rb.Value) && !bodyAllowed(method)) {
+	if rb := op.RequestBody; rb != nil && rb.Value != nil && !(emptyBody(rb.Value) && !bodyUsual(method)) {
 		if !bodyAllowed(method) {
 			return nil, fmt.Errorf("a %s operation with a request body (unsupported: a %s request carries no body)",
 				method, method)
@@ -229,11 +274,11 @@ func convert(path, method string, item *openapi3.PathItem, op *openapi3.Operatio
 	sort.Slice(required, func(i, j int) bool { return required[i].(string) < required[j].(string) })
 	o.schema = map[string]any{"type": "object", "properties": props, "required": required}
 	if len(c.defs) > 0 {
-		o.schema["$defs"] = c.defs
+		o.schema[c.defsKey()] = c.defs
 	}
-	if raw, err := json.Marshal(o.schema); err != nil || len(raw) > MaxSchemaBytes {
-		return nil, fmt.Errorf("its parameters schema is %d bytes once $refs are inlined, over the %d-byte bound (select fewer operations or bind it with declared parameters)",
-			len(raw), MaxSchemaBytes)
+	if raw, err := json.Marshal(o.schema); err != nil || len(raw) > c.maxBytes {
+		return nil, &tooLargeError{fmt.Sprintf(
+			"its parameters schema is %d bytes once $refs are inlined, over the %d-byte bound", len(raw), c.maxBytes)}
 	}
 	return o, nil
 }
@@ -290,8 +335,15 @@ func parameter(c *converter, r *openapi3.ParameterRef) (*param, any, error) {
 	if v.In == openapi3.ParameterInHeader && ignoredHeaders[http.CanonicalHeaderKey(v.Name)] {
 		return nil, nil, nil
 	}
-	if v.Schema == nil {
-		return nil, nil, fmt.Errorf("parameter %q is described by content, not a schema (unsupported)", v.Name)
+	schemaRef := v.Schema
+	if schemaRef == nil {
+		if schemaRef = jsonContent(v.Content); schemaRef == nil {
+			return nil, nil, fmt.Errorf("parameter %q is described by content, not a schema (unsupported)", v.Name)
+		}
+		if v.In == openapi3.ParameterInPath {
+			return nil, nil, fmt.Errorf("path parameter %q is described by content (unsupported)", v.Name)
+		}
+		p.json = true
 	}
 	var defaultStyle string
 	switch v.In {
@@ -319,15 +371,17 @@ func parameter(c *converter, r *openapi3.ParameterRef) (*param, any, error) {
 	if v.Explode != nil {
 		p.explode = *v.Explode
 	}
-	sh := shapeOf(v.Schema.Value)
-	if err := supported(p, sh); err != nil {
-		return nil, nil, err
+	if !p.json {
+		sh := shapeOf(v.Schema.Value)
+		if err := supported(p, sh); err != nil {
+			return nil, nil, err
+		}
+		if sh&object != 0 {
+			p.keys = map[string]bool{}
+			p.open = objectKeys(v.Schema.Value, p.keys)
+		}
 	}
-	if sh&object != 0 {
-		p.keys = map[string]bool{}
-		p.open = objectKeys(v.Schema.Value, p.keys)
-	}
-	schema := c.ref(v.Schema)
+	schema := c.ref(schemaRef)
 	if m, ok := schema.(map[string]any); ok {
 		if _, has := m["description"]; !has && v.Description != "" {
 			m["description"] = v.Description
@@ -337,6 +391,23 @@ func parameter(c *converter, r *openapi3.ParameterRef) (*param, any, error) {
 		}
 	}
 	return p, schema, nil
+}
+
+// jsonContent returns the schema of a parameter described by content in one JSON media type (a JSON-encoded query
+// or header value), nil otherwise.
+func jsonContent(content openapi3.Content) *openapi3.SchemaRef {
+	if len(content) != 1 {
+		return nil
+	}
+	for k, mt := range content {
+		if parsed, _, err := mime.ParseMediaType(k); err == nil && jsonMediaType(parsed) && mt != nil {
+			if mt.Schema == nil {
+				return &openapi3.SchemaRef{Value: &openapi3.Schema{}}
+			}
+			return mt.Schema
+		}
+	}
+	return nil
 }
 
 var pathTemplate = regexp.MustCompile(`\{([^{}/]+)\}`)
@@ -390,10 +461,17 @@ func emptyBody(rb *openapi3.RequestBody) bool {
 	return true
 }
 
-// bodyAllowed reports whether a request with method may carry a body: RFC 9110 gives a GET, HEAD or TRACE body
-// no meaning, and servers and proxies reject or drop it.
+// bodyUsual reports whether a request with method usually carries a body: RFC 9110 gives a GET, HEAD or TRACE
+// body no defined meaning.
+func bodyUsual(method string) bool {
+	return method != http.MethodGet && bodyAllowed(method)
+}
+
+// bodyAllowed reports whether a request with method may carry a body: a GET may, where the document says so
+// (search APIs such as Elasticsearch's take their query as a GET body); a HEAD or TRACE body is dropped or refused
+// by servers and proxies.
 func bodyAllowed(method string) bool {
-	return method != http.MethodGet && method != http.MethodHead && method != http.MethodTrace
+	return method != http.MethodHead && method != http.MethodTrace
 }
 
 // describe is the action description: the summary, then the description when it says more, then note (what the

@@ -113,7 +113,8 @@ func (r route) bind(list []*param) ([]*param, []fixed, error) {
 			if p.in == openapi3.ParameterInPath {
 				continue
 			}
-			if p.name == k || p.in == openapi3.ParameterInHeader && http.CanonicalHeaderKey(p.name) == http.CanonicalHeaderKey(k) {
+			header := p.in == openapi3.ParameterInHeader && http.CanonicalHeaderKey(p.name) == http.CanonicalHeaderKey(k)
+			if p.name == k || header {
 				drop[p], found = true, true
 				out = append(out, fixed{in: p.in, name: p.name, value: v})
 				break
