@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -219,6 +220,7 @@ func TestGatewayForwardsProgressAndLogs(t *testing.T) {
 	}
 	var mu sync.Mutex
 	var progress, logs []string
+	closeSeen := sync.OnceFunc(func() { close(seen) }) // other notifications may follow the six
 	c.OnNotification(func(n mcpgo.JSONRPCNotification) {
 		mu.Lock()
 		defer mu.Unlock()
@@ -230,7 +232,7 @@ func TestGatewayForwardsProgressAndLogs(t *testing.T) {
 			logs = append(logs, fmt.Sprint(n.Params.AdditionalFields["data"]))
 		}
 		if len(progress) == 3 && len(logs) == 3 {
-			close(seen)
+			closeSeen()
 		}
 	})
 	req := mcpgo.CallToolRequest{}
@@ -243,6 +245,10 @@ func TestGatewayForwardsProgressAndLogs(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
+	// Compared as sets: notifications can reach the handler in another order than they were sent (under load they
+	// did: "did step 2", "did step 3", "did step 1"), and a progress notification carries its own position.
+	slices.Sort(progress)
+	slices.Sort(logs)
 	if strings.Join(progress, ",") != "tok-1 step 1,tok-1 step 2,tok-1 step 3" {
 		t.Errorf("progress notifications %q, want the three steps under the client's token", progress)
 	}
