@@ -53,9 +53,14 @@ func call(args map[string]any, settings map[string]any) *runtime.Call {
 
 func TestInvoke(t *testing.T) {
 	t.Parallel()
+	slowArrived := make(chan struct{}) // a /slow request reached the server while someone waited for it
 	srv := httpspectest.NewRecorder(t, func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/v1/slow":
+			select {
+			case slowArrived <- struct{}{}:
+			default:
+			}
 			select {
 			case <-r.Context().Done():
 			case <-time.After(5 * time.Second):
@@ -109,9 +114,14 @@ func TestInvoke(t *testing.T) {
 		t.Errorf("slow: the action's 50ms timeout took %v", d)
 	}
 
+	// Cancelled once the request is at the server, with no timeout of the action's that could fire first.
+	patient := prepare(t, map[string]any{"method": "GET", "url": "{settings.base}/slow", "timeout": "1m"}, nil)
 	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(30*time.Millisecond, cancel)
-	_, err = inst.Invoke(ctx, slow, call(nil, settings))
+	go func() {
+		<-slowArrived
+		cancel()
+	}()
+	_, err = inst.Invoke(ctx, patient, call(nil, settings))
 	if !errors.Is(err, context.Canceled) || errors.Is(err, runtime.ErrUnrecoverable) {
 		t.Errorf("cancelled: err = %v, want context.Canceled only", err)
 	}
