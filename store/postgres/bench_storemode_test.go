@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	goruntime "runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -169,12 +170,14 @@ func BenchmarkStoreMode(b *testing.B) {
 		defer st.Close()
 		run := strconv.FormatInt(time.Now().UnixNano(), 36)
 		base := heapAfterGC()
+		writeHeapProfile(b, "base")
 		b.ResetTimer()
 		for i := range b.N {
 			deliverTo(b, r, 1+i, fmt.Sprint("heap-", run, i))
 		}
 		b.StopTimer()
 		touched := heapAfterGC()
+		writeHeapProfile(b, "touched")
 		b.ReportMetric(float64(base)/(1<<20), "base-heap-MiB")
 		b.ReportMetric(float64(touched-base)/float64(b.N), "B/touched-task")
 		goruntime.KeepAlive(r)
@@ -185,6 +188,25 @@ func p50(d []time.Duration) time.Duration {
 	s := slices.Clone(d)
 	slices.Sort(s)
 	return s[len(s)/2]
+}
+
+// writeHeapProfile writes the heap profile to $TOOL_BENCH_HEAPPROFILE.<suffix> when that is set (run with
+// -memprofilerate 1 for exact bytes; compare with go tool pprof -diff_base FILE.base FILE.touched).
+func writeHeapProfile(b *testing.B, suffix string) {
+	b.Helper()
+	prefix := os.Getenv("TOOL_BENCH_HEAPPROFILE")
+	if prefix == "" {
+		return
+	}
+	f, err := os.Create(prefix + "." + suffix)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	goruntime.GC()
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		b.Fatal(err)
+	}
 }
 
 func heapAfterGC() uint64 {
