@@ -21,6 +21,14 @@ type dedupeLog struct {
 	claims   map[string][]byte // keys this task claimed in a shared Store, with the claim written
 }
 
+// shrink drops the two maps once no delivery is in flight: a dormant task (store mode caches many) keeps none, and
+// claim makes them again. Held: mu.
+func (log *dedupeLog) shrink() {
+	if len(log.inflight) == 0 && len(log.claims) == 0 {
+		log.inflight, log.claims = nil, nil
+	}
+}
+
 type dedupeEntry struct {
 	key string
 	at  time.Time
@@ -148,6 +156,7 @@ func (e *taskEvents) unclaim(ctx context.Context, key string) {
 	e.dedupe.mu.Lock()
 	claim := e.dedupe.claims[key]
 	delete(e.dedupe.claims, key)
+	e.dedupe.shrink()
 	e.dedupe.mu.Unlock()
 	if claim == nil {
 		return
@@ -180,6 +189,7 @@ func (e *taskEvents) settleContext(ctx context.Context) (context.Context, contex
 func (e *taskEvents) release(key string) {
 	e.dedupe.mu.Lock()
 	delete(e.dedupe.inflight, key)
+	e.dedupe.shrink()
 	e.dedupe.mu.Unlock()
 }
 
@@ -202,6 +212,7 @@ func (e *taskEvents) remember(ctx context.Context, key string) {
 	log := &e.dedupe
 	log.mu.Lock()
 	delete(log.claims, key)
+	log.shrink()
 	log.entries = append(log.entries, dedupeEntry{key: key, at: now})
 	n := 0
 	for n < len(log.entries)-1 && now.Sub(log.entries[n].at) >= e.tool.opts.limits.DedupeWindow {
