@@ -130,6 +130,7 @@ func webhooks(ctx context.Context, t *tool.Tool) {
 	task, err := t.NewTask(ctx, tool.TaskConfig{
 		// The bindings say whose pushes wake this task; they seal the allow list of owner and repo.
 		Capability: tool.Capability{Key: "repo-events", Bindings: map[string]any{"owner": "octo-org", "repo": "hello-world"}},
+		Context:    map[string]any{"repository": "octo-org/hello-world"}, // file_link reads {context.repository}
 		// A host would queue the activation for the agent; the Router answers 202 only once Accept returned nil.
 		Sink: tool.SinkFunc(func(_ context.Context, a tool.Activation) error {
 			activations <- a
