@@ -19,10 +19,11 @@ fresh() { # empty caches under $work/$1
 }
 timed() { # timed NAME COMMAND...: run, print and record "NAME: N s (load L before)"
   local name=$1; shift
-  local load start
+  local load start log
+  log=$work/$(echo "$name" | tr -c 'A-Za-z0-9.\n' _).log
   load=$(cut -d' ' -f1-3 /proc/loadavg)
   start=$(date +%s)
-  "$@" >"$work/$name.log" 2>&1 || { echo "$name failed: see the log below"; tail -50 "$work/$name.log"; exit 1; }
+  "$@" >"$log" 2>&1 || { echo "$name failed: see the log below"; tail -50 "$log"; exit 1; }
   echo "$name: $(( $(date +%s) - start )) s (load $load before)" | tee -a "$out"
 }
 
