@@ -252,8 +252,8 @@ func storeMode(t *Tool) error {
 // holds it in memory: it is brought into memory here (WithHydrator's configuration, so that what its backends
 // recorded is torn down) and closed as by Task.Close, which removes its state and its routes. Copies other
 // replicas hold are no longer named by the index, so no webhook reaches them, and they leave their caches when
-// idle. A task the Store does not hold, or the Hydrator declines, is an error wrapping ErrNotFound; ctx bounds
-// the call.
+// idle. A task whose ExpiresAt has passed is closed as it is brought into memory (nil). A task the Store does
+// not hold, or the Hydrator declines, is an error wrapping ErrNotFound; ctx bounds the call.
 func (r *Router) CloseTask(ctx context.Context, namespace, tool, id string) error {
 	groups, _ := r.groups(namespace, tool)
 	for _, g := range groups {
@@ -261,6 +261,9 @@ func (r *Router) CloseTask(ctx context.Context, namespace, tool, id string) erro
 			continue
 		}
 		t, release, err := g.cache.task(ctx, taskRef{id: id})
+		if errors.Is(err, errExpired) {
+			return nil // it had expired, and closed as it was brought into memory
+		}
 		if errors.Is(err, errSkip) {
 			continue // not a task of this Tool value
 		}

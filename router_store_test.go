@@ -25,6 +25,7 @@ type memStore interface {
 	tool.ExpiringStore
 	tool.ScanStore
 	tool.RouteStore
+	tool.TaskExpiryStore
 }
 
 // readCounter counts the reads of task state (Get, List, Scan under "tasks/") and the route lookups of a
