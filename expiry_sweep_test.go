@@ -2,6 +2,7 @@ package tool_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -160,5 +161,54 @@ func TestRouterSweepExpired(t *testing.T) {
 	gone(t, rp, "later", clock.Now())
 	if n := rp.dispatch(t, "d2", "alice"); n != 1 {
 		t.Errorf("webhook at the end: %d activations, want 1 (never)", n)
+	}
+}
+
+// Router.Task lends the host a stored task for its calls on any replica: brought into memory like a webhook
+// brings it, pinned while lent (the cache's bound does not evict it), evictable again once released.
+func TestRouterTaskLendsAStoredTask(t *testing.T) {
+	t.Parallel()
+	rp, clock, _ := expiringReplicas(t, tool.WithTaskCache(1, time.Hour))
+	storedTask(t, rp, "t1", time.Time{})
+	storedTask(t, rp, "t2", time.Time{})
+	storedTask(t, rp, "old", clock.Now().Add(time.Minute))
+	ctx := context.Background()
+	task, release, err := rp.router.Task(ctx, "engineering", "issue-tracker", "t1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustInvoke(t, task, "create_issue", map[string]any{"title": "y", "assignee": "carol"})
+	if n := rp.dispatch(t, "d1", "alice"); n != 3 {
+		t.Fatalf("webhook for alice: %d activations, want 3", n)
+	}
+	// Three tasks visited with a cache of one: the lent task stayed.
+	if _, err := task.Invoke(ctx, "create_issue", map[string]any{"title": "z", "assignee": "dave"}); err != nil {
+		t.Fatalf("Invoke on the lent task after the cache's bound was passed: %v", err)
+	}
+	if n := rp.dispatch(t, "d2", "carol"); n != 1 {
+		t.Errorf("webhook for carol, whom the lent task added: %d activations, want 1", n)
+	}
+	release()
+	release() // once only
+	if n := rp.dispatch(t, "d3", "alice"); n != 3 {
+		t.Fatalf("webhook for alice after the release: %d activations, want 3", n)
+	}
+	if _, err := task.Invoke(ctx, "create_issue", map[string]any{"title": "w"}); !errors.Is(err, tool.ErrClosed) {
+		t.Errorf("Invoke on the released task after the cache's bound was passed = %v, want ErrClosed (evicted)", err)
+	}
+	again, release2, err := rp.router.Task(ctx, "engineering", "issue-tracker", "t1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := again.AllowList()["assignee"]; !slices.Equal(got, []string{"alice", "carol", "dave"}) {
+		t.Errorf("t1 lent again holds assignees %v, want [alice carol dave]", got)
+	}
+	release2()
+	if _, _, err := rp.router.Task(ctx, "engineering", "issue-tracker", "nope"); !errors.Is(err, tool.ErrNotFound) {
+		t.Errorf("Task of an unknown ID = %v, want ErrNotFound", err)
+	}
+	clock.Advance(time.Hour)
+	if _, _, err := rp.router.Task(ctx, "engineering", "issue-tracker", "old"); !errors.Is(err, tool.ErrTaskExpired) {
+		t.Errorf("Task of an expired task = %v, want ErrTaskExpired", err)
 	}
 }

@@ -278,6 +278,37 @@ func (r *Router) CloseTask(ctx context.Context, namespace, tool, id string) erro
 	return fmt.Errorf("tool: router: close task %s of %s/%s: %w", id, namespace, tool, ErrNotFound)
 }
 
+// Task lends the host the task id of namespace/tool that a Router in store mode serves, so that a call for it
+// (Invoke, Interrupt, Touch, ...) can run on whichever replica it reaches: the task this replica holds, or else
+// the stored task brought into memory with the Hydrator's configuration, one Scan, exactly as a webhook brings it
+// (a copy another replica grew is re-read first). While lent it is pinned: the cache does not evict it. Call
+// release once the calls are done (later calls of release do nothing); the task then leaves when the cache's
+// bounds say so, as by Task.Detach. Do not Close or Detach a lent task to give it back: release it.
+//
+// A task the Store does not hold, or the Hydrator declines, is an error wrapping ErrNotFound; one whose ExpiresAt
+// has passed is closed as it is brought into memory (ErrTaskExpired); one whose stored state does not decode is
+// an error naming it (task.hydration_failed). ctx bounds bringing the task into memory, not the lend.
+func (r *Router) Task(ctx context.Context, namespace, tool, id string) (t *Task, release func(), err error) {
+	groups, _ := r.groups(namespace, tool)
+	for _, g := range groups {
+		if g.cache == nil {
+			continue
+		}
+		t, free, err := g.cache.task(ctx, taskRef{id: id})
+		switch {
+		case errors.Is(err, errExpired):
+			return nil, nil, fmt.Errorf("tool: router: task %s of %s/%s: %w", id, namespace, tool, ErrTaskExpired)
+		case errors.Is(err, errSkip):
+			continue // not a task of this Tool value
+		case err != nil:
+			return nil, nil, err
+		}
+		var once sync.Once
+		return t, func() { once.Do(free) }, nil
+	}
+	return nil, nil, fmt.Errorf("tool: router: task %s of %s/%s: %w", id, namespace, tool, ErrNotFound)
+}
+
 // routesOf returns the routes of t's name, creating them.
 func (r *Router) routesOf(t *Tool) *routes {
 	key := t.Namespace() + "/" + t.Name()
