@@ -280,8 +280,9 @@ func (r *Router) CloseTask(ctx context.Context, namespace, tool, id string) erro
 
 // Task lends the host the task id of namespace/tool that a Router in store mode serves, so that a call for it
 // (Invoke, Interrupt, Touch, ...) can run on whichever replica it reaches: the task this replica holds, or else
-// the stored task brought into memory with the Hydrator's configuration, one Scan, exactly as a webhook brings it
-// (a copy another replica grew is re-read first). While lent it is pinned: the cache does not evict it. Call
+// the stored task brought into memory with the Hydrator's configuration, one Scan, exactly as a webhook brings it.
+// (A copy held here keeps the allow list it has; calls merge theirs into the stored one, and webhooks re-read it
+// when the index says another replica grew it.) While lent it is pinned: the cache does not evict it. Call
 // release once the calls are done (later calls of release do nothing); the task then leaves when the cache's
 // bounds say so, as by Task.Detach. Do not Close or Detach a lent task to give it back: release it.
 //
