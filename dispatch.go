@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 )
 
 // The last step of a webhook's path: the prepared payload delivered to the tasks an index named, one after
@@ -39,13 +40,15 @@ func (heldTasks) task(_ context.Context, ref taskRef) (*Task, func(), error) {
 func dispatch(ctx context.Context, p *inbound, refs []taskRef, src taskSource, dead DeadLetter) ([]*Delivery, []error) {
 	var out []*Delivery
 	var errs []error
+	next, stop := fetch(ctx, refs, src)
+	defer stop()
 	for i, ref := range refs {
 		if ctx.Err() != nil {
 			errs = append(errs, fmt.Errorf("%w: %d of %d tasks not handled: %w", ErrNotAccepted, len(refs)-i,
 				len(refs), context.Cause(ctx)))
 			break
 		}
-		t, release, err := src.task(ctx, ref)
+		t, release, err := next()
 		var herr *hydrationError
 		switch {
 		case errors.Is(err, errSkip):
@@ -72,6 +75,63 @@ func dispatch(ctx context.Context, p *inbound, refs []taskRef, src taskSource, d
 		}
 	}
 	return out, errs
+}
+
+// hydrateAhead is how many of a webhook's tasks a Router in store mode brings into memory ahead of the one it
+// delivers to: their Scans overlap, while the deliveries stay one after another in the index's order.
+const hydrateAhead = 8
+
+// fetch returns the tasks of refs from src one after another (next, called once per ref in order), and stop,
+// which gives back those fetched and not taken. From the task cache, with more than one ref, it brings up to
+// hydrateAhead tasks into memory ahead of the one taken, each lent (pinned) until the dispatch releases it.
+func fetch(ctx context.Context, refs []taskRef, src taskSource) (next func() (*Task, func(), error), stop func()) {
+	i := 0
+	if _, cache := src.(*taskCache); !cache || len(refs) < 2 {
+		return func() (*Task, func(), error) { i++; return src.task(ctx, refs[i-1]) }, func() {}
+	}
+	type fetched struct {
+		t       *Task
+		release func()
+		err     error
+	}
+	slots := make([]chan fetched, len(refs))
+	for j := range slots {
+		slots[j] = make(chan fetched, 1)
+	}
+	ahead := make(chan struct{}, hydrateAhead) // a token per task fetched and not yet taken
+	done := make(chan struct{})
+	started := 0 // written by the producer only; read once it has ended
+	var producer sync.WaitGroup
+	producer.Go(func() {
+		for j := range refs {
+			select {
+			case ahead <- struct{}{}:
+			case <-done:
+				return
+			}
+			started = j + 1
+			go func() {
+				t, release, err := src.task(ctx, refs[j])
+				slots[j] <- fetched{t, release, err}
+			}()
+		}
+	})
+	next = func() (*Task, func(), error) {
+		f := <-slots[i]
+		i++
+		<-ahead
+		return f.t, f.release, f.err
+	}
+	stop = func() {
+		close(done)
+		producer.Wait()
+		for j := i; j < started; j++ {
+			if f := <-slots[j]; f.err == nil {
+				f.release()
+			}
+		}
+	}
+	return next, stop
 }
 
 // toolWide is the Delivery of the discards decided for every task (signature, misconfiguration); nil when

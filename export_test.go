@@ -11,3 +11,22 @@ func InFlightPeak(r *Router) int64 {
 func RouteKey(namespace, tool, event, param, text string) []byte {
 	return routeKey(namespace, tool, event, param, text)
 }
+
+// LentTasks is how many tasks the task caches of r lend at the moment (store mode), for tests.
+func LentTasks(r *Router) int {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	n := 0
+	for _, rs := range r.tools {
+		for _, g := range rs.groups {
+			if c := g.cache; c != nil {
+				c.mu.Lock()
+				for _, e := range c.entries {
+					n += e.lent
+				}
+				c.mu.Unlock()
+			}
+		}
+	}
+	return n
+}

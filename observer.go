@@ -70,6 +70,7 @@ const (
 	recordTask      = "task"        // the task's state as a whole (listing, deletion at Close)
 	recordLease     = "lease"       // a background event's lease
 	recordRoutes    = "routes"      // the task's routes and generation in the routing index (store mode)
+	recordExpiry    = "expiry"      // the task's record in the Store's expiry index (store mode)
 )
 
 // storeFailed reports a Store operation that failed: a log line, and a "store.failed" fact whose data names the

@@ -252,8 +252,8 @@ func storeMode(t *Tool) error {
 // holds it in memory: it is brought into memory here (WithHydrator's configuration, so that what its backends
 // recorded is torn down) and closed as by Task.Close, which removes its state and its routes. Copies other
 // replicas hold are no longer named by the index, so no webhook reaches them, and they leave their caches when
-// idle. A task the Store does not hold, or the Hydrator declines, is an error wrapping ErrNotFound; ctx bounds
-// the call.
+// idle. A task whose ExpiresAt has passed is closed as it is brought into memory (nil). A task the Store does
+// not hold, or the Hydrator declines, is an error wrapping ErrNotFound; ctx bounds the call.
 func (r *Router) CloseTask(ctx context.Context, namespace, tool, id string) error {
 	groups, _ := r.groups(namespace, tool)
 	for _, g := range groups {
@@ -261,6 +261,9 @@ func (r *Router) CloseTask(ctx context.Context, namespace, tool, id string) erro
 			continue
 		}
 		t, release, err := g.cache.task(ctx, taskRef{id: id})
+		if errors.Is(err, errExpired) {
+			return nil // it had expired, and closed as it was brought into memory
+		}
 		if errors.Is(err, errSkip) {
 			continue // not a task of this Tool value
 		}
@@ -273,6 +276,38 @@ func (r *Router) CloseTask(ctx context.Context, namespace, tool, id string) erro
 		return err
 	}
 	return fmt.Errorf("tool: router: close task %s of %s/%s: %w", id, namespace, tool, ErrNotFound)
+}
+
+// Task lends the host the task id of namespace/tool that a Router in store mode serves, so that a call for it
+// (Invoke, Interrupt, Touch, ...) can run on whichever replica it reaches: the task this replica holds, or else
+// the stored task brought into memory with the Hydrator's configuration, one Scan, exactly as a webhook brings it.
+// (A copy held here keeps the allow list it has; calls merge theirs into the stored one, and webhooks re-read it
+// when the index says another replica grew it.) While lent it is pinned: the cache does not evict it. Call
+// release once the calls are done (later calls of release do nothing); the task then leaves when the cache's
+// bounds say so, as by Task.Detach. Do not Close or Detach a lent task to give it back: release it.
+//
+// A task the Store does not hold, or the Hydrator declines, is an error wrapping ErrNotFound; one whose ExpiresAt
+// has passed is closed as it is brought into memory (ErrTaskExpired); one whose stored state does not decode is
+// an error naming it (task.hydration_failed). ctx bounds bringing the task into memory, not the lend.
+func (r *Router) Task(ctx context.Context, namespace, tool, id string) (t *Task, release func(), err error) {
+	groups, _ := r.groups(namespace, tool)
+	for _, g := range groups {
+		if g.cache == nil {
+			continue
+		}
+		t, free, err := g.cache.task(ctx, taskRef{id: id})
+		switch {
+		case errors.Is(err, errExpired):
+			return nil, nil, fmt.Errorf("tool: router: task %s of %s/%s: %w", id, namespace, tool, ErrTaskExpired)
+		case errors.Is(err, errSkip):
+			continue // not a task of this Tool value
+		case err != nil:
+			return nil, nil, err
+		}
+		var once sync.Once
+		return t, func() { once.Do(free) }, nil
+	}
+	return nil, nil, fmt.Errorf("tool: router: task %s of %s/%s: %w", id, namespace, tool, ErrNotFound)
 }
 
 // routesOf returns the routes of t's name, creating them.

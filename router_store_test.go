@@ -25,6 +25,7 @@ type memStore interface {
 	tool.ExpiringStore
 	tool.ScanStore
 	tool.RouteStore
+	tool.TaskExpiryStore
 }
 
 // readCounter counts the reads of task state (Get, List, Scan under "tasks/") and the route lookups of a
@@ -33,6 +34,7 @@ type readCounter struct {
 	memStore
 	taskReads, scans, lookups atomic.Int64
 	lookupDown                atomic.Bool // Lookup fails
+	scanGate                  func()      // when set (before the Store is used concurrently), each task Scan runs it first
 }
 
 func (s *readCounter) Get(ctx context.Context, key string) ([]byte, error) {
@@ -53,6 +55,9 @@ func (s *readCounter) Scan(ctx context.Context, prefix string) ([]tool.Entry, er
 	if strings.HasPrefix(prefix, "tasks/") {
 		s.taskReads.Add(1)
 		s.scans.Add(1)
+		if s.scanGate != nil {
+			s.scanGate()
+		}
 	}
 	return s.memStore.Scan(ctx, prefix)
 }
@@ -429,6 +434,69 @@ func TestStoreModePagesPastTheFanOutBound(t *testing.T) {
 	}
 	if l, s := rp.store.lookups.Load(), rp.store.scans.Load(); l != 3 || s != 5 {
 		t.Errorf("after a ping: %d lookups, %d scans; want 3 and 5 (none for the ping)", l, s)
+	}
+}
+
+// A webhook's cold tasks are brought into memory several at a time: their Scans overlap (the first waits, for up
+// to 5 s, for a second to start), and every task is still visited once.
+func TestStoreModeHydratesAhead(t *testing.T) {
+	t.Parallel()
+	rp := newReplicas(t, []tool.RouterOption{tool.WithMaxFanOut(2)})
+	for i := range 5 {
+		task := newTask(t, rp.a, tool.TaskConfig{ID: fmt.Sprintf("t%d", i), Capability: tool.Capability{Bindings: map[string]any{"repo_id": 4242}}})
+		mustInvoke(t, task, "create_issue", map[string]any{"title": "x", "assignee": "alice"})
+	}
+	var mu sync.Mutex
+	var once sync.Once
+	inflight, most := 0, 0
+	overlap := make(chan struct{})
+	rp.store.scanGate = func() {
+		mu.Lock()
+		inflight++
+		if most = max(most, inflight); inflight >= 2 {
+			once.Do(func() { close(overlap) })
+		}
+		mu.Unlock()
+		select {
+		case <-overlap:
+		case <-time.After(5 * time.Second): // only when the Scans do not overlap
+		}
+		mu.Lock()
+		inflight--
+		mu.Unlock()
+	}
+	if n := rp.dispatch(t, "d1", "alice"); n != 5 {
+		t.Fatalf("alice, followed by 5 tasks: %d activations, want 5", n)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if most < 2 {
+		t.Errorf("at most %d Scans at once, want several", most)
+	}
+	if s := rp.store.scans.Load(); s != 5 {
+		t.Errorf("%d scans for 5 cold tasks, want 5", s)
+	}
+	if n := tool.LentTasks(rp.router); n != 0 {
+		t.Errorf("%d tasks still lent after the dispatch, want 0", n)
+	}
+	// A request that ends while tasks are being brought in ahead gives every one of them back.
+	for i := range 5 {
+		task := newTask(t, rp.a, tool.TaskConfig{ID: fmt.Sprintf("b%d", i), Capability: tool.Capability{Bindings: map[string]any{"repo_id": 4242}}})
+		mustInvoke(t, task, "create_issue", map[string]any{"title": "x", "assignee": "bob"})
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var scans atomic.Int64
+	rp.store.scanGate = func() {
+		if scans.Add(1) == 2 {
+			cancel()
+		}
+	}
+	_, err := rp.router.Dispatch(ctx, "engineering", "issue-tracker", signed(hookSecret, "d2", assigned(4242, "bob")))
+	if !errors.Is(err, tool.ErrNotAccepted) {
+		t.Errorf("dispatch whose context ended mid-way = %v, want ErrNotAccepted", err)
+	}
+	if n := tool.LentTasks(rp.router); n != 0 {
+		t.Errorf("%d tasks still lent after a dispatch whose context ended, want 0", n)
 	}
 }
 

@@ -34,6 +34,14 @@ type RouteHits = store.RouteHits
 // RouteHit is store.RouteHit: one task that has a route, and its generation.
 type RouteHit = store.RouteHit
 
+// TaskExpiryStore is store.TaskExpiryStore: a Store that indexes tasks by when they expire, so that
+// Router.SweepExpired finds the expired tasks of store mode without reading the others.
+type TaskExpiryStore = store.TaskExpiryStore
+
+// TaskExpiry is store.TaskExpiry: a task and when it expires.
+type TaskExpiry = store.TaskExpiry
+
 // NewMemoryStore returns store.NewMemory(): a Store that keeps everything in memory, the default, lost when the
-// process ends. It implements SwapStore, LeaseStore, ExpiringStore, ScanStore and RouteStore too.
+// process ends. It implements SwapStore, LeaseStore, ExpiringStore, ScanStore, RouteStore and TaskExpiryStore
+// too.
 func NewMemoryStore() Store { return store.NewMemory() }

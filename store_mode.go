@@ -56,6 +56,9 @@ func (t *Tool) ReindexRoutes(ctx context.Context) (int, error) {
 		if err := t.routing.rs.PutRoutes(ctx, prefix+snap.id+"/", t.routing.routes(t, l.Snapshot(), true, every)); err != nil {
 			return n, fmt.Errorf("tool: reindex routes of task %s: %w", snap.id, err)
 		}
+		if err := t.reindexExpiry(ctx, prefix+snap.id+"/", snap); err != nil {
+			return n, fmt.Errorf("tool: reindex the expiry of task %s: %w", snap.id, err)
+		}
 		n++
 	}
 	if err := t.opts.store.Put(ctx, routesMarker(t), []byte(t.opts.clock.Now().UTC().Format(time.RFC3339))); err != nil {
@@ -114,4 +117,18 @@ func verifySnapshot(snap *stateSnapshot) error {
 		}
 	}
 	return nil
+}
+
+// reindexExpiry records the expiry a stored task's event state holds, over a TaskExpiryStore.
+func (t *Tool) reindexExpiry(ctx context.Context, task string, snap *stateSnapshot) error {
+	es := t.taskExpiry()
+	b, ok := snap.get("events")
+	if es == nil || !ok {
+		return nil
+	}
+	var s storedEvents
+	if err := json.Unmarshal(b, &s); err != nil || s.ExpiresAt.IsZero() {
+		return nil // an undecodable event state fails the task's hydration, which reports it
+	}
+	return es.SetTaskExpiry(ctx, task, s.ExpiresAt)
 }

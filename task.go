@@ -210,6 +210,10 @@ func (t *Tool) startTask(ctx context.Context, cfg TaskConfig, resume bool, snap 
 	keepAllow := task.snap != nil && task.allowKept
 	task.snap = nil // from here on the task reads and writes the Store
 	if !keepEvents {
+		if err := task.putExpiry(ctx); err != nil { // store mode: the expiry index before the event state
+			task.cancel()
+			return nil, err
+		}
 		if err := task.events.save(ctx); err != nil {
 			task.cancel()
 			return nil, err
@@ -348,6 +352,9 @@ func (t *Task) close(ctx context.Context, detach bool) error {
 			errs = append(errs, err)
 		}
 		if err := t.deleteRoutes(ctx); err != nil { // store mode: after the state, so no route outlives it unread
+			errs = append(errs, err)
+		}
+		if err := t.deleteExpiry(ctx); err != nil {
 			errs = append(errs, err)
 		}
 		t.observe(ctx, facts.TaskClosed, "", nil)

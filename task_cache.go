@@ -31,6 +31,13 @@ const (
 // declined it, or the Store no longer holds it (it was closed).
 var errSkip = errors.New("tool: router: task not routed here")
 
+// Kinds of errSkip: the task had expired, and was closed as it was brought into memory (lifetime.go); the Store
+// no longer holds it.
+var (
+	errExpired = fmt.Errorf("%w: it expired", errSkip)
+	errGone    = fmt.Errorf("%w: it is no longer stored", errSkip)
+)
+
 // taskCache holds the tasks of one Tool value that a Router in store mode brought into memory: at most max of
 // them, each while it is active (activity.go), pinned (Router.Add, background events), lent to a dispatch, or
 // idle less than idle. It is safe for concurrent use. It starts no goroutine: it sweeps when it lends a task,
@@ -200,12 +207,12 @@ func (c *taskCache) hydrateTask(ctx context.Context, id string) (*Task, error) {
 	}
 	snaps := groupSnapshots(prefix, entries)
 	if len(snaps) != 1 || snaps[0].id != id {
-		return nil, errSkip // closed since the index named it
+		return nil, errGone // closed since the index named it
 	}
 	task, err := c.tool.startTask(context.WithoutCancel(ctx), cfg, true, snaps[0])
 	switch {
-	case errors.Is(err, ErrTaskExpired):
-		return nil, errSkip
+	case errors.Is(err, ErrTaskExpired): // closed by startTask: state, routes and expiry record gone
+		return nil, errExpired
 	case err != nil:
 		c.tool.observeTool(ctx, facts.TaskHydrationFailed, id, map[string]any{"error": err.Error()})
 		return nil, &hydrationError{id: id, err: err}
@@ -243,7 +250,12 @@ func (c *taskCache) release(e *cacheEntry) {
 	e.lent--
 	evicted := c.evictable()
 	c.mu.Unlock()
+	now := c.tool.opts.clock.Now()
 	for _, t := range evicted {
+		if t.expiredAt(now) { // its timer has not fired yet: it ends, as the timer would end it
+			t.expire()
+			continue
+		}
 		_ = t.Detach(context.Background()) // its state stays in the Store, where the next hydration reads it
 	}
 }

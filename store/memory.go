@@ -11,7 +11,8 @@ import (
 // NewMemory returns a Store that keeps everything in memory: the default, lost when the process ends. Keys
 // are indexed by each of their "/"-ended prefixes, so listing one task's state (the prefixes the library lists)
 // costs the size of that state, not of the store; other prefixes scan every key. It implements SwapStore,
-// LeaseStore, ExpiringStore, ScanStore and RouteStore too (leases and expiries on the wall clock), for hosts that
+// LeaseStore, ExpiringStore, ScanStore, RouteStore and TaskExpiryStore too (leases and expiries on the wall
+// clock; task expiries on the time the caller gives), for hosts that
 // run several Tools of one manifest in one process, and for tests.
 func NewMemory() Store {
 	return &memoryStore{data: map[string][]byte{}, dirs: map[string]map[string]struct{}{},
@@ -24,7 +25,8 @@ type memoryStore struct {
 	dirs    map[string]map[string]struct{} // "/"-ended prefix → keys under it
 	expires map[string]time.Time           // keys written with PutTTL
 	leases  map[string]lease
-	routes  routeTable // RouteStore (memory_routes.go)
+	routes  routeTable  // RouteStore (memory_routes.go)
+	expiry  expiryTable // TaskExpiryStore (memory_routes.go)
 }
 
 type lease struct {

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 )
 
 // routeTable is the memory store's RouteStore: route → tasks, the reverse, and the generations. It has its own
@@ -110,3 +111,60 @@ func (s *memoryStore) Lookup(_ context.Context, routes [][]byte, after string, l
 }
 
 var _ RouteStore = (*memoryStore)(nil)
+
+// expiryTable is the memory store's TaskExpiryStore: task → when it expires.
+type expiryTable struct {
+	mu sync.Mutex
+	at map[string]time.Time
+}
+
+func (s *memoryStore) SetTaskExpiry(_ context.Context, task string, at time.Time) error {
+	t := &s.expiry
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if at.IsZero() {
+		delete(t.at, task)
+		return nil
+	}
+	if t.at == nil {
+		t.at = map[string]time.Time{}
+	}
+	t.at[task] = at
+	return nil
+}
+
+func (s *memoryStore) ExpiredTasks(_ context.Context, prefix string, now time.Time, after TaskExpiry,
+	limit int) ([]TaskExpiry, error) {
+	if limit <= 0 {
+		return nil, errors.New("store: expired tasks: limit must be positive")
+	}
+	t := &s.expiry
+	t.mu.Lock()
+	var out []TaskExpiry
+	for task, at := range t.at {
+		if strings.HasPrefix(task, prefix) && !at.After(now) && expiryAfter(TaskExpiry{task, at}, after) {
+			out = append(out, TaskExpiry{Task: task, At: at})
+		}
+	}
+	t.mu.Unlock()
+	slices.SortFunc(out, func(a, b TaskExpiry) int {
+		if c := a.At.Compare(b.At); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Task, b.Task)
+	})
+	if len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
+}
+
+// expiryAfter reports whether e comes after mark in the order of (At, Task).
+func expiryAfter(e, mark TaskExpiry) bool {
+	if c := e.At.Compare(mark.At); c != 0 {
+		return c > 0
+	}
+	return e.Task > mark.Task
+}
+
+var _ TaskExpiryStore = (*memoryStore)(nil)

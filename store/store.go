@@ -1,7 +1,8 @@
 // Package store is the contract between this library and the storage of task state (SPEC §10, §13): the Store
-// interface, its optional upgrades (SwapStore, LeaseStore, ClaimStore, ExpiringStore, ScanStore, RouteStore),
-// ErrNotFound and the in-memory implementation. It imports nothing from the library, so a Store implementation
-// (store/postgres, or a third party's) depends on this package alone; package tool re-exports every name here.
+// interface, its optional upgrades (SwapStore, LeaseStore, ClaimStore, ExpiringStore, ScanStore, RouteStore,
+// TaskExpiryStore), ErrNotFound and the in-memory implementation. It imports nothing from the library, so a Store
+// implementation (store/postgres, or a third party's) depends on this package alone; package tool re-exports every
+// name here.
 // Package store/storetest is the conformance suite an implementation proves itself with.
 package store
 
@@ -109,6 +110,26 @@ type RouteHits struct {
 type RouteHit struct {
 	Task       string
 	Generation uint64
+}
+
+// TaskExpiryStore is implemented by Stores that index tasks by when they expire (TaskConfig.ExpiresAt), so that
+// Router.SweepExpired finds the tasks whose expiry has passed without reading the state of the others: in store
+// mode a task that no webhook brings into memory has no timer to end it. A task is named by its key prefix, as in
+// RouteStore. The memory store and store/postgres implement it.
+type TaskExpiryStore interface {
+	Store
+	// SetTaskExpiry records that task expires at at, replacing its earlier record; a zero at removes the record
+	// (removing an absent one is no error).
+	SetTaskExpiry(ctx context.Context, task string, at time.Time) error
+	// ExpiredTasks returns the records of the tasks that start with prefix and expire at or before now, in the
+	// order of (At, Task), those after after (the zero TaskExpiry for the first page), at most limit (> 0).
+	ExpiredTasks(ctx context.Context, prefix string, now time.Time, after TaskExpiry, limit int) ([]TaskExpiry, error)
+}
+
+// TaskExpiry is a task and when it expires, as TaskExpiryStore.ExpiredTasks returns them.
+type TaskExpiry struct {
+	Task string
+	At   time.Time
 }
 
 // Entry is a key and its value, as ScanStore.Scan returns them.

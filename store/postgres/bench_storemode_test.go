@@ -265,3 +265,38 @@ func procStatusKB(b *testing.B, pid int, field string) float64 {
 	b.Fatalf("no %s in /proc/%d/status", field, pid)
 	return 0
 }
+
+// BenchmarkSweepExpired measures Router.SweepExpired over N stored tasks (TOOL_BENCH_STORED), each with an expiry
+// record 30 days ahead, none expired: the sweep's cost when there is nothing to close (one query on the expiry
+// index), against a Scan of every stored task's state (what a sweep without the index would read).
+func BenchmarkSweepExpired(b *testing.B) {
+	n := storedCount(b)
+	schema := newSchema(b)
+	seedFanin(b, schema, open(b, schema), n)
+	expiry := pgx.Identifier{schema}.Sanitize() + ".tool_task_expiry"
+	if _, err := admin(b).Exec(`INSERT INTO `+expiry+` (task, at) SELECT convert_to('tasks/tests/fanin/t' || i || '/', 'UTF8'),
+		now() + interval '30 days' FROM generate_series(0, $1) i`, n); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := admin(b).Exec(`ANALYZE ` + expiry); err != nil {
+		b.Fatal(err)
+	}
+	r, st := storeModeRouter(b, schema, tool.SinkFunc(func(context.Context, tool.Activation) error { return nil }))
+	defer st.Close()
+	ctx := context.Background()
+	b.Run("sweep", func(b *testing.B) {
+		for b.Loop() {
+			if n, err := r.SweepExpired(ctx); n != 0 || err != nil {
+				b.Fatal(n, err)
+			}
+		}
+	})
+	b.Run("scan-all", func(b *testing.B) {
+		for b.Loop() {
+			entries, err := st.Scan(ctx, "tasks/tests/fanin/")
+			if err != nil || len(entries) < 2*n {
+				b.Fatal(len(entries), err)
+			}
+		}
+	})
+}

@@ -165,7 +165,7 @@ func TestNewerSchema(t *testing.T) {
 
 // TestSchemaUpgradeFromVersion1: a database of schema version 1 (as the library before the routing index left
 // it, with a stored key) is migrated to the current version in place: the key stays, and the routing index
-// works. Going back is refused by the older library, as TestNewerSchema shows for any newer version.
+// and the tasks' expiries work. Going back is refused by the older library, as TestNewerSchema shows for any newer version.
 func TestSchemaUpgradeFromVersion1(t *testing.T) {
 	t.Parallel()
 	schema := newSchema(t)
@@ -198,6 +198,14 @@ func TestSchemaUpgradeFromVersion1(t *testing.T) {
 	hits, err := rs.Lookup(t.Context(), [][]byte{[]byte("r")}, "", 10)
 	if err != nil || len(hits) != 1 || len(hits[0].Hits) != 1 || hits[0].Hits[0].Task != "tasks/ns/tool/t1/" {
 		t.Fatalf("Lookup after the upgrade = %+v, %v", hits, err)
+	}
+	es := tool.Store(s).(tool.TaskExpiryStore) // version 3
+	at := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	if err := es.SetTaskExpiry(t.Context(), "tasks/ns/tool/t1/", at); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := es.ExpiredTasks(t.Context(), "tasks/", at, tool.TaskExpiry{}, 10); err != nil || len(got) != 1 {
+		t.Fatalf("ExpiredTasks after the upgrade = %+v, %v", got, err)
 	}
 }
 

@@ -11,7 +11,7 @@ import (
 )
 
 // SchemaVersion is the schema version this package creates and understands: len(migrations).
-const SchemaVersion = 2
+const SchemaVersion = 3
 
 // migrations are the schema's versions in order: migrations[i] brings version i to i+1, one statement at a time.
 // Never edit a released step; append a new one. %[1]s is the schema prefix ("" or `"name".`).
@@ -39,6 +39,14 @@ var migrations = [][]string{
 			PRIMARY KEY (route, task)
 		)`,
 		`CREATE INDEX ON %[1]stool_routes (task)`,
+	},
+	{
+		// The tasks' expiries (store.TaskExpiryStore, expiry.go), read in (at, task) order by a sweep.
+		`CREATE TABLE %[1]stool_task_expiry (
+			task bytea PRIMARY KEY,
+			at   timestamptz NOT NULL
+		)`,
+		`CREATE INDEX ON %[1]stool_task_expiry (at, task)`,
 	},
 }
 

@@ -17,10 +17,12 @@ type queries struct {
 	lease, release, sweepKeys, sweepLeases                                  string
 	scanFrom, scanRange                                                     string // Scan (scan.go)
 	putRoutes, deleteRoutes, deleteTask, bump, lookup                       string // RouteStore (routes.go)
+	setExpiry, deleteExpiry, expired                                        string // TaskExpiryStore (expiry.go)
 }
 
 func newQueries(prefix string) queries {
 	kv, leases, routes := prefix+"tool_kv", prefix+"tool_leases", prefix+"tool_routes"
+	expiry := prefix + "tool_task_expiry"
 	const live = `(expires_at IS NULL OR expires_at > now())`
 	return queries{
 		get: `SELECT value FROM ` + kv + ` WHERE key = $1 AND ` + live,
@@ -69,6 +71,11 @@ func newQueries(prefix string) queries {
 				ORDER BY x.task LIMIT $3 + 1) h
 			LEFT JOIN ` + routes + ` g ON g.route = ''::bytea AND g.task = h.task
 			ORDER BY r.ord, h.task`,
+		setExpiry:    `INSERT INTO ` + expiry + ` (task, at) VALUES ($1, $2) ON CONFLICT (task) DO UPDATE SET at = EXCLUDED.at`,
+		deleteExpiry: `DELETE FROM ` + expiry + ` WHERE task = $1`,
+		// Walks the (at, task) index from the mark: the tasks not yet expired are never read.
+		expired: `SELECT task, at FROM ` + expiry + ` WHERE at <= $1 AND (at, task) > ($2, $3)
+			AND task >= $4 AND ($5::bytea IS NULL OR task < $5) ORDER BY at, task LIMIT $6`,
 	}
 }
 

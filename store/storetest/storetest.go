@@ -52,6 +52,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Routes", testRoutes},
 		{"RoutesPaging", testRoutesPaging},
 		{"ConcurrentGeneration", testConcurrentGeneration},
+		{"TaskExpiry", testTaskExpiry},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -798,5 +799,72 @@ func testConcurrentGeneration(t *testing.T, s store.Store) {
 	got := lookup(t, rs, "", 1, []byte("r"))
 	if w := []string{fmt.Sprintf("tasks/ns/tool/hot/@%d", workers*bumps)}; !slices.Equal(routeTasks(got[0]), w) {
 		t.Errorf("after %d concurrent bumps: %v, want %v", workers*bumps, routeTasks(got[0]), w)
+	}
+}
+
+// testTaskExpiry pins TaskExpiryStore: records by prefix and time, replaced and removed, paged in (At, Task) order.
+func testTaskExpiry(t *testing.T, s store.Store) {
+	es := upgrade[store.TaskExpiryStore](t, s, "TaskExpiryStore")
+	base := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC) // whole seconds: every store keeps them exactly
+	set := func(task string, at time.Time) {
+		t.Helper()
+		if err := es.SetTaskExpiry(ctx(t), task, at); err != nil {
+			t.Fatalf("SetTaskExpiry(%q): %v", task, err)
+		}
+	}
+	expired := func(prefix string, now time.Time, after store.TaskExpiry, limit int) []string {
+		t.Helper()
+		got, err := es.ExpiredTasks(ctx(t), prefix, now, after, limit)
+		if err != nil {
+			t.Fatalf("ExpiredTasks: %v", err)
+		}
+		var out []string
+		for _, e := range got {
+			out = append(out, fmt.Sprintf("%s@%d", e.Task, e.At.Sub(base)/time.Second))
+		}
+		return out
+	}
+	set("tasks/ns/tool/c/", base.Add(1*time.Second))
+	set("tasks/ns/tool/b/", base.Add(1*time.Second))
+	set("tasks/ns/tool/a/", base.Add(2*time.Second))
+	set("tasks/ns/tool/z/", base.Add(9*time.Second)) // not yet
+	set("tasks/ns/other/a/", base)                   // another tool
+	set("tasks/ns/tool/d/", base)
+	set("tasks/ns/tool/d/", base.Add(5*time.Second)) // replaced: later
+	set("tasks/ns/tool/e/", base)
+	set("tasks/ns/tool/e/", time.Time{}) // removed
+	set("tasks/ns/tool/never/", time.Time{})
+	now := base.Add(5 * time.Second)
+	want := []string{"tasks/ns/tool/b/@1", "tasks/ns/tool/c/@1", "tasks/ns/tool/a/@2", "tasks/ns/tool/d/@5"}
+	if got := expired("tasks/ns/tool/", now, store.TaskExpiry{}, 10); !slices.Equal(got, want) {
+		t.Errorf("expired at +5s = %v, want %v", got, want)
+	}
+	if got := expired("tasks/ns/tool/", base, store.TaskExpiry{}, 10); len(got) != 0 {
+		t.Errorf("expired at +0s = %v, want none", got)
+	}
+	// Paged: the last record of a page is the next page's mark.
+	var pages []string
+	after := store.TaskExpiry{}
+	for n := 0; ; n++ {
+		if n > 4 {
+			t.Fatal("paging does not end")
+		}
+		page, err := es.ExpiredTasks(ctx(t), "tasks/ns/tool/", now, after, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range page {
+			pages = append(pages, fmt.Sprintf("%s@%d", e.Task, e.At.Sub(base)/time.Second))
+		}
+		if len(page) < 3 {
+			break
+		}
+		after = page[len(page)-1]
+	}
+	if !slices.Equal(pages, want) {
+		t.Errorf("pages of 3 = %v, want %v", pages, want)
+	}
+	if _, err := es.ExpiredTasks(ctx(t), "tasks/", now, store.TaskExpiry{}, 0); err == nil {
+		t.Error("ExpiredTasks with limit 0 did not fail")
 	}
 }
