@@ -118,11 +118,14 @@ const DefaultQueue = 100
 // server.WithQueueSize; at most 100 workers) come after these defaults and override them.
 func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer, opts ...server.StdioOption) error {
 	stdio := server.NewStdioServer(s.mcp)
+	stream := &stdioStream{w: out}
 	for _, opt := range append([]server.StdioOption{server.WithWorkerPoolSize(DefaultWorkers),
-		server.WithQueueSize(DefaultQueue)}, opts...) {
+		server.WithQueueSize(DefaultQueue), server.WithStdioContextFunc(func(ctx context.Context) context.Context {
+			return context.WithValue(ctx, streamKey{}, stream)
+		})}, opts...) {
 		opt(stdio)
 	}
-	err := stdio.Listen(ctx, in, out)
+	err := stdio.Listen(ctx, in, stream)
 	if errors.Is(err, io.EOF) {
 		return nil
 	}
@@ -131,7 +134,7 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer, op
 
 // Handler returns an http.Handler serving MCP over streamable HTTP, to mount at the path clients use.
 func (s *Server) Handler(opts ...server.StreamableHTTPOption) http.Handler {
-	return server.NewStreamableHTTPServer(s.mcp, opts...)
+	return ordered(server.NewStreamableHTTPServer(s.mcp, opts...))
 }
 
 // Close ends the task when New started it, tearing down what its calls started, within ctx.
@@ -177,7 +180,7 @@ func forwarding(ctx context.Context, req mcp.CallToolRequest) context.Context {
 	if req.Params.Meta != nil {
 		token = req.Params.Meta.ProgressToken
 	}
-	return tool.WithCallObserver(ctx, tool.ObserverFunc(func(fctx context.Context, f tool.Fact) {
+	return tool.WithCallObserver(ctx, tool.ObserverFunc(func(_ context.Context, f tool.Fact) {
 		switch f.Name {
 		case facts.ToolProgress:
 			if token == nil {
@@ -189,12 +192,15 @@ func forwarding(ctx context.Context, req mcp.CallToolRequest) context.Context {
 					params[k] = v
 				}
 			}
-			_ = srv.SendNotificationToClient(ctx, string(mcp.MethodNotificationProgress), params)
+			notify(ctx, srv, notification(string(mcp.MethodNotificationProgress), params))
 		case facts.ToolLog:
 			level, _ := f.Data["level"].(string)
+			if !logWanted(ctx, mcp.LoggingLevel(level)) {
+				return
+			}
 			logger, _ := f.Data["logger"].(string)
-			_ = srv.SendLogMessageToClient(ctx, mcp.NewLoggingMessageNotification(mcp.LoggingLevel(level), logger,
-				f.Data["data"]))
+			notify(ctx, srv, notification(string(mcp.MethodNotificationMessage),
+				map[string]any{"level": level, "logger": logger, "data": f.Data["data"]}))
 		}
 	}))
 }

@@ -122,7 +122,7 @@ func Handler(t *tool.Tool, start StartFunc, cfg SessionConfig) *SessionHandler {
 		server.WithStreamableHTTPProtocolVersions(mcp.ProtocolVersion20251125, mcp.ProtocolVersion20250618,
 			mcp.ProtocolVersion20250326, mcp.ProtocolVersion20241105),
 	}, cfg.Options...)
-	h.http = server.NewStreamableHTTPServer(h.mcp, opts...)
+	h.http = ordered(server.NewStreamableHTTPServer(h.mcp, opts...))
 	h.reaper.Add(1)
 	go h.reap()
 	return h
