@@ -154,6 +154,9 @@ type Init struct {
 	// stdio MCP server) runs in a child cgroup of its own, so that everything it starts ends with it; "" = none
 	// writable, a process group of its own only. The host chooses it (tool.WithCgroupParent).
 	CgroupParent string
+	// Processes bounds the processes the task's backends have running at once (tool.TaskConfig.MaxProcesses); a
+	// backend takes a slot before it starts one. nil: no bound.
+	Processes *Processes
 	// Elicit asks the host's user for input a server requests during a call (tool.TaskConfig.Elicitor); nil when
 	// the host has no hook.
 	Elicit ElicitFunc
