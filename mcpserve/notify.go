@@ -1,6 +1,7 @@
 package mcpserve
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -79,9 +80,24 @@ func (s *stdioStream) write(_ context.Context, n mcp.JSONRPCNotification) bool {
 }
 
 // ordered serves next with each POST's response wrapped in an httpStream that the request's calls write their
-// notifications into.
-func ordered(next http.Handler) http.Handler {
+// notifications into. A POST that calls a tool not in tools is answered here (unknown.go): the stateless protocol
+// (2026-07-28) has no session header to wait for, and a session-oriented request carries one that the
+// SessionHandler has checked (mcp-go's own check is then skipped: the answer names only what tools/list shows).
+func ordered(next http.Handler, tools *served) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			body, err := io.ReadAll(r.Body)
+			if err != nil {
+				http.Error(w, "reading the request: "+err.Error(), http.StatusBadRequest)
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			if reply := tools.unknownCall(body); reply != nil {
+				w.Header().Set("Content-Type", "application/json")
+				_, _ = w.Write(reply)
+				return
+			}
+		}
 		if _, ok := w.(http.Flusher); !ok || r.Method != http.MethodPost {
 			next.ServeHTTP(w, r)
 			return
