@@ -52,8 +52,10 @@ func (l *loader) expand(root map[string]any, t *Tool) {
 	l.bindDeclared(t)
 	kinds := sharedBlocks(l.m)
 	used := map[string]bool{}
+	declared := map[string][]runtime.Action{}
 	for _, a := range t.actions {
 		used[a.kind] = true
+		declared[a.kind] = append(declared[a.kind], a.prepared)
 	}
 	for _, kind := range kinds {
 		backend, ok := l.opts.runtimes.Lookup(kind)
@@ -64,7 +66,7 @@ func (l *loader) expand(root map[string]any, t *Tool) {
 		p := field.NewPath(kind)
 		block := &runtime.Block{Kind: kind, Tool: l.m.Name, Shared: root[kind], SharedPath: p,
 			Check: l.checkerFor(l.rootProps(), false), BaseDir: l.opts.baseDir, Discover: l.opts.discover,
-			Used: used[kind], Values: loadValues{t}, RefOrigins: l.opts.refOrigins,
+			Used: used[kind], Declared: declared[kind], Values: loadValues{t}, RefOrigins: l.opts.refOrigins,
 			DocumentBytes: l.opts.documentBytes}
 		exp, err := ex.Expand(l.ctx, block)
 		if err != nil {
@@ -75,6 +77,12 @@ func (l *loader) expand(root map[string]any, t *Tool) {
 			continue
 		}
 		l.addExpanded(t, kind, backend, exp)
+	}
+	for _, a := range t.actions {
+		// A declared action's source may have given it a title while its block expanded (an MCP tool's).
+		if tt, ok := a.prepared.(runtime.Titler); ok && a.title == "" && a.def != nil {
+			a.title = tt.Title()
+		}
 	}
 }
 

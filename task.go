@@ -44,6 +44,11 @@ type TaskConfig struct {
 	// it; at RestoreTask a zero ExpiresAt keeps the stored one and a set one replaces it. The Tool's Clock tells
 	// when it has come. Zero means the task lives until Close.
 	ExpiresAt time.Time
+	// MaxProcesses bounds the processes the task's backends have running at once: stdio MCP servers, exec
+	// programs and exec servers. A call that would start one more fails with a recoverable unavailable error
+	// naming the limit, and the task goes on. 0 means no bound. `tool serve-mcp` sets it per session
+	// (--max-processes).
+	MaxProcesses int
 }
 
 // AgentInfo is what {agent.*} resolves to.
@@ -103,9 +108,10 @@ type Task struct {
 	allow     *allowlist.List
 	secrets   *redact.Set
 	values    taskValues
-	events    taskEvents     // the event side: timeouts, interruption, delivery ids, background receivers
-	snap      *stateSnapshot // the state RestoreTasks read ahead, while the task is being resumed; else nil
-	allowKept bool           // the resumed allow list holds exactly the stored one
+	events    taskEvents         // the event side: timeouts, interruption, delivery ids, background receivers
+	snap      *stateSnapshot     // the state RestoreTasks read ahead, while the task is being resumed; else nil
+	procs     *runtime.Processes // TaskConfig.MaxProcesses
+	allowKept bool               // the resumed allow list holds exactly the stored one
 
 	gate   gate
 	ctx    context.Context // ends when the task closes; calls derive their cancellation from it
@@ -175,6 +181,7 @@ func (t *Tool) startTask(ctx context.Context, cfg TaskConfig, resume bool, snap 
 		secrets:   t.secrets.Clone(),
 		instances: map[string]*instance{},
 		snap:      snap,
+		procs:     runtime.NewProcesses(cfg.MaxProcesses),
 	}
 	if task.id == "" {
 		task.id = newID("task_")
@@ -561,6 +568,7 @@ func (t *Task) initFor(ctx context.Context, a *action, call *runtime.Call) *runt
 		in.Mount = t.cfg.Mount.Files
 	}
 	in.CgroupParent = o.cgroupParent()
+	in.Processes = t.procs
 	if t.cfg.Elicitor != nil {
 		in.Elicit = t.cfg.Elicitor.Elicit
 	}

@@ -10,6 +10,7 @@
 package mcpserve
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -32,6 +33,7 @@ const Version = "1.0.0"
 type Server struct {
 	mcp   *server.MCPServer
 	calls *caller
+	tools *served
 }
 
 // caller runs the tools/call requests of one task; after an unrecoverable error it refuses them.
@@ -61,25 +63,28 @@ func New(ctx context.Context, t *tool.Tool, cfg tool.TaskConfig) (*Server, error
 // with the same capability. The caller keeps the task: Close does not close it.
 func ForTask(task *tool.Task, c tool.Capability) *Server {
 	s := &Server{calls: &caller{task: task}}
-	s.mcp = newMCPServer(task.Tool(), c, false, func(ctx context.Context) (*caller, error) { return s.calls, nil })
+	s.mcp, s.tools = newMCPServer(task.Tool(), c, false, func(ctx context.Context) (*caller, error) { return s.calls, nil })
 	return s
 }
 
 // newMCPServer returns an mcp-go server of the functions of t that c exposes, each named by its function name or,
-// with actionNames, by its action name; each call runs on the caller that calls returns for its request.
+// with actionNames, by its action name, and the names it serves; each call runs on the caller that calls returns
+// for its request.
 func newMCPServer(t *tool.Tool, c tool.Capability, actionNames bool, calls func(context.Context) (*caller, error),
-	opts ...server.ServerOption) *server.MCPServer {
+	opts ...server.ServerOption) (*server.MCPServer, *served) {
 	srv := server.NewMCPServer(t.Name(), Version, append([]server.ServerOption{server.WithToolCapabilities(false),
 		server.WithLogging()}, opts...)...)
 	hints := map[string]tool.CatalogEntry{}
 	for _, e := range t.Catalog(c) {
 		hints[e.Function] = e
 	}
+	var names []string
 	for _, f := range t.Functions(c) {
 		name := f.Name
 		if actionNames {
 			name = f.Action
 		}
+		names = append(names, name)
 		def := mcp.NewToolWithRawSchema(name, f.Description, f.Parameters)
 		if e, ok := hints[f.Name]; ok {
 			def.Annotations = mcp.ToolAnnotation{Title: e.Title, ReadOnlyHint: &e.IsReadOnly,
@@ -95,7 +100,7 @@ func newMCPServer(t *tool.Tool, c tool.Capability, actionNames bool, calls func(
 			return cl.call(ctx, function, req)
 		})
 	}
-	return srv
+	return srv, newServed(names)
 }
 
 // MCPServer returns the underlying mcp-go server, to serve it over another transport.
@@ -118,11 +123,14 @@ const DefaultQueue = 100
 // server.WithQueueSize; at most 100 workers) come after these defaults and override them.
 func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer, opts ...server.StdioOption) error {
 	stdio := server.NewStdioServer(s.mcp)
+	stream := &stdioStream{w: out}
 	for _, opt := range append([]server.StdioOption{server.WithWorkerPoolSize(DefaultWorkers),
-		server.WithQueueSize(DefaultQueue)}, opts...) {
+		server.WithQueueSize(DefaultQueue), server.WithStdioContextFunc(func(ctx context.Context) context.Context {
+			return context.WithValue(ctx, streamKey{}, stream)
+		})}, opts...) {
 		opt(stdio)
 	}
-	err := stdio.Listen(ctx, in, out)
+	err := stdio.Listen(ctx, &screened{src: bufio.NewReader(in), sv: s.tools, out: stream}, stream)
 	if errors.Is(err, io.EOF) {
 		return nil
 	}
@@ -131,7 +139,7 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer, op
 
 // Handler returns an http.Handler serving MCP over streamable HTTP, to mount at the path clients use.
 func (s *Server) Handler(opts ...server.StreamableHTTPOption) http.Handler {
-	return server.NewStreamableHTTPServer(s.mcp, opts...)
+	return ordered(server.NewStreamableHTTPServer(s.mcp, opts...), s.tools)
 }
 
 // Close ends the task when New started it, tearing down what its calls started, within ctx.
@@ -177,7 +185,7 @@ func forwarding(ctx context.Context, req mcp.CallToolRequest) context.Context {
 	if req.Params.Meta != nil {
 		token = req.Params.Meta.ProgressToken
 	}
-	return tool.WithCallObserver(ctx, tool.ObserverFunc(func(fctx context.Context, f tool.Fact) {
+	return tool.WithCallObserver(ctx, tool.ObserverFunc(func(_ context.Context, f tool.Fact) {
 		switch f.Name {
 		case facts.ToolProgress:
 			if token == nil {
@@ -189,12 +197,15 @@ func forwarding(ctx context.Context, req mcp.CallToolRequest) context.Context {
 					params[k] = v
 				}
 			}
-			_ = srv.SendNotificationToClient(ctx, string(mcp.MethodNotificationProgress), params)
+			notify(ctx, srv, notification(string(mcp.MethodNotificationProgress), params))
 		case facts.ToolLog:
 			level, _ := f.Data["level"].(string)
+			if !logWanted(ctx, mcp.LoggingLevel(level)) {
+				return
+			}
 			logger, _ := f.Data["logger"].(string)
-			_ = srv.SendLogMessageToClient(ctx, mcp.NewLoggingMessageNotification(mcp.LoggingLevel(level), logger,
-				f.Data["data"]))
+			notify(ctx, srv, notification(string(mcp.MethodNotificationMessage),
+				map[string]any{"level": level, "logger": logger, "data": f.Data["data"]}))
 		}
 	}))
 }

@@ -116,13 +116,14 @@ func Handler(t *tool.Tool, start StartFunc, cfg SessionConfig) *SessionHandler {
 	h := &SessionHandler{start: start, cfg: cfg, sessions: map[string]*session{},
 		stop: make(chan struct{})}
 	h.streams, h.endStreams = context.WithCancel(context.Background())
-	h.mcp = newMCPServer(t, cfg.Capability, cfg.ActionNames, h.callerOf)
+	var tools *served
+	h.mcp, tools = newMCPServer(t, cfg.Capability, cfg.ActionNames, h.callerOf)
 	opts := append([]server.StreamableHTTPOption{
 		server.WithSessionIdManagerResolver(resolver{h}),
 		server.WithStreamableHTTPProtocolVersions(mcp.ProtocolVersion20251125, mcp.ProtocolVersion20250618,
 			mcp.ProtocolVersion20250326, mcp.ProtocolVersion20241105),
 	}, cfg.Options...)
-	h.http = server.NewStreamableHTTPServer(h.mcp, opts...)
+	h.http = ordered(server.NewStreamableHTTPServer(h.mcp, opts...), tools)
 	h.reaper.Add(1)
 	go h.reap()
 	return h

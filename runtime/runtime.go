@@ -59,6 +59,12 @@ type Describer interface {
 	Traits() Traits
 }
 
+// Titler is implemented by prepared actions whose source gives them a human-readable title (an MCP tool's title),
+// which the catalog shows.
+type Titler interface {
+	Title() string
+}
+
 // Traits describe what an action does, for the catalog.
 type Traits struct {
 	ReadOnly        bool
@@ -97,6 +103,10 @@ type Block struct {
 	// Used is set, for Expand, when a declared action runs on this backend: SPEC §7.6 expands a top-level mcp
 	// block only when no action is bound to it.
 	Used bool
+	// Declared are the prepared actions the manifest declares on this backend, for Expand: a backend may learn
+	// what their source says of them (an MCP tool's hints and title) while it lists the source, setting it on
+	// its own prepared actions before Load returns.
+	Declared []Action
 	// Values resolves {settings.*} and {runtime.*} tokens for work done at load (Expand); nil in Prepare.
 	Values interp.Resolver
 	// RefOrigins are the origins (scheme://host[:port]) the host lets documents read at load refer to beyond
@@ -154,6 +164,9 @@ type Init struct {
 	// stdio MCP server) runs in a child cgroup of its own, so that everything it starts ends with it; "" = none
 	// writable, a process group of its own only. The host chooses it (tool.WithCgroupParent).
 	CgroupParent string
+	// Processes bounds the processes the task's backends have running at once (tool.TaskConfig.MaxProcesses); a
+	// backend takes a slot before it starts one. nil: no bound.
+	Processes *Processes
 	// Elicit asks the host's user for input a server requests during a call (tool.TaskConfig.Elicitor); nil when
 	// the host has no hook.
 	Elicit ElicitFunc

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Calls per second of `tool serve-mcp` over stdio and streamable HTTP, one call at a time and 8 in flight, against
-# a baseline commit (default: main), interleaved run by run (BENCHMARKS.md, issue 30). The baseline's HTTP server
-# is the library's (mcpserve.New + Server.Handler, one task), since its serve-mcp speaks stdio only; this branch's
-# is `serve-mcp --http` (a task per session). Usage: scripts/bench-serve-mcp.sh [BASELINE] [RUNS] [CALLS]
+# a baseline commit (default: main), interleaved run by run (BENCHMARKS.md, issue 30). Over HTTP both are
+# `serve-mcp --http` (a task per session); a baseline whose serve-mcp speaks stdio only is measured through the
+# library's server instead (mcpserve.New + Server.Handler, one task). Usage: scripts/bench-serve-mcp.sh [BASELINE] [RUNS] [CALLS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 base=${1:-main}
@@ -60,7 +60,12 @@ GO
 (cd "$dir/base" && go build -o "$dir/tool-base" ./cmd/tool && go build -o "$dir/httphost-base" ./internal/cmd/httphost)
 go build -o "$dir/tool-head" ./cmd/tool
 go build -o "$dir/mcpbench" ./internal/cmd/mcpbench
-"$dir/httphost-base" "$dir/shout.yaml" 127.0.0.1:18711 & pids+=($!)
+if "$dir/tool-base" serve-mcp -h 2>&1 | grep -q -- '-http'; then
+	# A base whose serve-mcp speaks streamable HTTP is measured as such, like head.
+	"$dir/tool-base" serve-mcp "$dir/shout.yaml" --http 127.0.0.1:18711 2>/dev/null & pids+=($!)
+else
+	"$dir/httphost-base" "$dir/shout.yaml" 127.0.0.1:18711 & pids+=($!)
+fi
 "$dir/tool-head" serve-mcp "$dir/shout.yaml" --http 127.0.0.1:18712 2>/dev/null & pids+=($!)
 sleep 1
 measure() { "$dir/mcpbench" -n "$calls" "$@" | awk '{print $2}'; }

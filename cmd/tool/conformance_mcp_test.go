@@ -235,7 +235,7 @@ func TestMCPConformanceTransparency(t *testing.T) {
 }
 
 // notifyingUpstream serves the suite's logging and progress tools, each sending all three notifications the
-// scenarios ask for (mcp-go's conformance server sends two of three).
+// scenarios ask for (mcp-go's conformance server sends two of three) and answering at once.
 func notifyingUpstream(t *testing.T) string {
 	t.Helper()
 	s := server.NewMCPServer("notifying", "1.0.0", server.WithToolCapabilities(false), server.WithLogging())
@@ -244,7 +244,6 @@ func notifyingUpstream(t *testing.T) string {
 			srv := server.ServerFromContext(ctx)
 			for _, msg := range []string{"Tool execution started", "Tool processing data", "Tool execution completed"} {
 				_ = srv.SendLogMessageToClient(ctx, mcpgo.NewLoggingMessageNotification(mcpgo.LoggingLevelInfo, "test", msg))
-				time.Sleep(50 * time.Millisecond) // the notifications' own stream is not ordered with the result
 			}
 			return mcpgo.NewToolResultText("Tool with logging executed successfully"), nil
 		})
@@ -258,11 +257,20 @@ func notifyingUpstream(t *testing.T) string {
 			for n := 0; n <= 100 && token != nil; n += 50 {
 				_ = srv.SendNotificationToClient(ctx, string(mcpgo.MethodNotificationProgress),
 					map[string]any{"progressToken": token, "progress": n, "total": 100})
-				time.Sleep(50 * time.Millisecond)
 			}
 			return mcpgo.NewToolResultText("Tool with progress executed successfully"), nil
 		})
-	hs := &http.Server{Handler: server.NewStreamableHTTPServer(s)}
+	// The notifications go on the call's own stream, ahead of the result, by construction: the event store makes
+	// mcp-go drain them before the result (without one, a notification its forwarder holds as the result goes out
+	// is dropped), and with no listening stream (405 to GET) none goes there instead.
+	h := server.NewStreamableHTTPServer(s, server.WithEventStore(server.NewInMemoryEventStore()))
+	hs := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			http.Error(w, "no listening stream", http.StatusMethodNotAllowed)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -39,7 +39,10 @@ With --http ADDR it serves MCP over streamable HTTP at http://ADDR/mcp
 instead, with one task per MCP session: each session gets a task of its own
 (its own allow list and backend sessions), closed when the client deletes the
 session, after --idle-timeout without a request (default 30m), or at shutdown.
-At --max-sessions live sessions (default 64) a new one is answered 503. With
+At --max-sessions live sessions (default 64) a new one is answered 503. The
+processes a session's task starts (stdio MCP servers, exec programs and
+servers) count against --max-processes (default 16; 0: no bound): a call that
+would start one more fails with a recoverable error naming the limit. With
 --token-env NAME every request must carry "Authorization: Bearer <token>",
 the token being the value of the environment variable NAME (compared in
 constant time, never logged), and a session answers only the token that made

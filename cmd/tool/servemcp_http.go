@@ -24,8 +24,12 @@ type httpServe struct {
 	insecure       bool
 	actionNames    bool
 	maxSessions    int
+	maxProcesses   int
 	idle           time.Duration
 }
+
+// defaultMaxProcesses bounds the processes of a session's task unless --max-processes says otherwise.
+const defaultMaxProcesses = 16
 
 func httpFlags(fs *flag.FlagSet) *httpServe {
 	h := &httpServe{}
@@ -35,6 +39,8 @@ func httpFlags(fs *flag.FlagSet) *httpServe {
 	fs.BoolVar(&h.actionNames, "action-names", false, "name the served tools by action, not function (a gateway "+
 		"that keeps the upstream's tool names)")
 	fs.IntVar(&h.maxSessions, "max-sessions", mcpserve.DefaultMaxSessions, "live MCP sessions at most (`N`)")
+	fs.IntVar(&h.maxProcesses, "max-processes", defaultMaxProcesses, "processes each session's task may have "+
+		"running at once: stdio MCP servers, exec programs and servers (`N`; 0: no bound)")
 	fs.DurationVar(&h.idle, "idle-timeout", mcpserve.DefaultIdleTimeout, "end a session idle this long (`D`)")
 	return h
 }
@@ -48,8 +54,8 @@ func serveHTTP(ctx context.Context, fs *flag.FlagSet, stderr io.Writer, hf *http
 			return usageError(fs, "--token-env %s: the variable is empty or not set", hf.tokenEnv)
 		}
 	}
-	if hf.maxSessions < 1 || hf.idle <= 0 {
-		return usageError(fs, "--max-sessions and --idle-timeout must be positive")
+	if hf.maxSessions < 1 || hf.idle <= 0 || hf.maxProcesses < 0 {
+		return usageError(fs, "--max-sessions and --idle-timeout must be positive, --max-processes 0 or more")
 	}
 	host, _, err := net.SplitHostPort(hf.addr)
 	if err != nil {
@@ -64,7 +70,7 @@ func serveHTTP(ctx context.Context, fs *flag.FlagSet, stderr io.Writer, hf *http
 		return code
 	}
 	start := func(ctx context.Context) (*tool.Task, error) {
-		return t.NewTask(ctx, tool.TaskConfig{Capability: c, Context: taskContext})
+		return t.NewTask(ctx, tool.TaskConfig{Capability: c, Context: taskContext, MaxProcesses: hf.maxProcesses})
 	}
 	cfg := mcpserve.SessionConfig{Capability: c, MaxSessions: hf.maxSessions, IdleTimeout: hf.idle,
 		ActionNames: hf.actionNames}

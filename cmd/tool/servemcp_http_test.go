@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"os/exec"
@@ -139,5 +140,65 @@ func TestServeMCPHTTPNeedsATokenOffLoopback(t *testing.T) {
 	code := run(context.Background(), []string{"serve-mcp", file, "--http", "0.0.0.0:0"}, &stdout, &stderr)
 	if code != exitUsage || !strings.Contains(stderr.String(), "--insecure") {
 		t.Errorf("exit %d, stderr %q; want a usage error naming --insecure", code, stderr.String())
+	}
+}
+
+// TestServeMCPHTTPBoundsASessionsProcesses: the processes a session's task starts count against --max-processes.
+// Each action runs its own stdio MCP server (this tool, serving calc over stdio): with a bound of one, a session
+// whose first server runs gets a recoverable error naming the limit for the second, and its first server still
+// answers; another session has a bound of its own.
+func TestServeMCPHTTPBoundsASessionsProcesses(t *testing.T) {
+	t.Parallel()
+	calc := writeFile(t, "calc.yaml", calcManifest)
+	server := func(n int) string {
+		return fmt.Sprintf(`  - name: shout%d
+    description: Shouts through server %d.
+    parameters:
+      properties:
+        name: {type: string}
+    execute:
+      mcp:
+        tool_name: calc_shout
+        transport: stdio
+        command: %s
+        args: [serve-mcp, %s, --workers, "%d"]
+`, n, n, toolBinary(t), calc, n)
+	}
+	gw := writeFile(t, "gw.yaml", "kind: commonagents.info/v1beta2/tool\nnamespace: tests\nname: gw\n"+
+		"description: Two stdio servers.\nactions:\n"+server(1)+server(2))
+	srv := serveMCPHTTP(t, gw, nil, "--max-processes", "1")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c := mcp.NewClient(&mcp.Implementation{Name: "go-sdk-test", Version: "1"}, nil)
+	call := func(s *mcp.ClientSession, name string) (bool, string) {
+		t.Helper()
+		res, err := s.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: map[string]any{"name": "ada"}})
+		if err != nil {
+			t.Fatalf("%s: %v (%s)", name, err, srv.log())
+		}
+		return res.IsError, res.Content[0].(*mcp.TextContent).Text
+	}
+	sessions := make([]*mcp.ClientSession, 2)
+	for n := range sessions {
+		s, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: srv.url, MaxRetries: -1}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		sessions[n] = s
+	}
+	if isErr, text := call(sessions[0], "gw_shout1"); isErr || text != "ADA" {
+		t.Fatalf("gw_shout1: %v %q", isErr, text)
+	}
+	isErr, text := call(sessions[0], "gw_shout2")
+	if !isErr || !strings.Contains(text, "unavailable") || !strings.Contains(text, "max_processes 1") {
+		t.Errorf("a second server in the session: isError %v %q, want an unavailable error naming the limit", isErr,
+			text)
+	}
+	if isErr, text := call(sessions[0], "gw_shout1"); isErr || text != "ADA" {
+		t.Errorf("the session's first server after the refusal: %v %q", isErr, text)
+	}
+	if isErr, text := call(sessions[1], "gw_shout2"); isErr || text != "ADA" {
+		t.Errorf("another session's server: %v %q", isErr, text)
 	}
 }

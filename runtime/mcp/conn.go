@@ -54,6 +54,8 @@ type session struct {
 	waiting map[*probe]context.CancelFunc
 	// lost is set when the session's SSE stream ended on its own: the session is of no further use.
 	lost atomic.Bool
+	// slot gives back the server's process slot (runtime.Processes) once it has been closed; nil when none.
+	slot func()
 }
 
 var (
@@ -388,6 +390,9 @@ func (s *session) abandon() {
 // server's containment (its cgroup, else its process group) is killed once half of the remaining time is spent
 // or the client has closed, and removed once the server was reaped.
 func (s *session) close(ctx context.Context) error {
+	if s.slot != nil {
+		defer s.slot()
+	}
 	if s.cancel != nil {
 		defer s.cancel()
 	}

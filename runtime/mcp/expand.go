@@ -34,7 +34,14 @@ const maxRefDepth = 32
 // DefaultTimeout), closing by DefaultTeardownTimeout. A server that cannot be reached or listed is an error; a tool
 // that cannot become an action (a name the manifest does not allow, a schema that is not a usable object schema) is
 // skipped with the reason.
+//
+// When declared actions run on mcp and the host opted in, Expand instead lists the tools of their servers (each
+// server once) and gives each declared action the hints and title of the tool it calls, for the catalog, where
+// the manifest's own annotations win flag by flag; a server that cannot be listed is a warning, not a problem.
 func (be Backend) Expand(ctx context.Context, b *runtime.Block) (*runtime.Expansion, error) {
+	if b.Discover && b.Used {
+		return be.hintDeclared(ctx, b), nil
+	}
 	if !b.Discover || b.Used || b.Shared == nil {
 		return &runtime.Expansion{}, nil
 	}
@@ -65,11 +72,7 @@ func (be Backend) Expand(ctx context.Context, b *runtime.Block) (*runtime.Expans
 		if desc == "" {
 			desc = t.Title
 		}
-		hints := annotations(t.Annotations)
-		title := t.Title
-		if title == "" {
-			title = t.Annotations.Title
-		}
+		hints, title := annotations(t.Annotations), t.title()
 		exp.Actions = append(exp.Actions, runtime.Expanded{
 			Name: t.Name, Description: desc, Title: title, Parameters: params, Schema: whole,
 			Dialect: schema.Draft2020.URL(), OutputSchema: outputSchema(t.OutputSchema), Annotations: hints,
@@ -89,6 +92,51 @@ type listedTool struct {
 	Annotations  mcp.ToolAnnotation `json:"annotations"`
 	InputSchema  json.RawMessage    `json:"inputSchema"`
 	OutputSchema json.RawMessage    `json:"outputSchema"`
+}
+
+// title is the tool's title, else its annotations' title.
+func (t listedTool) title() string {
+	if t.Title != "" {
+		return t.Title
+	}
+	return t.Annotations.Title
+}
+
+// hintDeclared gives the declared actions of b the hints and title of the tools they call, listing each of their
+// servers once; a server that cannot be listed is a warning.
+func (be Backend) hintDeclared(ctx context.Context, b *runtime.Block) *runtime.Expansion {
+	exp := &runtime.Expansion{}
+	byServer := map[string][]*Action{}
+	var keys []string
+	for _, d := range b.Declared {
+		act, ok := d.(*Action)
+		if !ok || act.Server == nil {
+			continue
+		}
+		if _, seen := byServer[act.Key]; !seen {
+			keys = append(keys, act.Key)
+		}
+		byServer[act.Key] = append(byServer[act.Key], act)
+	}
+	for _, key := range keys {
+		acts := byServer[key]
+		tools, err := listTools(ctx, acts[0].Server, b, be.replyFloor())
+		if err != nil {
+			exp.Warnings.Add(field.Invalid(field.NewPath(key), "the server's tools could not be listed for their "+
+				"hints: %v", err))
+			continue
+		}
+		byName := make(map[string]listedTool, len(tools))
+		for _, t := range tools {
+			byName[t.Name] = t
+		}
+		for _, act := range acts {
+			if t, ok := byName[act.ToolName]; ok {
+				act.Hints, act.ToolTitle = annotations(t.Annotations), t.title()
+			}
+		}
+	}
+	return exp
 }
 
 // maxListPages bounds how many tools/list pages a listing reads.

@@ -282,3 +282,38 @@ func TestExpandedActionTakesTheBlocksTimeout(t *testing.T) {
 		t.Fatalf("result %+v, want a timeout after the block's 2s", res.Error)
 	}
 }
+
+// TestDeclaredActionsGetUpstreamHints: with discovery on, an action declared by hand for an MCP tool gets the
+// tool's hints and title in the catalog (echo is read-only and idempotent, titled "Echo"), on the top-level server
+// and on a server of its own; a manifest annotation of the same flag wins; without discovery nothing is listed and
+// the backend's defaults hold.
+func TestDeclaredActionsGetUpstreamHints(t *testing.T) {
+	t.Parallel()
+	declared := func(name, extra string) string {
+		return "  - name: " + name + "\n    description: Echoes.\n" + extra + "    parameters:\n      properties:\n" +
+			"        text: {type: string}\n    execute:\n      mcp:\n        tool_name: echo\n"
+	}
+	src := "kind: commonagents.info/v1beta2/tool\nnamespace: tests\nname: mcptest\ndescription: d\nmcp:\n" +
+		stdioServer() + "actions:\n" + declared("plain", "") +
+		declared("overridden", "    annotations: {idempotent: false, open_world: false}\n") +
+		declared("own", "") + indent(stdioServer(), "      ")
+	for _, discover := range []bool{true, false} {
+		entries := map[string]tool.CatalogEntry{}
+		for _, e := range load(t, src, tool.WithDiscovery(discover)).Catalog(tool.Capability{}) {
+			entries[e.Action] = e
+		}
+		for _, name := range []string{"plain", "overridden", "own"} {
+			e := entries[name]
+			title, readOnly, idempotent, openWorld := "Echo", true, name != "overridden", name != "overridden"
+			if !discover { // the backend's defaults: a call whose effect the server decides
+				title, readOnly, idempotent = "", false, false
+			}
+			if e.Title != title || e.IsReadOnly != readOnly || e.IsDestructive == readOnly ||
+				e.IsIdempotent != idempotent || e.IsOpenWorld != openWorld {
+				t.Errorf("discover %v, %s: title %q read-only %v destructive %v idempotent %v open world %v; want %q %v "+
+					"%v %v %v", discover, name, e.Title, e.IsReadOnly, e.IsDestructive, e.IsIdempotent, e.IsOpenWorld,
+					title, readOnly, !readOnly, idempotent, openWorld)
+			}
+		}
+	}
+}

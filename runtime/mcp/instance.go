@@ -45,17 +45,27 @@ func (b Backend) Initialize(ctx context.Context, in *runtime.Init) (runtime.Inst
 	life, cancel := context.WithCancel(context.Background())
 	i := &instance{
 		http: in.HTTPClient, limits: in.Limits, observe: in.Observe, logger: in.Logger, cgroup: in.CgroupParent,
-		elicit: in.Elicit, sample: in.Sample,
+		elicit: in.Elicit, sample: in.Sample, procs: in.Processes,
 		life: life, cancel: cancel, servers: map[string]*server{}, progress: map[string]progressTarget{},
 	}
 	i.replyWait = i.longestBound(b.replyFloor(), append(in.Actions, act))
+	slot := func() {}
+	if act.Server.Transport == TransportStdio {
+		if slot, err = i.procs.Acquire("the stdio server " + act.Key); err != nil {
+			// At the process limit: the triggering call, which starts the server through session, reports it
+			// as recoverable.
+			return i, nil
+		}
+	}
 	hctx, hcancel := context.WithTimeout(ctx, i.connectTimeout(act))
 	defer hcancel()
 	sess, err := connect(hctx, i.dial(act, in.Values))
 	if err != nil {
+		slot()
 		cancel()
 		return nil, runtime.Unrecoverable(fmt.Errorf("server %s (%s): %w", act.Key, act.Server.Transport, err))
 	}
+	sess.slot = slot
 	i.servers[act.Key] = &server{sess: sess}
 	return i, nil
 }
@@ -74,7 +84,8 @@ type instance struct {
 	limits  runtime.Limits
 	observe func(context.Context, string, map[string]any)
 	logger  *slog.Logger
-	cgroup  string // runtime.Init.CgroupParent
+	cgroup  string             // runtime.Init.CgroupParent
+	procs   *runtime.Processes // runtime.Init.Processes: a stdio server takes a slot
 	elicit  runtime.ElicitFunc
 	sample  runtime.SampleFunc
 	life    context.Context // ends at Teardown
@@ -136,9 +147,17 @@ func (i *instance) session(ctx context.Context, act *Action, values interp.Resol
 			i.mu.Unlock()
 			return nil, s.failed
 		case s.pending == nil:
+			slot := func() {}
+			if act.Server.Transport == TransportStdio {
+				var err error
+				if slot, err = i.procs.Acquire("the stdio server " + act.Key); err != nil {
+					i.mu.Unlock()
+					return nil, err // recoverable: the task goes on, and nothing is remembered
+				}
+			}
 			s.pending = make(chan struct{})
 			i.connecting.Add(1)
-			go i.connect(act, s, values)
+			go i.connect(act, s, values, slot)
 		}
 		wait := s.pending
 		i.mu.Unlock()
@@ -151,14 +170,18 @@ func (i *instance) session(ctx context.Context, act *Action, values interp.Resol
 }
 
 // connect starts s's session; s.pending is set and is closed when connect returns. It runs on the task's life
-// (Teardown ends it), bounded by the server's timeout.
-func (i *instance) connect(act *Action, s *server, values interp.Resolver) {
+// (Teardown ends it), bounded by the server's timeout. slot is the server's process slot (runtime.Processes): the
+// session gives it back when it is closed, a failed connect at once.
+func (i *instance) connect(act *Action, s *server, values interp.Resolver, slot func()) {
 	defer i.connecting.Done()
 	cctx, cancel := context.WithTimeout(i.life, i.connectTimeout(act))
 	sess, err := connect(cctx, i.dial(act, values))
 	cancel()
 	if err != nil {
+		slot()
 		err = runtime.Unrecoverable(fmt.Errorf("mcp: server %s (%s): %w", act.Key, act.Server.Transport, err))
+	} else {
+		sess.slot = slot
 	}
 
 	i.mu.Lock()
@@ -220,6 +243,9 @@ func (i *instance) drop(act *Action, sess *session) {
 	}
 	i.mu.Unlock()
 	if mine {
+		if sess.slot != nil {
+			sess.slot() // now, not once closed: the server started in its place takes the slot
+		}
 		go i.release(sess)
 	}
 }

@@ -75,9 +75,15 @@ type Action struct {
 	// Timeout bounds one tools/call of this action: its own block's timeout, else the server's; 0 leaves it to
 	// the host's limit (else 30s).
 	Timeout time.Duration
-	// Hints are the tool's annotations when the action was expanded from tools/list; nil otherwise.
+	// Hints are the tool's annotations when the action was expanded from tools/list, or declared for a tool that
+	// tools/list showed at load (discovery on); nil otherwise.
 	Hints *runtime.Traits
+	// ToolTitle is the tool's title (or annotations.title) as tools/list showed it at load; "" otherwise.
+	ToolTitle string
 }
+
+// Title is the tool's title as its server gives it (runtime.Titler).
+func (a *Action) Title() string { return a.ToolTitle }
 
 // Traits reports a call whose effect the server decides; unknown is treated as destructive.
 func (a *Action) Traits() runtime.Traits {
@@ -315,3 +321,4 @@ var (
 	_ runtime.Expander        = Backend{}
 	_ runtime.Describer       = (*Action)(nil)
 )
+var _ runtime.Titler = (*Action)(nil)

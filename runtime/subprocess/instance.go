@@ -34,7 +34,7 @@ var errClosed = errors.New("exec: the task's processes are torn down")
 // actions start nothing here.
 func (Backend) Initialize(ctx context.Context, in *runtime.Init) (runtime.Instance, error) {
 	i := &instance{limits: in.Limits, logger: in.Logger, observe: in.Observe, cgroup: in.CgroupParent,
-		slots: map[*Action]*slot{}}
+		procs: in.Processes, slots: map[*Action]*slot{}}
 	if i.logger == nil {
 		i.logger = slog.New(slog.DiscardHandler)
 	}
@@ -61,7 +61,8 @@ type instance struct {
 	limits  runtime.Limits
 	logger  *slog.Logger
 	observe func(context.Context, string, map[string]any)
-	cgroup  string // runtime.Init.CgroupParent
+	cgroup  string             // runtime.Init.CgroupParent
+	procs   *runtime.Processes // runtime.Init.Processes: each process takes a slot
 	ids     atomic.Uint64
 
 	mu     sync.Mutex
@@ -164,7 +165,11 @@ func (i *instance) started(ctx context.Context, fact string, act *Action, p *pro
 
 // render resolves the action's command line for one process with values, and reads the forwarded environment.
 func (i *instance) render(a *Action, values interp.Resolver) (spec, error) {
-	s := spec{dir: a.Dir, args: make([]string, len(a.Args)), cgroup: i.cgroup}
+	s := spec{dir: a.Dir, args: make([]string, len(a.Args)), cgroup: i.cgroup, procs: i.procs,
+		what: "the program of exec action " + a.Name}
+	if a.Mode == ModeServer {
+		s.what = "the server of exec action " + a.Name
+	}
 	s.env, s.redact = environ(a.Env)
 	var err error
 	if s.path, err = a.Command.RenderString(values); err != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -38,6 +39,9 @@ func (i *instance) oneshot(ctx context.Context, act *Action, call *runtime.Call)
 			close(overflow)
 		}
 	})
+	if re := (*runtime.Error)(nil); errors.As(err, &re) {
+		return nil, re // the task's process limit: this call fails, the task goes on
+	}
 	if err != nil {
 		return nil, runtime.Unrecoverable(fmt.Errorf("exec: starting %s: %w", s.path, err))
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/commonagents-go/tool/internal/contain"
 	"github.com/commonagents-go/tool/internal/redact"
+	"github.com/commonagents-go/tool/runtime"
 )
 
 // StderrBytes bounds the stderr a process leaves in a result's ServerData["stderr"]: the last StderrBytes bytes
@@ -33,6 +34,8 @@ type spec struct {
 	env    []string
 	redact *redact.Set // the forwarded variables' values, masked in messages; never nil
 	cgroup string      // the parent cgroup of the process's own; "" = a process group only
+	procs  *runtime.Processes
+	what   string // the process, as the process limit's error names it
 }
 
 // proc is one running program in a containment of its own (a cgroup, else a process group), with its three
@@ -51,23 +54,39 @@ type proc struct {
 	done   chan struct{}
 	// fallback, when set, says why the process runs in a process group although a cgroup was asked for.
 	fallback error
+	slot     func() // gives back the process's slot of runtime.Processes
 }
 
 // start runs s in a containment of its own. readStdout runs in its own goroutine and must return at EOF or on a
 // read error: once the program has exited, its stdout ends as soon as what is in the pipe has been read, whoever
 // else still holds the pipe.
+//
+// The process takes a slot of s.procs until it has exited; at the limit start returns the recoverable
+// *runtime.Error of Processes.Acquire and starts nothing.
 func start(s spec, readStdout func(io.Reader)) (*proc, error) {
+	slot, err := s.procs.Acquire(s.what)
+	if err != nil {
+		return nil, err
+	}
+	p, err := startContained(s, readStdout, slot)
+	if err != nil {
+		slot()
+	}
+	return p, err
+}
+
+func startContained(s spec, readStdout func(io.Reader), slot func()) (*proc, error) {
 	box, fallback, err := contain.New(s.cgroup)
 	if err != nil {
 		return nil, errNoGroups
 	}
-	p, err := startIn(box, s, readStdout)
+	p, err := startIn(box, s, readStdout, slot)
 	if err != nil && box.Mode() == contain.ModeCgroup {
 		// clone3 into a cgroup can be refused where a plain fork is not (a seccomp filter): try a process group.
 		_ = box.Release()
 		fallback = fmt.Errorf("starting in a cgroup: %w", err)
 		box, _, _ = contain.New("")
-		p, err = startIn(box, s, readStdout)
+		p, err = startIn(box, s, readStdout, slot)
 	}
 	if err != nil {
 		_ = box.Release()
@@ -77,7 +96,7 @@ func start(s spec, readStdout func(io.Reader)) (*proc, error) {
 	return p, nil
 }
 
-func startIn(box *contain.Box, s spec, readStdout func(io.Reader)) (*proc, error) {
+func startIn(box *contain.Box, s spec, readStdout func(io.Reader), slot func()) (*proc, error) {
 	inR, inW, err := os.Pipe()
 	if err != nil {
 		return nil, err
@@ -105,7 +124,7 @@ func startIn(box *contain.Box, s spec, readStdout func(io.Reader)) (*proc, error
 	}
 	box.Started(cmd.Process.Pid)
 	p := &proc{cmd: cmd, pid: cmd.Process.Pid, box: box, stdin: inW, stderr: newTail(StderrBytes),
-		exited: make(chan struct{}), done: make(chan struct{})}
+		exited: make(chan struct{}), done: make(chan struct{}), slot: slot}
 	out, errs := &drainer{f: outR}, &drainer{f: errR}
 	p.errs = errs
 	outDone, errDone := make(chan struct{}), make(chan struct{})
@@ -128,8 +147,9 @@ func (p *proc) reap(out, errs *drainer, outDone, errDone chan struct{}) {
 	if err := p.cmd.Wait(); err == nil || p.cmd.ProcessState != nil {
 		p.state = p.cmd.ProcessState
 	}
-	close(p.exited)
 	_ = p.box.Kill() // descendants never outlive the program
+	p.slot()         // before exited: whoever sees the program gone may start another in its slot
+	close(p.exited)
 	out.stop()
 	errs.stop()
 	timer := time.NewTimer(drainGrace)

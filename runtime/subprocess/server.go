@@ -95,6 +95,9 @@ func (i *instance) server(ctx context.Context, act *Action, values interp.Resolv
 	srv := &server{name: act.Name, redact: s.redact, limit: i.responseBytes(), writeSem: make(chan struct{}, 1),
 		settled: make(chan struct{}), calls: map[uint64]chan reply{}}
 	p, err := start(s, func(r io.Reader) { srv.readLoop(r, i.logger) })
+	if re := (*runtime.Error)(nil); errors.As(err, &re) {
+		return nil, re // the task's process limit: not remembered, a later call may start the server
+	}
 	if err != nil {
 		sl.failed = runtime.Unrecoverable(fmt.Errorf("exec: starting the server of %s (%s): %w", act.Name, s.path, err))
 		return nil, sl.failed

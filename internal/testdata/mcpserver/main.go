@@ -116,6 +116,7 @@ func addTools(s *server.MCPServer) {
 		schema(`{"type":"object","properties":{"text":{"type":"string","description":"what to echo"}},"required":["text"]}`))
 	echo.Annotations.ReadOnlyHint = &readOnly
 	echo.Annotations.IdempotentHint = &readOnly
+	echo.Title = "Echo"
 	s.AddTool(echo, func(_ context.Context, r mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return mcp.NewToolResultText(r.GetString("text", "")), nil
 	})

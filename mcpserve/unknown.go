@@ -1,0 +1,87 @@
+package mcpserve
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// A tools/call of a tool the server does not serve is the JSON-RPC error -32602 (invalid params), as the MCP
+// specification says and mcp-go answers; mcp-go gives no way to add the names a model could call instead, so the
+// transports mcpserve serves answer such a call themselves before mcp-go sees it, with the served names in the
+// error's data: {"tool": the name asked for, "available": [the served names]}.
+
+// served is the set of tool names a server serves.
+type served struct {
+	names []string
+	set   map[string]struct{}
+}
+
+func newServed(names []string) *served {
+	sv := &served{names: names, set: make(map[string]struct{}, len(names))}
+	for _, n := range names {
+		sv.set[n] = struct{}{}
+	}
+	return sv
+}
+
+var toolsCall = []byte(`"tools/call"`)
+
+// unknownCall returns the error reply to msg when it is a tools/call request of a tool not served, else nil.
+func (sv *served) unknownCall(msg []byte) []byte {
+	msg = bytes.TrimSpace(msg)
+	if len(msg) == 0 || msg[0] != '{' || !bytes.Contains(msg, toolsCall) {
+		return nil
+	}
+	var req struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+		Params struct {
+			Name string `json:"name"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(msg, &req) != nil || req.Method != string(mcp.MethodToolsCall) || len(req.ID) == 0 ||
+		string(req.ID) == "null" {
+		return nil
+	}
+	if _, ok := sv.set[req.Params.Name]; ok {
+		return nil
+	}
+	reply, err := json.Marshal(map[string]any{"jsonrpc": mcp.JSONRPC_VERSION, "id": req.ID,
+		"error": map[string]any{"code": mcp.INVALID_PARAMS, "message": fmt.Sprintf("tool '%s' not found", req.Params.Name),
+			"data": map[string]any{"tool": req.Params.Name, "available": sv.names}}})
+	if err != nil {
+		return nil
+	}
+	return reply
+}
+
+// screened is a stdio server's input with the calls of unknown tools taken out and answered on out.
+type screened struct {
+	src     *bufio.Reader
+	sv      *served
+	out     *stdioStream
+	pending []byte
+	err     error
+}
+
+func (s *screened) Read(p []byte) (int, error) {
+	for len(s.pending) == 0 {
+		if s.err != nil {
+			return 0, s.err
+		}
+		line, err := s.src.ReadBytes('\n')
+		s.err = err
+		if reply := s.sv.unknownCall(line); reply != nil {
+			_, _ = s.out.Write(append(reply, '\n'))
+			continue
+		}
+		s.pending = line
+	}
+	n := copy(p, s.pending)
+	s.pending = s.pending[n:]
+	return n, nil
+}

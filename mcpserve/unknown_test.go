@@ -1,0 +1,112 @@
+package mcpserve_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http/httptest"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/commonagents-go/tool"
+	"github.com/commonagents-go/tool/mcpserve"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// TestUnknownToolNamesTheServedTools: a tools/call of a tool the server does not serve is the JSON-RPC error
+// -32602 the specification asks for, with the name asked for and the served names in its data, over stdio,
+// streamable HTTP and with a task per session; a served tool still answers.
+func TestUnknownToolNamesTheServedTools(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel) // after the parallel subtests
+	tl, err := tool.Load(ctx, []byte(calcTwo))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, transport := range []string{"stdio", "http", "sessions"} {
+		t.Run(transport, func(t *testing.T) {
+			t.Parallel()
+			s, err := mcpserve.New(ctx, tl, tool.TaskConfig{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = s.Close(context.Background()) })
+			var tr mcp.Transport
+			switch transport {
+			case "stdio":
+				clientIn, serverOut := io.Pipe()
+				serverIn, clientOut := io.Pipe()
+				go func() {
+					_ = s.ServeStdio(ctx, serverIn, serverOut)
+					_ = serverOut.Close()
+				}()
+				t.Cleanup(func() { _ = clientOut.Close() })
+				tr = &mcp.IOTransport{Reader: clientIn, Writer: clientOut}
+			case "http", "sessions":
+				h := s.Handler()
+				if transport == "sessions" {
+					sh := mcpserve.Handler(tl, func(ctx context.Context) (*tool.Task, error) {
+						return tl.NewTask(ctx, tool.TaskConfig{})
+					}, mcpserve.SessionConfig{})
+					t.Cleanup(func() { _ = sh.Close(context.Background()) })
+					h = sh
+				}
+				srv := httptest.NewServer(h)
+				t.Cleanup(srv.Close)
+				tr = &mcp.StreamableClientTransport{Endpoint: srv.URL, MaxRetries: -1}
+			}
+			c := mcp.NewClient(&mcp.Implementation{Name: "go-sdk-test", Version: "1"}, nil)
+			cs, err := c.Connect(ctx, tr, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = cs.Close() }()
+			_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "calc_divide", Arguments: map[string]any{}})
+			var rpc *jsonrpc.Error
+			if !errors.As(err, &rpc) || rpc.Code != -32602 {
+				t.Fatalf("calling an unknown tool: %v, want the JSON-RPC error -32602", err)
+			}
+			var data struct {
+				Tool      string   `json:"tool"`
+				Available []string `json:"available"`
+			}
+			if err := json.Unmarshal(rpc.Data, &data); err != nil || data.Tool != "calc_divide" ||
+				!slices.Equal(data.Available, []string{"calc_add", "calc_shout"}) {
+				t.Errorf("the error's data %s, want the name asked for and calc_add, calc_shout", rpc.Data)
+			}
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "calc_shout", Arguments: map[string]any{"word": "a"}})
+			if err != nil || res.IsError || res.Content[0].(*mcp.TextContent).Text != "A" {
+				t.Errorf("calc_shout after the unknown call: %v %+v", err, res)
+			}
+		})
+	}
+}
+
+// calcTwo has two actions, served as calc_add and calc_shout.
+const calcTwo = `kind: commonagents.info/v1beta2/tool
+namespace: tests
+name: calc
+description: Two actions.
+actions:
+  - name: add
+    description: Adds.
+    parameters:
+      properties:
+        a: {type: number}
+        b: {type: number}
+    execute:
+      cel:
+        expression: "input.a + input.b"
+  - name: shout
+    description: Returns the word in capitals.
+    parameters:
+      properties:
+        word: {type: string}
+    execute:
+      cel:
+        expression: "input.word.upperAscii()"
+`
