@@ -35,7 +35,7 @@ func TestDirectorySample(t *testing.T) {
 			args:   map[string]any{"body": map[string]any{"TableName": "things", "Key": map[string]any{"id": map[string]any{"S": "1"}}}},
 			method: "POST", path: "/v3/", header: map[string]string{"X-Amz-Target": "DynamoDB_20120810.GetItem",
 				"Content-Type": "application/json"}, body: `{"Key":{"id":{"S":"1"}},"TableName":"things"}`}}},
-		{doc: "flickr.com.json.gz", functions: 24, skips: 1, skipped: regexp.MustCompile(`file part`),
+		{doc: "flickr.com.json.gz", functions: 25,
 			requests: []request{{action: "getFavoritesContextByID", args: map[string]any{"api_key": "k", "photo_id": "7", "user_id": "u"},
 				method: "GET", path: "/v3/rest", query: url.Values{"method": {"flickr.favorites.getContext"}, "api_key": {"k"},
 					"photo_id": {"7"}, "user_id": {"u"}}}}},
@@ -44,12 +44,11 @@ func TestDirectorySample(t *testing.T) {
 			query: url.Values{"city_id": {"4487042"}, "key": {"k"}}}}},
 		{doc: "googleapis.com_monitoring.json.gz", functions: 14},
 		{doc: "azure.com_network-applicationGateway.json.gz", functions: 17},
-		{doc: "presalytics.io_converter.json.gz", skips: 1, skipped: regexp.MustCompile(`file part`)},
+		{doc: "presalytics.io_converter.json.gz", functions: 1},
 		{doc: "brainbi.net.json.gz", skipped: regexp.MustCompile(`no media type Invoke can send|has no name`)},
-		{doc: "openbanking.org.uk_event-notifications-openapi.json.gz", skips: 1,
-			skipped: regexp.MustCompile(`no media type Invoke can send \(application/jwt`)},
+		{doc: "openbanking.org.uk_event-notifications-openapi.json.gz", functions: 1},
 		{doc: "apisetu.gov.in_issuer.json.gz", skipped: regexp.MustCompile(`holds characters a path template cannot`)},
-		{doc: "apideck.com_file-storage.json.gz", skipped: regexp.MustCompile(`described by content|file part|no media type`)},
+		{doc: "apideck.com_file-storage.json.gz"},
 	} {
 		tl := realManifest(t, srv, "../directory/"+c.doc, "{}")
 		fns, skipped := tl.Functions(tool.Capability{}), tl.Skipped()

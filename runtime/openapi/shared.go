@@ -23,6 +23,7 @@ type sharedParts struct {
 	headers map[string]*interp.Template
 	timeout time.Duration
 	bases   map[string]*interp.URL // compiled server URLs, by text
+	files   fileOptions
 }
 
 // compileShared checks and compiles base_url, headers and timeout of the top-level block at p.
@@ -59,6 +60,13 @@ func compileShared(c runtime.Checker, p *field.Path, s *Shared) (*sharedParts, f
 	d, de := httpspec.Duration(p.Child("timeout"), s.Timeout)
 	errs.Add(de)
 	parts.timeout = d
+	parts.files = fileOptions{fromMount: s.FilesFromMount, maxBytes: s.MaxFileBytes}
+	switch {
+	case s.MaxFileBytes == 0:
+		parts.files.maxBytes = DefaultFileBytes
+	case s.MaxFileBytes < 0 || s.MaxFileBytes > maxFileBytes:
+		errs.Add(field.Invalid(p.Child("max_file_bytes"), "must be between 1 and %d bytes", maxFileBytes))
+	}
 	return parts, errs
 }
 
