@@ -112,7 +112,8 @@ type instance struct {
 // parameters are each escaped as one path segment ("/" as %2F, so a value never adds a segment), and a value with
 // a "." or ".." piece between its slashes, or parameters that together make one, is a recoverable
 // invalid_arguments error and nothing is sent (SPEC §4.4); query, header and cookie parameters follow their
-// OpenAPI style; the body parameter is sent as JSON with the operation's JSON media type. Failures are classified
+// OpenAPI style; the body is sent in the operation's media type (a raw body or file parts from their arguments
+// or the task's mount, reported as FactFileSent). Failures are classified
 // as stateless_http classifies them (SPEC §7.3).
 func (i *instance) Invoke(ctx context.Context, a runtime.Action, call *runtime.Call) (*runtime.Result, error) {
 	act, ok := a.(*Action)

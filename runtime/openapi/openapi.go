@@ -9,8 +9,10 @@
 // action per selected operation (Selection), named from its operationId by internal/funcname's rule, unless a
 // declared action runs on openapi; an action-level block with operation_id binds one declared action to one
 // operation. Invoke builds the request from the operation with internal/httpspec (base URL, headers, auth),
-// serialises parameters in their OpenAPI styles and the body as JSON, form-urlencoded, multipart or text, and
-// sends it with httpspec.Do, which classifies failures as stateless_http does (SPEC §7.3).
+// serialises parameters in their OpenAPI styles and the body as JSON, form-urlencoded, multipart or a raw body
+// (any other single-part media type: text or base64 arguments, or a file of the task's mount when the block sets
+// files_from_mount; binary.go), and sends it with httpspec.Do, which classifies failures as stateless_http does
+// (SPEC §7.3).
 package openapi
 
 import (
