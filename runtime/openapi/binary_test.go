@@ -401,3 +401,22 @@ type readOnlyMount struct{}
 
 func (readOnlyMount) Read(context.Context, string) (string, error)          { return "x", nil }
 func (readOnlyMount) Write(context.Context, string, string) (string, error) { return "", nil }
+
+// TestStripeFileUpload: Stripe's PostFiles, a multipart body with a file part, sends the file with its filename
+// next to the other parts.
+func TestStripeFileUpload(t *testing.T) {
+	t.Parallel()
+	srv := newServer(t)
+	tl := realManifest(t, srv, "stripe-2024-04-10.json.gz", `{operations: [PostFiles]}`)
+	res := invokeOnce(t, tl, "PostFiles", map[string]any{"body": map[string]any{"purpose": "dispute_evidence",
+		"file": map[string]any{"content": base64.StdEncoding.EncodeToString([]byte("%PDF-1.7\x00")), "encoding": "base64", "filename": "e.pdf"}}})
+	if res.IsError {
+		t.Fatal(res.Error)
+	}
+	r := srv.last(t)
+	got := parts(t, r)
+	want := []part{{"file", "e.pdf", "application/octet-stream", "%PDF-1.7\x00"}, {"purpose", "", "", "dispute_evidence"}}
+	if r.Method != "POST" || r.EscapedPath != "/v3/v1/files" || len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
+		t.Errorf("%s %s parts %q, want POST /v3/v1/files %q", r.Method, r.EscapedPath, got, want)
+	}
+}
