@@ -420,3 +420,29 @@ func TestStripeFileUpload(t *testing.T) {
 		t.Errorf("%s %s parts %q, want POST /v3/v1/files %q", r.Method, r.EscapedPath, got, want)
 	}
 }
+
+// TestBoundActionSendsMountedFile: an action bound with operation_id takes the raw body's arguments too, and the
+// top-level block's files_from_mount applies to it.
+func TestBoundActionSendsMountedFile(t *testing.T) {
+	t.Parallel()
+	srv := newServer(t)
+	m := docManifest(t, srv, binaryDoc, "  files_from_mount: true\n", `actions:
+  - name: put
+    description: Stores a blob.
+    execute:
+      openapi: {operation_id: putBlob}
+`)
+	tl, err := tool.Load(context.Background(), []byte(m), tool.WithHTTPClient(srv.Client()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	task, err := tl.NewTask(context.Background(), tool.TaskConfig{Mount: &tool.Mount{Files: &memMount{files: map[string]string{"f": "bytes"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer task.Close(context.Background())
+	res := call(t, task, "put", map[string]any{"name": "n", "body_path": "f"})
+	if r := srv.last(t); res.IsError || r.EscapedPath != "/v3/blobs/n" || string(r.Body) != "bytes" {
+		t.Errorf("%+v: sent %s %q", res.Error, r.EscapedPath, r.Body)
+	}
+}
