@@ -26,7 +26,8 @@ type sharedParts struct {
 	files   fileOptions
 }
 
-// compileShared checks and compiles base_url, headers and timeout of the top-level block at p.
+// compileShared checks and compiles base_url, headers, timeout, files_from_mount and max_file_bytes of the
+// top-level block at p.
 func compileShared(c runtime.Checker, p *field.Path, s *Shared) (*sharedParts, field.List) {
 	var errs field.List
 	parts := &sharedParts{path: p, headers: map[string]*interp.Template{}, bases: map[string]*interp.URL{}}
