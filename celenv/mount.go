@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 
 	"cel.dev/cel-go/cel"
@@ -20,6 +21,26 @@ type Mount interface {
 	Read(ctx context.Context, path string) (string, error)
 	// Write stores content at path and returns a reference to what was written (e.g. its location).
 	Write(ctx context.Context, path, content string) (string, error)
+}
+
+// MountOpener is implemented by a Mount that can stream what it stores. Backends that send mounted files as they are
+// (the openapi backend's files_from_mount) read through Open, so that their size bound stops the read instead of
+// being checked after the whole file is in memory; a Mount without it cannot serve them. Paths are as for Read
+// (CheckMountPath has refused ".." segments). The caller closes the reader.
+type MountOpener interface {
+	// Open returns a reader of the content stored at path. A missing path is an error wrapping fs.ErrNotExist.
+	Open(ctx context.Context, path string) (io.ReadCloser, error)
+}
+
+// CheckMountPath returns ErrMountPath when path has a ".." segment ("/" and "\" both separate segments): the
+// check mount.read and mount.write apply, for backends that read a Mount themselves.
+func CheckMountPath(path string) error {
+	for seg := range strings.FieldsFuncSeq(path, isPathSeparator) {
+		if seg == ".." {
+			return ErrMountPath
+		}
+	}
+	return nil
 }
 
 // ErrNoMount is the cause of an evaluation error when an expression calls mount.read or mount.write and the
@@ -84,10 +105,8 @@ func (a *activation) mountPath(arg ref.Val) (string, error) {
 		return "", ErrNoMount
 	}
 	path, _ := arg.(types.String)
-	for seg := range strings.FieldsFuncSeq(string(path), isPathSeparator) {
-		if seg == ".." {
-			return "", ErrMountPath
-		}
+	if err := CheckMountPath(string(path)); err != nil {
+		return "", err
 	}
 	return string(path), nil
 }

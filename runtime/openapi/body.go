@@ -24,8 +24,10 @@ import (
 const (
 	bodyJSON      = "json"
 	bodyForm      = "form"      // application/x-www-form-urlencoded
-	bodyMultipart = "multipart" // multipart/form-data without file parts
-	bodyText      = "text"      // text/*, the body parameter a string sent as is
+	bodyMultipart = "multipart" // multipart/form-data; its file parts are filled as raw bodies are (binary.go)
+	// bodyRaw is any other single-part media type (text/*, application/octet-stream, */*, XML...): bytes from a
+	// text or base64 argument or a mounted file (binary.go).
+	bodyRaw = "raw"
 )
 
 // fieldEncoding is the OpenAPI encoding object of one property of a form or multipart body.
@@ -40,13 +42,20 @@ type requestBody struct {
 	kind      string
 	mediaType string // as the document writes it, sent as Content-Type (multipart adds its boundary)
 	encoding  map[string]fieldEncoding
+	// types are the media types a raw body may be sent in, as the document writes them, sorted; mediaType is
+	// the one sent when the call names none ("" when a wildcard such as image/* leaves the call to name it).
+	types []string
+	// files are the file parts of a multipart body, by property name.
+	files map[string]filePart
+	// fromMount and maxBytes are the block's files_from_mount and max_file_bytes, required the operation's
+	// (offerFiles).
+	fromMount, required bool
+	maxBytes            int64
 }
 
 // bodyMedia picks the media type a request body is sent in: JSON (application/json, else the first other JSON
-// type: jsonMediaType),
-// else application/x-www-form-urlencoded, else multipart/form-data when no property is a file, else the first
-// text/* type (the body a string). The error says why
-// none fits.
+// type: jsonMediaType), else application/x-www-form-urlencoded, else multipart/form-data, else the single-part
+// types (bodyRaw). The error says why none fits: only other multipart types, or unparsable media types.
 func bodyMedia(content openapi3.Content) (*requestBody, *openapi3.MediaType, error) {
 	if len(content) == 0 {
 		return &requestBody{kind: bodyJSON}, nil, nil
@@ -57,6 +66,7 @@ func bodyMedia(content openapi3.Content) (*requestBody, *openapi3.MediaType, err
 	}
 	sort.Strings(keys)
 	found := map[string]string{}
+	var raws []string
 	for _, k := range keys {
 		mt, _, err := mime.ParseMediaType(k)
 		if err != nil {
@@ -64,65 +74,40 @@ func bodyMedia(content openapi3.Content) (*requestBody, *openapi3.MediaType, err
 		}
 		kind := ""
 		switch {
-		case mt == "application/json" || jsonMediaType(mt) && found[bodyJSON] == "":
-			kind = bodyJSON
+		case jsonMediaType(mt):
+			if mt == "application/json" || found[bodyJSON] == "" {
+				found[bodyJSON] = k
+			}
+			continue
 		case mt == "application/x-www-form-urlencoded":
 			kind = bodyForm
 		case mt == "multipart/form-data":
 			kind = bodyMultipart
-		case strings.HasPrefix(mt, "text/"):
-			kind = bodyText
+		case strings.HasPrefix(mt, "multipart/"):
+			continue // multipart/mixed, related...: parts Invoke cannot describe
+		default:
+			raws = append(raws, k)
+			continue
 		}
-		if kind != "" && (found[kind] == "" || mt == "application/json") {
+		if found[kind] == "" {
 			found[kind] = k
 		}
 	}
-	var fileProp string
-	for _, kind := range []string{bodyJSON, bodyForm, bodyMultipart, bodyText} {
-		k := found[kind]
-		if k == "" {
-			continue
-		}
-		mt := content[k]
-		if kind == bodyMultipart {
-			if fileProp = fileProperty(mt); fileProp != "" {
-				continue
+	for _, kind := range []string{bodyJSON, bodyForm, bodyMultipart} {
+		if k := found[kind]; k != "" {
+			mt := content[k]
+			rb := &requestBody{kind: kind, mediaType: k, encoding: encodings(mt)}
+			if kind == bodyMultipart {
+				rb.files = fileParts(mt, rb.encoding)
 			}
+			return rb, mt, nil
 		}
-		return &requestBody{kind: kind, mediaType: k, encoding: encodings(mt)}, mt, nil
 	}
-	if fileProp != "" {
-		return nil, nil, fmt.Errorf("the multipart request body has a file part (property %q): file uploads are not supported", fileProp)
+	if len(raws) > 0 {
+		return rawBody(raws), content[raws[0]], nil
 	}
-	return nil, nil, fmt.Errorf("request body is in no media type Invoke can send (%s; it sends JSON, form-urlencoded, multipart without files and text)",
+	return nil, nil, fmt.Errorf("request body is in no media type Invoke can send (%s; it sends JSON, form-urlencoded, multipart/form-data and single-part bodies)",
 		strings.Join(keys, ", "))
-}
-
-// fileProperty names a property of a multipart body that is a file (format binary or base64, or a
-// contentMediaType/contentEncoding), "" when there is none.
-func fileProperty(mt *openapi3.MediaType) string {
-	if mt == nil || mt.Schema == nil || mt.Schema.Value == nil {
-		return ""
-	}
-	names := make([]string, 0, len(mt.Schema.Value.Properties))
-	for name := range mt.Schema.Value.Properties {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		s := mt.Schema.Value.Properties[name].Value
-		if s == nil {
-			continue
-		}
-		if s.Items != nil && s.Items.Value != nil {
-			s = s.Items.Value
-		}
-		if s.Format == "binary" || s.Format == "base64" || s.Extensions["contentMediaType"] != nil ||
-			s.Extensions["contentEncoding"] != nil {
-			return name
-		}
-	}
-	return ""
 }
 
 func encodings(mt *openapi3.MediaType) map[string]fieldEncoding {
@@ -144,8 +129,8 @@ func encodings(mt *openapi3.MediaType) map[string]fieldEncoding {
 }
 
 // setBody encodes body in the operation's media type and sets it on req, with that Content-Type unless the
-// block's headers set one.
-func (rb *requestBody) setBody(req *http.Request, body any) *runtime.Error {
+// block's headers set one. files are the bytes of the multipart file parts (binary.go), by property.
+func (rb *requestBody) setBody(req *http.Request, body any, files map[string][]fileData) *runtime.Error {
 	var data []byte
 	contentType := rb.mediaType
 	switch rb.kind {
@@ -158,16 +143,10 @@ func (rb *requestBody) setBody(req *http.Request, body any) *runtime.Error {
 			data = []byte(strings.Join(rb.form(obj), "&"))
 		} else {
 			var err error
-			if data, contentType, err = rb.multipart(obj); err != nil {
+			if data, contentType, err = rb.multipart(obj, files); err != nil {
 				return runtime.Errorf(runtime.KindInvalidArguments, "parameter %s cannot be encoded: %v", BodyParameter, err)
 			}
 		}
-	case bodyText:
-		text, ok := body.(string)
-		if !ok {
-			return runtime.Errorf(runtime.KindInvalidArguments, "parameter %s must be a string: the body is sent as %s", BodyParameter, rb.mediaType)
-		}
-		data = []byte(text)
 	default:
 		var err error
 		if data, err = jsonText(body); err != nil {
@@ -177,13 +156,18 @@ func (rb *requestBody) setBody(req *http.Request, body any) *runtime.Error {
 			contentType = "application/json"
 		}
 	}
+	setRaw(req, data, contentType)
+	return nil
+}
+
+// setRaw sets data as req's body, with contentType unless the block's headers set one.
+func setRaw(req *http.Request, data []byte, contentType string) {
 	req.Body = io.NopCloser(bytes.NewReader(data))
 	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil }
 	req.ContentLength = int64(len(data))
 	if req.Header.Get("Content-Type") == "" {
 		req.Header["Content-Type"] = []string{contentType}
 	}
-	return nil
 }
 
 // jsonText encodes v as JSON without HTML escaping, as stateless_http bodies are.
@@ -257,13 +241,17 @@ func flatList(v []any) bool {
 
 // multipart encodes a multipart/form-data body: a part per primitive property (arrays of primitives as one part
 // per item), objects and other arrays as JSON parts (OpenAPI's default content type for them), a property's
-// encoding contentType kept when it names one.
-func (rb *requestBody) multipart(obj map[string]any) ([]byte, string, error) {
+// encoding contentType kept when it names one; a file property (files) as one part per file, with its filename.
+func (rb *requestBody) multipart(obj map[string]any, files map[string][]fileData) ([]byte, string, error) {
 	var buf bytes.Buffer
 	w := multipart.NewWriter(&buf)
-	part := func(name, contentType string, data []byte) error {
+	filePart := func(name, filename, contentType string, data []byte) error {
 		h := textproto.MIMEHeader{}
-		h.Set("Content-Disposition", mime.FormatMediaType("form-data", map[string]string{"name": name}))
+		disposition := map[string]string{"name": name}
+		if filename != "" {
+			disposition["filename"] = filename
+		}
+		h.Set("Content-Disposition", mime.FormatMediaType("form-data", disposition))
 		if contentType != "" {
 			h.Set("Content-Type", contentType)
 		}
@@ -274,9 +262,18 @@ func (rb *requestBody) multipart(obj map[string]any) ([]byte, string, error) {
 		_, err = pw.Write(data)
 		return err
 	}
+	part := func(name, contentType string, data []byte) error { return filePart(name, "", contentType, data) }
 	for _, k := range slices.Sorted(maps.Keys(obj)) {
 		ct := rb.encoding[k].contentType
 		var err error
+		if list, isFile := files[k]; isFile {
+			for _, f := range list {
+				if err = filePart(k, f.filename, f.contentType, f.data); err != nil {
+					return nil, "", err
+				}
+			}
+			continue
+		}
 		switch v := obj[k].(type) {
 		case map[string]any:
 			err = jsonPart(part, k, ct, v)

@@ -58,6 +58,9 @@ func (Backend) Expand(ctx context.Context, b *runtime.Block) (*runtime.Expansion
 			continue
 		}
 		o, err := convert(e.path, e.method, e.item, e.op, schemaDialect(doc))
+		if err == nil {
+			err = offerFiles(o, parts.files)
+		}
 		if err != nil {
 			out.Skipped = append(out.Skipped, runtime.Skipped{Name: e.label(), Reason: err.Error()})
 			continue

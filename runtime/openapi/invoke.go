@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/commonagents-go/tool/celenv"
 	"github.com/commonagents-go/tool/internal/httpspec"
 	"github.com/commonagents-go/tool/interp"
 	"github.com/commonagents-go/tool/runtime"
@@ -95,13 +96,15 @@ func (Backend) Initialize(_ context.Context, in *runtime.Init) (runtime.Instance
 	if in.HTTPClient == nil {
 		return nil, runtime.Unrecoverable(errors.New("openapi: no HTTP client"))
 	}
-	return &instance{client: in.HTTPClient, limits: in.Limits}, nil
+	return &instance{client: in.HTTPClient, limits: in.Limits, mount: in.Mount, observe: in.Observe}, nil
 }
 
 // instance is stateless, so it is safe for concurrent use.
 type instance struct {
-	client *http.Client
-	limits runtime.Limits
+	client  *http.Client
+	limits  runtime.Limits
+	mount   celenv.Mount // the task's files, read for files_from_mount (binary.go); nil when none
+	observe func(ctx context.Context, name string, data map[string]any)
 }
 
 // Invoke sends one request for the operation, bounded by the block's timeout (else Limits.CallTimeout, else 30s)
@@ -109,7 +112,8 @@ type instance struct {
 // parameters are each escaped as one path segment ("/" as %2F, so a value never adds a segment), and a value with
 // a "." or ".." piece between its slashes, or parameters that together make one, is a recoverable
 // invalid_arguments error and nothing is sent (SPEC §4.4); query, header and cookie parameters follow their
-// OpenAPI style; the body parameter is sent as JSON with the operation's JSON media type. Failures are classified
+// OpenAPI style; the body is sent in the operation's media type (a raw body or file parts from their arguments
+// or the task's mount, reported as FactFileSent). Failures are classified
 // as stateless_http classifies them (SPEC §7.3).
 func (i *instance) Invoke(ctx context.Context, a runtime.Action, call *runtime.Call) (*runtime.Result, error) {
 	act, ok := a.(*Action)
@@ -128,9 +132,11 @@ func (i *instance) Invoke(ctx context.Context, a runtime.Action, call *runtime.C
 		}
 		return nil, err
 	}
-	if rerr := act.apply(req, call.Args); rerr != nil {
+	files := &fileSource{ctx: ctx, mount: i.mount}
+	if rerr := act.apply(req, call.Args, files); rerr != nil {
 		return runtime.Fail(rerr), nil
 	}
+	files.report(ctx, i.observe, call.Action)
 	res := &runtime.Result{BytesOut: max(req.ContentLength, 0)}
 	resp, err := httpspec.Do(ctx, i.client, req, i.limits.ResponseBytes)
 	if resp != nil {
@@ -165,8 +171,8 @@ func output(resp *httpspec.Response) any {
 // Teardown does nothing: the instance holds no resources.
 func (*instance) Teardown(context.Context) error { return nil }
 
-// apply adds the operation's parameters and body to req.
-func (a *Action) apply(req *http.Request, args map[string]any) *runtime.Error {
+// apply adds the operation's parameters and body to req; a raw body's and file parts' bytes come through files.
+func (a *Action) apply(req *http.Request, args map[string]any, files *fileSource) *runtime.Error {
 	if err := a.applyPath(req.URL, args); err != nil {
 		return err
 	}
@@ -231,8 +237,11 @@ func (a *Action) apply(req *http.Request, args map[string]any) *runtime.Error {
 		}
 	}
 	setCookies(req.Header, cookies)
+	if a.body != nil && (a.body.kind == bodyRaw || len(a.body.files) > 0) {
+		return a.body.setFiles(req, args, files)
+	}
 	if body, ok := args[BodyParameter]; ok && a.body != nil {
-		return a.body.setBody(req, body)
+		return a.body.setBody(req, body, nil)
 	}
 	return nil
 }

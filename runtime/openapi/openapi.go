@@ -9,8 +9,10 @@
 // action per selected operation (Selection), named from its operationId by internal/funcname's rule, unless a
 // declared action runs on openapi; an action-level block with operation_id binds one declared action to one
 // operation. Invoke builds the request from the operation with internal/httpspec (base URL, headers, auth),
-// serialises parameters in their OpenAPI styles and the body as JSON, form-urlencoded, multipart or text, and
-// sends it with httpspec.Do, which classifies failures as stateless_http does (SPEC §7.3).
+// serialises parameters in their OpenAPI styles and the body as JSON, form-urlencoded, multipart or a raw body
+// (any other single-part media type: text or base64 arguments, or a file of the task's mount when the block sets
+// files_from_mount; binary.go), and sends it with httpspec.Do, which classifies failures as stateless_http does
+// (SPEC §7.3).
 package openapi
 
 import (
@@ -45,6 +47,13 @@ type Shared struct {
 	Timeout string `json:"timeout,omitempty"`
 	// Select chooses the operations the block expands into (extension); all of them when it is absent.
 	Select *Selection `json:"select,omitempty"`
+	// FilesFromMount lets calls send files of the task's mount (TaskConfig.Mount) as raw bodies and multipart
+	// file parts, named by a path relative to the mount (extension; default false: the path arguments are not
+	// offered). Each file sent is reported as the fact FactFileSent.
+	FilesFromMount bool `json:"files_from_mount,omitempty"`
+	// MaxFileBytes bounds the bytes of one call's raw body and file parts together, read from the mount or
+	// given as arguments (extension; default DefaultFileBytes, at most 1 GiB).
+	MaxFileBytes int64 `json:"max_file_bytes,omitempty"`
 }
 
 // Config is an action-level openapi block.
@@ -149,6 +158,9 @@ func (Backend) Prepare(ctx context.Context, b *runtime.Block) (runtime.Action, e
 	}
 	a.OperationID = op.OperationID
 	o, err := convert(path, method, item, op, schemaDialect(doc))
+	if err == nil {
+		err = offerFiles(o, parts.files)
+	}
 	if err != nil {
 		return a, field.Invalid(idPath, "operation %q cannot be used: %v", cfg.OperationID, err)
 	}

@@ -243,7 +243,7 @@ func convertWith(path, method string, item *openapi3.PathItem, op *openapi3.Oper
 		}
 		body := map[string]any{}
 		var boolean any // a boolean body schema: true takes any body, false none
-		if reqBody.kind == bodyText {
+		if reqBody.kind == bodyRaw {
 			body["type"] = "string"
 		} else if mt != nil && mt.Schema != nil {
 			switch b := c.ref(mt.Schema).(type) {

@@ -46,6 +46,11 @@ func TestRealRequests(t *testing.T) {
 			action: "issues_list_for_repo", args: map[string]any{"owner": "o", "repo": "r", "labels": "bug,ui", "state": "open", "per_page": 5},
 			// The document's defaults (direction, page, sort) are the server's: left out, they are not sent (SPEC §7.5).
 			method: "GET", path: "/v3/repos/o/r/issues", query: url.Values{"labels": {"bug,ui"}, "state": {"open"}, "per_page": {"5"}}},
+		{doc: "github-api.github.com.json.gz", sel: `{operations: ["repos/upload-release-asset"]}`,
+			action: "repos_upload_release_asset", args: map[string]any{"owner": "o", "repo": "r", "release_id": 7, "name": "a.bin",
+				"body": "AAEC/w==", "body_encoding": "base64"},
+			method: "POST", path: "/v3/repos/o/r/releases/7/assets", query: url.Values{"name": {"a.bin"}},
+			contentType: "application/octet-stream", body: "\x00\x01\x02\xff"},
 		{doc: "stripe-2024-04-10.json.gz", sel: `{operations: [PostCustomers]}`,
 			action: "PostCustomers", args: map[string]any{"body": map[string]any{"email": "a@b.co", "metadata": map[string]any{"order": "6735"},
 				"expand": []any{"sources"}}},

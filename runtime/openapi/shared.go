@@ -23,9 +23,11 @@ type sharedParts struct {
 	headers map[string]*interp.Template
 	timeout time.Duration
 	bases   map[string]*interp.URL // compiled server URLs, by text
+	files   fileOptions
 }
 
-// compileShared checks and compiles base_url, headers and timeout of the top-level block at p.
+// compileShared checks and compiles base_url, headers, timeout, files_from_mount and max_file_bytes of the
+// top-level block at p.
 func compileShared(c runtime.Checker, p *field.Path, s *Shared) (*sharedParts, field.List) {
 	var errs field.List
 	parts := &sharedParts{path: p, headers: map[string]*interp.Template{}, bases: map[string]*interp.URL{}}
@@ -59,6 +61,13 @@ func compileShared(c runtime.Checker, p *field.Path, s *Shared) (*sharedParts, f
 	d, de := httpspec.Duration(p.Child("timeout"), s.Timeout)
 	errs.Add(de)
 	parts.timeout = d
+	parts.files = fileOptions{fromMount: s.FilesFromMount, maxBytes: s.MaxFileBytes}
+	switch {
+	case s.MaxFileBytes == 0:
+		parts.files.maxBytes = DefaultFileBytes
+	case s.MaxFileBytes < 0 || s.MaxFileBytes > maxFileBytes:
+		errs.Add(field.Invalid(p.Child("max_file_bytes"), "must be between 1 and %d bytes", maxFileBytes))
+	}
 	return parts, errs
 }
 
