@@ -164,7 +164,7 @@ func (l *loader) bindDeclared(t *Tool) {
 			if d, ok := a.prepared.(sourceDialect); ok {
 				dialect = d.SchemaDialect()
 			}
-			own, _, reason := compileSource(src.Parameters(), dialect)
+			own, _, reason := compileSource(src.Parameters(), dialect, nil)
 			if own == nil {
 				l.errs.Add(field.Invalid(bp, "the parameters of the bound operation cannot be used: %s", reason))
 				continue
@@ -197,7 +197,7 @@ func hasParam(params []schema.Property, name string) bool {
 // compileSource compiles parameters a backend derived from its source, in dialect (a `$schema` URI; "" is
 // draft-07) unless they name theirs, as a backend's schema (schema.Options.Foreign); it returns the JSON too, or
 // the reason it cannot.
-func compileSource(params map[string]any, dialect string) (*schema.Schema, json.RawMessage, string) {
+func compileSource(params map[string]any, dialect string, against *schema.Validator) (*schema.Schema, json.RawMessage, string) {
 	raw, err := json.Marshal(params)
 	if err != nil {
 		return nil, nil, "not encodable as JSON"
@@ -207,7 +207,7 @@ func compileSource(params map[string]any, dialect string) (*schema.Schema, json.
 	if err := json.Unmarshal(raw, &doc); err != nil {
 		return nil, nil, "not decodable"
 	}
-	opts := schema.Options{Parameters: true, Foreign: true}
+	opts := schema.Options{Parameters: true, Foreign: true, Against: against}
 	if dialect != "" {
 		d, ok := schema.ParseDialect(dialect)
 		if !ok {
@@ -222,15 +222,47 @@ func compileSource(params map[string]any, dialect string) (*schema.Schema, json.
 	return own, raw, ""
 }
 
+// validation compiles v against its document, compiled once per SchemaDocument (shared by every Load that gets
+// the same one from its backend's document cache); nil when v is nil or cannot be compiled: the action is then
+// validated against its parameters as shown.
+func validation(v *runtime.Validation) *schema.Validator {
+	if v == nil || v.Document == nil {
+		return nil
+	}
+	doc, _ := v.Document.Compiled(func() any {
+		d := schema.Draft7
+		if v.Document.Dialect != "" {
+			var ok bool
+			if d, ok = schema.ParseDialect(v.Document.Dialect); !ok {
+				return (*schema.Document)(nil)
+			}
+		}
+		sd, err := schema.NewDocument(v.Document.Doc, d, v.Document.Subschemas)
+		if err != nil {
+			return (*schema.Document)(nil)
+		}
+		return sd
+	}).(*schema.Document)
+	if doc == nil {
+		return nil
+	}
+	val, err := doc.Compile(v.Schema)
+	if err != nil {
+		return nil
+	}
+	return val
+}
+
 // expandedAction turns e into an action as a declared one is built; it returns the reason when it cannot.
 func (l *loader) expandedAction(kind string, backend runtime.Runtime, e runtime.Expanded) (*action, string) {
-	own, raw, reason := compileSource(e.Parameters, e.Dialect)
+	against := validation(e.Validation)
+	own, raw, reason := compileSource(e.Parameters, e.Dialect, against)
 	if own == nil {
 		return nil, "its parameters are " + reason
 	}
 	var whole *schema.Schema
-	if e.Schema != nil {
-		if whole, _, reason = compileSource(e.Schema, e.Dialect); whole == nil {
+	if e.Schema != nil && against == nil {
+		if whole, _, reason = compileSource(e.Schema, e.Dialect, nil); whole == nil {
 			return nil, "its schema is " + reason
 		}
 	}

@@ -36,10 +36,12 @@ func (Backend) Expand(ctx context.Context, b *runtime.Block) (*runtime.Expansion
 	if b.Used {
 		return &runtime.Expansion{}, nil
 	}
-	doc, err := document(ctx, b.SharedPath.Child("url"), shared.URL, b.BaseDir, originsOf(b), sizeOf(b))
+	doc, src, err := document(ctx, b.SharedPath.Child("url"), shared.URL, b.BaseDir, originsOf(b), sizeOf(b))
 	if err != nil {
 		return nil, err
 	}
+	dialect := schemaDialect(doc)
+	raw := src.document(dialect)
 	out := &runtime.Expansion{}
 	entries := selected(doc, shared.Select, out)
 	warnings, clash := nameAll(entries)
@@ -57,7 +59,7 @@ func (Backend) Expand(ctx context.Context, b *runtime.Block) (*runtime.Expansion
 				Reason: fmt.Sprintf("its name %q, made apart from a like name by a hash, is still another operation's: change its operationId", e.name)})
 			continue
 		}
-		o, err := convert(e.path, e.method, e.item, e.op, schemaDialect(doc))
+		o, err := convert(e.path, e.method, e.item, e.op, dialect)
 		if err != nil {
 			out.Skipped = append(out.Skipped, runtime.Skipped{Name: e.label(), Reason: err.Error()})
 			continue
@@ -75,6 +77,7 @@ func (Backend) Expand(ctx context.Context, b *runtime.Block) (*runtime.Expansion
 		}
 		out.Actions = append(out.Actions, runtime.Expanded{
 			Name: e.name, Description: o.description, Parameters: o.schema, Schema: o.whole, Dialect: o.dialect, Action: a,
+			Validation: validation(o, raw),
 		})
 	}
 	return out, nil

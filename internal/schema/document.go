@@ -1,0 +1,136 @@
+package schema
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"sync"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// Document is a source document whose schemas many compiled schemas refer to (an OpenAPI description): it is given
+// to one validator compiler once, so a schema several operations share is collected, checked and compiled once for
+// all of them (issue 31: Microsoft Graph compiled its shared components again per operation). Schemas refer into it
+// by JSON pointer under documentURL. A Document is safe for concurrent use.
+type Document struct {
+	mu       sync.Mutex
+	jc       *jsonschema.Compiler
+	root     any
+	n        int
+	compiled map[string]*jsonschema.Schema // by the canonical JSON of the schema compiled against the document
+}
+
+// documentURL is the base URI of a Document (runtime.SchemaDocumentURL). It names no reachable place: the loader
+// refuses it anyway.
+const documentURL = "urn:commonagents-go:tool:document"
+
+// positionsVocabulary names the vocabulary whose only role is to tell the validator where a Document keeps its
+// schemas, so it collects them all when it first reads the document instead of once per pointer asked for later.
+const positionsVocabulary = "urn:commonagents-go:tool:positions"
+
+// NewDocument prepares doc, a decoded JSON document, for compiling schemas that refer into it. dialect is the
+// dialect of its schemas (a schema's own `$schema` wins); subschemas lists where its schemas sit, each a list of
+// object keys where "*" stands for every key and "[]" for every array element (for an OpenAPI document:
+// components/schemas/*, paths/*/*/requestBody/content/*/schema, ...). A pattern Go's regexp package cannot compile
+// (an ECMA-262 lookahead) constrains nothing, as in the schemas a backend converts. NewDocument performs no I/O.
+func NewDocument(doc any, dialect Dialect, subschemas [][]string) (*Document, error) {
+	v, err := canonical(doc)
+	if err != nil {
+		return nil, err
+	}
+	jc := jsonschema.NewCompiler()
+	jc.DefaultDraft(dialect.draft())
+	jc.UseLoader(refuseLoads{})
+	jc.UseRegexpEngine(lenientRegexp)
+	paths := make([]jsonschema.SchemaPath, 0, len(subschemas))
+	for _, s := range subschemas {
+		var sp jsonschema.SchemaPath
+		for _, tok := range s {
+			switch tok {
+			case "*":
+				sp = append(sp, jsonschema.AllProp{})
+			case "[]":
+				sp = append(sp, jsonschema.AllItem{})
+			default:
+				sp = append(sp, jsonschema.Prop(tok))
+			}
+		}
+		paths = append(paths, sp)
+	}
+	jc.RegisterVocabulary(&jsonschema.Vocabulary{URL: positionsVocabulary, Subschemas: paths,
+		Compile: func(*jsonschema.CompilerContext, map[string]any) (jsonschema.SchemaExt, error) { return nil, nil }})
+	if err := jc.AddResource(documentURL, v); err != nil {
+		return nil, err
+	}
+	return &Document{jc: jc, root: v, compiled: map[string]*jsonschema.Schema{}}, nil
+}
+
+// compile compiles doc, a schema whose `$ref`s may name the document's locations (documentURL#pointer), against the document. A
+// schema compiled before is returned again.
+func (d *Document) compile(doc any) (s *jsonschema.Schema, err error) {
+	b, err := json.Marshal(doc)
+	if err != nil {
+		return nil, err
+	}
+	key := string(b)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if s := d.compiled[key]; s != nil {
+		return s, nil
+	}
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+	if err != nil {
+		return nil, err
+	}
+	d.n++
+	u := fmt.Sprintf("%s:schema:%d", documentURL, d.n)
+	if err := d.jc.AddResource(u, v); err != nil {
+		return nil, err
+	}
+	defer func() {
+		// The document's schemas reach the validator's compiler without a check against their meta-schema: a
+		// malformed one must not take the host down.
+		if r := recover(); r != nil {
+			s, err = nil, fmt.Errorf("cannot be compiled")
+		}
+	}()
+	if s, err = d.jc.Compile(u); err != nil {
+		return nil, err
+	}
+	d.compiled[key] = s
+	return s, nil
+}
+
+// lenientRegexp compiles a pattern with Go's regexp package; one it cannot compile matches everything.
+func lenientRegexp(s string) (jsonschema.Regexp, error) {
+	re, err := regexp.Compile(s)
+	if err != nil {
+		return anything(s), nil
+	}
+	return re, nil
+}
+
+type anything string
+
+func (a anything) String() string          { return string(a) }
+func (a anything) MatchString(string) bool { return true }
+
+// Validator is a schema compiled against a Document (Document.Compile), for Options.Against. It is immutable and
+// safe for concurrent use.
+type Validator struct{ compiled *jsonschema.Schema }
+
+// Compile compiles doc, a JSON Schema whose `$ref`s may name the document's locations (documentURL#pointer), against the
+// document: what the document's schemas share is compiled once for every schema compiled against it. The error
+// says why doc cannot be compiled, without any value of it.
+func (d *Document) Compile(doc map[string]any) (*Validator, error) {
+	s, err := d.compile(doc)
+	if err != nil {
+		return nil, fmt.Errorf("%s", compileError(err))
+	}
+	return &Validator{compiled: s}, nil
+}
+
+// Validate checks v against the validator (see Schema.Validate).
+func (v *Validator) Validate(value any) []Violation { return validate(v.compiled, value) }

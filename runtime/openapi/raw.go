@@ -1,0 +1,384 @@
+package openapi
+
+import (
+	"bytes"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"sigs.k8s.io/yaml"
+
+	"github.com/commonagents-go/tool/runtime"
+)
+
+// rawSource is a document as it was read. Arguments are validated against its schemas as written (issue 29: kin-
+// openapi's resolved tree loses $id and $anchor references, $dynamicRef, 2019-09 keywords, and turns recursion into
+// {}), compiled once per document rather than once per operation (issue 31: Microsoft Graph's operations share
+// large components). The copy shown to the LLM is still converted from kin-openapi's tree (convert).
+type rawSource struct {
+	data []byte
+	once sync.Once
+	doc  *runtime.SchemaDocument // nil when the document cannot be decoded
+}
+
+// schemaPositions are where an OpenAPI document keeps the schemas a request is validated against.
+var schemaPositions = [][]string{
+	{"components", "schemas", "*"},
+	{"components", "parameters", "*", "schema"},
+	{"components", "parameters", "*", "content", "*", "schema"},
+	{"components", "requestBodies", "*", "content", "*", "schema"},
+	{"paths", "*", "parameters", "[]", "schema"},
+	{"paths", "*", "parameters", "[]", "content", "*", "schema"},
+	{"paths", "*", "*", "parameters", "[]", "schema"},
+	{"paths", "*", "*", "parameters", "[]", "content", "*", "schema"},
+	{"paths", "*", "*", "requestBody", "content", "*", "schema"},
+}
+
+// document returns the validation form of the document, whose schemas are in dialect (schemaDialect): for
+// OpenAPI 3.1 its schemas as written; for 3.0 its schema objects converted to draft-07 as convert does (nullable,
+// boolean exclusive bounds). Only the parts a request's schemas live in are kept. It is built once.
+func (r *rawSource) document(dialect string) *runtime.SchemaDocument {
+	if r == nil {
+		return nil
+	}
+	r.once.Do(func() {
+		data := r.data
+		if t := bytes.TrimSpace(data); len(t) == 0 || t[0] != '{' {
+			j, err := yaml.YAMLToJSON(data)
+			if err != nil {
+				return
+			}
+			data = j
+		}
+		v, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
+		if err != nil {
+			return
+		}
+		root, ok := v.(map[string]any)
+		if !ok {
+			return
+		}
+		kept := map[string]any{"paths": requestParts(root["paths"])}
+		if comps, ok := root["components"].(map[string]any); ok {
+			kept["components"] = map[string]any{"schemas": comps["schemas"], "parameters": comps["parameters"],
+				"requestBodies": comps["requestBodies"]}
+		}
+		if dialect == "" {
+			forPositions(kept, schemaPositions, convert30)
+		}
+		r.doc = &runtime.SchemaDocument{Doc: kept, Dialect: dialect, Subschemas: schemaPositions}
+	})
+	return r.doc
+}
+
+// requestParts keeps of each path item its parameters and each operation's parameters and request body.
+func requestParts(v any) map[string]any {
+	paths, _ := v.(map[string]any)
+	out := make(map[string]any, len(paths))
+	for p, item := range paths {
+		m, ok := item.(map[string]any)
+		if !ok {
+			continue
+		}
+		kept := map[string]any{}
+		if ps, ok := m["parameters"]; ok {
+			kept["parameters"] = ps
+		}
+		for _, method := range methodOrder {
+			op, ok := m[strings.ToLower(method)].(map[string]any)
+			if !ok {
+				continue
+			}
+			ko := map[string]any{}
+			for _, k := range []string{"parameters", "requestBody"} {
+				if x, ok := op[k]; ok {
+					ko[k] = x
+				}
+			}
+			kept[strings.ToLower(method)] = ko
+		}
+		out[p] = kept
+	}
+	return out
+}
+
+// forPositions calls fn with a setter for every schema at positions in doc.
+func forPositions(doc any, positions [][]string, fn func(v any) any) {
+	var visit func(v any, path []string, set func(any))
+	visit = func(v any, path []string, set func(any)) {
+		if len(path) == 0 {
+			set(fn(v))
+			return
+		}
+		switch tok := path[0]; tok {
+		case "*":
+			m, _ := v.(map[string]any)
+			for k, e := range m {
+				visit(e, path[1:], func(x any) { m[k] = x })
+			}
+		case "[]":
+			a, _ := v.([]any)
+			for i, e := range a {
+				visit(e, path[1:], func(x any) { a[i] = x })
+			}
+		default:
+			m, _ := v.(map[string]any)
+			if e, ok := m[tok]; ok {
+				visit(e, path[1:], func(x any) { m[tok] = x })
+			}
+		}
+	}
+	for _, p := range positions {
+		visit(doc, p, func(any) {})
+	}
+}
+
+// convert30 converts an OpenAPI 3.0 schema object, in place, into the draft-07 schema convert makes of it:
+// `nullable: true` also allows null, boolean exclusive bounds become numbers, an empty enum and a multipleOf
+// that is not positive are left out, and patternProperties keys Go cannot compile are left out. A $ref's siblings
+// are ignored, as in 3.0.
+func convert30(v any) any {
+	s, ok := v.(map[string]any)
+	if !ok {
+		return v
+	}
+	if _, ok := s["$ref"]; ok {
+		return s
+	}
+	for _, k := range []string{"additionalProperties", "not", "additionalItems", "contains", "propertyNames",
+		"if", "then", "else"} {
+		if sub, ok := s[k]; ok {
+			s[k] = convert30(sub)
+		}
+	}
+	switch items := s["items"].(type) {
+	case map[string]any:
+		s["items"] = convert30(items)
+	case []any:
+		for i := range items {
+			items[i] = convert30(items[i])
+		}
+	}
+	for _, k := range []string{"allOf", "anyOf", "oneOf"} {
+		if list, ok := s[k].([]any); ok {
+			for i := range list {
+				list[i] = convert30(list[i])
+			}
+		}
+	}
+	for _, k := range []string{"properties", "patternProperties", "dependencies", "definitions"} {
+		if m, ok := s[k].(map[string]any); ok {
+			for name, sub := range m {
+				if k == "patternProperties" && !compiles(name) {
+					delete(m, name)
+					continue
+				}
+				m[name] = convert30(sub)
+			}
+		}
+	}
+	bounds30(s, "exclusiveMinimum", "minimum")
+	bounds30(s, "exclusiveMaximum", "maximum")
+	if m, ok := s["multipleOf"]; ok && !(number(m) > 0) {
+		delete(s, "multipleOf")
+	}
+	if e, ok := s["enum"].([]any); ok && len(e) == 0 {
+		delete(s, "enum")
+	}
+	nullable, _ := s["nullable"].(bool)
+	delete(s, "nullable")
+	if !nullable {
+		return s
+	}
+	enum, hasEnum := s["enum"].([]any)
+	if hasEnum && !containsNil(enum) {
+		s["enum"] = append(enum, nil)
+	}
+	switch t := s["type"].(type) {
+	case string:
+		if t != openapi3.TypeNull {
+			s["type"] = []any{t, openapi3.TypeNull}
+		}
+		return s
+	case []any:
+		if !containsString(t, openapi3.TypeNull) {
+			s["type"] = append(t, openapi3.TypeNull)
+		}
+		return s
+	}
+	if hasEnum {
+		return s
+	}
+	return nullable30(s)
+}
+
+// nullable30 is nullable for a raw schema: anyOf the schema and {type: null}, its annotations kept outside.
+func nullable30(s map[string]any) map[string]any {
+	outer := map[string]any{}
+	for _, k := range append(annotationKeys, "example") {
+		if v, ok := s[k]; ok {
+			outer[k] = v
+			delete(s, k)
+		}
+	}
+	constrains := false
+	for k := range s {
+		if !strings.HasPrefix(k, "x-") && k != "discriminator" && k != "xml" && k != "externalDocs" && k != "format" {
+			constrains = true
+		}
+	}
+	if constrains {
+		outer["anyOf"] = []any{s, map[string]any{"type": openapi3.TypeNull}}
+	}
+	return outer
+}
+
+// bounds30 turns 3.0's boolean exclusive bound into the draft-07 number.
+func bounds30(s map[string]any, exclusive, bound string) {
+	b, ok := s[exclusive].(bool)
+	if !ok {
+		return
+	}
+	delete(s, exclusive)
+	if v, has := s[bound]; b && has {
+		s[exclusive] = v
+		delete(s, bound)
+	}
+}
+
+func number(v any) float64 {
+	switch n := v.(type) {
+	case float64:
+		return n
+	case interface{ Float64() (float64, error) }:
+		f, _ := n.Float64()
+		return f
+	}
+	return 0
+}
+
+func containsString(list []any, s string) bool {
+	for _, e := range list {
+		if e == s {
+			return true
+		}
+	}
+	return false
+}
+
+// at reports whether the location tokens names in doc holds a schema (an object or a boolean).
+func at(doc any, tokens []string) bool {
+	cur := doc
+	for _, t := range tokens {
+		switch c := cur.(type) {
+		case map[string]any:
+			var ok bool
+			if cur, ok = c[t]; !ok {
+				return false
+			}
+		case []any:
+			i, err := strconv.Atoi(t)
+			if err != nil || i < 0 || i >= len(c) {
+				return false
+			}
+			cur = c[i]
+		default:
+			return false
+		}
+	}
+	switch cur.(type) {
+	case map[string]any, bool:
+		return true
+	}
+	return false
+}
+
+// localRef returns the tokens of a $ref to a component of the document itself ("#/components/parameters/x"):
+// kind is its components key; nil for any other reference.
+func localRef(ref, kind string) []string {
+	name, ok := strings.CutPrefix(ref, "#/components/"+kind+"/")
+	if !ok || strings.Contains(name, "/") {
+		return nil
+	}
+	return []string{"components", kind, strings.ReplaceAll(strings.ReplaceAll(name, "~1", "/"), "~0", "~")}
+}
+
+// paramTokens returns the location of parameter r's schema in the raw document (content names the media type
+// key of a parameter described by content); nil when it is not known there.
+func paramTokens(path, method string, item *openapi3.PathItem, op *openapi3.Operation, r *openapi3.ParameterRef,
+	content string) []string {
+	var base []string
+	switch {
+	case r.Ref != "":
+		base = localRef(r.Ref, "parameters")
+	default:
+		for i, x := range op.Parameters {
+			if x == r {
+				base = []string{"paths", path, strings.ToLower(method), "parameters", strconv.Itoa(i)}
+			}
+		}
+		for i, x := range item.Parameters {
+			if base == nil && x == r {
+				base = []string{"paths", path, "parameters", strconv.Itoa(i)}
+			}
+		}
+	}
+	if base == nil {
+		return nil
+	}
+	if r.Value.Schema != nil {
+		return append(base, "schema")
+	}
+	return append(base, "content", content, "schema")
+}
+
+// bodyTokens returns the location of the request body's schema in media type key in the raw document; nil when
+// it is not known there.
+func bodyTokens(path, method string, rb *openapi3.RequestBodyRef, key string) []string {
+	var base []string
+	if rb.Ref != "" {
+		base = localRef(rb.Ref, "requestBodies")
+	} else {
+		base = []string{"paths", path, strings.ToLower(method), "requestBody"}
+	}
+	if base == nil {
+		return nil
+	}
+	return append(base, "content", key, "schema")
+}
+
+// validation returns what o's arguments are validated against: its parameters whose schema sits at a known
+// location of the raw document refer to it there, the others keep their converted schema (the full one when the
+// schema shown is bounded). nil when no parameter is located in the document.
+func validation(o *operation, raw *runtime.SchemaDocument) *runtime.Validation {
+	if raw == nil || len(o.located) == 0 {
+		return nil
+	}
+	src := o.schema
+	if o.whole != nil {
+		src = o.whole
+	}
+	props, _ := src["properties"].(map[string]any)
+	out := make(map[string]any, len(props))
+	located := 0
+	for name, s := range props {
+		if t := o.located[name]; t != nil && at(raw.Doc, t) {
+			out[name] = map[string]any{"$ref": raw.Ref(t...)}
+			located++
+			continue
+		}
+		out[name] = s
+	}
+	if located == 0 {
+		return nil
+	}
+	schema := map[string]any{"type": "object", "properties": out, "required": src["required"]}
+	for _, k := range []string{"$defs", "definitions"} {
+		if d, ok := src[k]; ok {
+			schema[k] = d
+		}
+	}
+	return &runtime.Validation{Document: raw, Schema: schema}
+}
