@@ -256,6 +256,9 @@ func validation(v *runtime.Validation) *schema.Validator {
 // expandedAction turns e into an action as a declared one is built; it returns the reason when it cannot.
 func (l *loader) expandedAction(kind string, backend runtime.Runtime, e runtime.Expanded) (*action, string) {
 	against := validation(e.Validation)
+	if against == nil && e.Validation != nil && e.Validation.Required {
+		return nil, "its schema cannot be compiled against its document"
+	}
 	own, raw, reason := compileSource(e.Parameters, e.Dialect, against)
 	if own == nil {
 		return nil, "its parameters are " + reason

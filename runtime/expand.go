@@ -86,6 +86,9 @@ type Validation struct {
 	// Schema is a JSON Schema object (type: object, properties, required) whose `$ref`s name locations of the
 	// document (Document.Ref).
 	Schema map[string]any
+	// Required: Parameters says less than the document (its source could not read all of it), so the action is
+	// skipped when Schema cannot be compiled, rather than validated against Parameters.
+	Required bool
 }
 
 // SchemaDocument is a decoded JSON document holding the schemas of a source (an OpenAPI description in the JSON

@@ -149,22 +149,35 @@ func read(ctx context.Context, loc *url.URL, extra []string, limit int64) (*open
 	defer cancel()
 	r := &reader{ctx: ctx, policy: newPolicy(loc, extra), limit: limit}
 	r.client = &http.Client{Timeout: fetchTimeout, CheckRedirect: r.redirect}
-	loader := openapi3.NewLoader()
-	loader.Context = ctx
-	loader.IsExternalRefsAllowed = true
-	loader.ReadFromURIFunc = func(_ *openapi3.Loader, u *url.URL) ([]byte, error) { return r.readURI(u, "the $ref") }
+	newLoader := func() *openapi3.Loader {
+		loader := openapi3.NewLoader()
+		loader.Context = ctx
+		loader.IsExternalRefsAllowed = true
+		loader.ReadFromURIFunc = func(_ *openapi3.Loader, u *url.URL) ([]byte, error) { return r.readURI(u, "the $ref") }
+		return loader
+	}
 	data, err := r.readURI(loc, "the document")
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	doc, err := loader.LoadFromDataWithPath(data, loc)
+	src := &rawSource{data: data}
+	doc, err := newLoader().LoadFromDataWithPath(data, loc)
+	if err != nil {
+		// kin-openapi resolves a 3.1 schema's references without $id, $anchor or $defs: read such a document
+		// without them, and validate against the document as written (src.strict).
+		if cp := kinCopy(data); cp != nil {
+			if d, e := newLoader().LoadFromDataWithPath(cp, loc); e == nil {
+				doc, err, src.strict = d, nil, true
+			}
+		}
+	}
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("parsing the OpenAPI document: %w", err)
 	}
 	if !strings.HasPrefix(doc.OpenAPI, "3.") {
 		return nil, nil, nil, fmt.Errorf("openapi version %q is not supported (use 3.0 or 3.1)", doc.OpenAPI)
 	}
-	return doc, &rawSource{data: data}, r.files, nil
+	return doc, src, r.files, nil
 }
 
 // redirect follows a redirect only to an origin the policy allows.

@@ -68,6 +68,12 @@ func (Backend) Expand(ctx context.Context, b *runtime.Block) (*runtime.Expansion
 		if err != nil {
 			return nil, err
 		}
+		v := validation(o, raw, src.strict)
+		if v == nil && src.strict && len(o.located) > 0 {
+			out.Skipped = append(out.Skipped, runtime.Skipped{Name: e.label(),
+				Reason: "its schemas use references kin-openapi cannot read, and the document as written cannot be read either"})
+			continue
+		}
 		a := &Action{DocumentURL: shared.URL, OperationID: e.op.OperationID}
 		fill(a, o, parts, base)
 		if o.whole != nil {
@@ -77,7 +83,7 @@ func (Backend) Expand(ctx context.Context, b *runtime.Block) (*runtime.Expansion
 		}
 		out.Actions = append(out.Actions, runtime.Expanded{
 			Name: e.name, Description: o.description, Parameters: o.schema, Schema: o.whole, Dialect: o.dialect, Action: a,
-			Validation: validation(o, raw),
+			Validation: v,
 		})
 	}
 	return out, nil

@@ -2,6 +2,7 @@ package openapi
 
 import (
 	"bytes"
+	"encoding/json"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,8 +20,12 @@ import (
 // large components). The copy shown to the LLM is still converted from kin-openapi's tree (convert).
 type rawSource struct {
 	data []byte
-	once sync.Once
-	doc  *runtime.SchemaDocument // nil when the document cannot be decoded
+	// strict: kin-openapi read the document only without some of its references (kinCopy), so the schema shown
+	// says less than the document: an operation whose arguments cannot be validated against the document as
+	// written is skipped.
+	strict bool
+	once   sync.Once
+	doc    *runtime.SchemaDocument // nil when the document cannot be decoded
 }
 
 // schemaPositions are where an OpenAPI document keeps the schemas a request is validated against.
@@ -44,20 +49,8 @@ func (r *rawSource) document(dialect string) *runtime.SchemaDocument {
 		return nil
 	}
 	r.once.Do(func() {
-		data := r.data
-		if t := bytes.TrimSpace(data); len(t) == 0 || t[0] != '{' {
-			j, err := yaml.YAMLToJSON(data)
-			if err != nil {
-				return
-			}
-			data = j
-		}
-		v, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
-		if err != nil {
-			return
-		}
-		root, ok := v.(map[string]any)
-		if !ok {
+		root := decodeRaw(r.data)
+		if root == nil {
 			return
 		}
 		kept := map[string]any{"paths": requestParts(root["paths"])}
@@ -352,7 +345,7 @@ func bodyTokens(path, method string, rb *openapi3.RequestBodyRef, key string) []
 // validation returns what o's arguments are validated against: its parameters whose schema sits at a known
 // location of the raw document refer to it there, the others keep their converted schema (the full one when the
 // schema shown is bounded). nil when no parameter is located in the document.
-func validation(o *operation, raw *runtime.SchemaDocument) *runtime.Validation {
+func validation(o *operation, raw *runtime.SchemaDocument, strict bool) *runtime.Validation {
 	if raw == nil || len(o.located) == 0 {
 		return nil
 	}
@@ -380,5 +373,70 @@ func validation(o *operation, raw *runtime.SchemaDocument) *runtime.Validation {
 			schema[k] = d
 		}
 	}
-	return &runtime.Validation{Document: raw, Schema: schema}
+	return &runtime.Validation{Document: raw, Schema: schema, Required: strict}
+}
+
+// decodeRaw decodes a JSON or YAML document; nil when it is not an object.
+func decodeRaw(data []byte) map[string]any {
+	if t := bytes.TrimSpace(data); len(t) == 0 || t[0] != '{' {
+		j, err := yaml.YAMLToJSON(data)
+		if err != nil {
+			return nil
+		}
+		data = j
+	}
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
+	if err != nil {
+		return nil
+	}
+	root, _ := v.(map[string]any)
+	return root
+}
+
+// kinCopy returns an OpenAPI 3.1 document without what kin-openapi v0.152 cannot read in its schemas: a $ref other
+// than to a whole component ("#/components/schemas/x": a pointer into $defs, a reference to an embedded resource
+// by its $id or to an $anchor), and a 2019-09 items list (written as prefixItems). nil for another version.
+func kinCopy(data []byte) []byte {
+	root := decodeRaw(data)
+	if v, _ := root["openapi"].(string); !strings.HasPrefix(v, "3.1.") {
+		return nil
+	}
+	var walk func(v any)
+	walk = func(v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			if ref, ok := x["$ref"].(string); ok {
+				parts := strings.Split(ref, "/")
+				if len(parts) != 4 || parts[0] != "#" || parts[1] != "components" {
+					delete(x, "$ref")
+				}
+			}
+			if items, ok := x["items"].([]any); ok {
+				x["prefixItems"] = items
+				delete(x, "items")
+				if more, ok := x["additionalItems"]; ok {
+					x["items"] = more
+					delete(x, "additionalItems")
+				}
+			}
+			for k, e := range x {
+				switch k {
+				case "enum", "const", "default", "examples", "example":
+					continue
+				}
+				walk(e)
+			}
+		case []any:
+			for _, e := range x {
+				walk(e)
+			}
+		}
+	}
+	walk(root["components"])
+	walk(root["paths"])
+	out, err := json.Marshal(root)
+	if err != nil {
+		return nil
+	}
+	return out
 }
