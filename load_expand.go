@@ -114,7 +114,8 @@ func (l *loader) addExpanded(t *Tool, kind string, backend runtime.Runtime, exp 
 		count.expanded, count.skipped = len(t.actions)-actionsBefore, len(t.skipped)-skippedBefore
 		t.expansions = append(t.expansions, count)
 	}()
-	for _, e := range exp.Actions {
+	against := validators(exp.Actions)
+	for i, e := range exp.Actions {
 		if declared[e.Name] {
 			l.errs.Add(field.Duplicate(p, "%s expands into an action named %q, which is already the name of a declared action or event", kind, e.Name))
 			continue
@@ -127,7 +128,7 @@ func (l *loader) addExpanded(t *Tool, kind string, backend runtime.Runtime, exp 
 			}
 			continue
 		}
-		a, reason := l.expandedAction(kind, backend, e)
+		a, reason := l.expandedAction(kind, backend, e, against[i])
 		if a == nil {
 			skip(e.Name, reason)
 			continue
@@ -222,40 +223,61 @@ func compileSource(params map[string]any, dialect string, against *schema.Valida
 	return own, raw, ""
 }
 
-// validation compiles v against its document, compiled once per SchemaDocument (shared by every Load that gets
-// the same one from its backend's document cache); nil when v is nil or cannot be compiled: the action is then
-// validated against its parameters as shown.
-func validation(v *runtime.Validation) *schema.Validator {
-	if v == nil || v.Document == nil {
-		return nil
+// validators compiles each action's Validation against its document, the document compiled once per
+// SchemaDocument (shared by every Load that gets the same one from its backend's document cache) and the actions
+// of one document in one batch. out[i] is nil where actions[i] has none or it cannot be compiled: the action is
+// then validated against its parameters as shown, unless its Validation is Required.
+func validators(actions []runtime.Expanded) []*schema.Validator {
+	out := make([]*schema.Validator, len(actions))
+	byDoc := map[*runtime.SchemaDocument][]int{}
+	var order []*runtime.SchemaDocument
+	for i, e := range actions {
+		if v := e.Validation; v != nil && v.Document != nil {
+			if _, seen := byDoc[v.Document]; !seen {
+				order = append(order, v.Document)
+			}
+			byDoc[v.Document] = append(byDoc[v.Document], i)
+		}
 	}
-	doc, _ := v.Document.Compiled(func() any {
+	for _, sd := range order {
+		doc := compiledDocument(sd)
+		if doc == nil {
+			continue
+		}
+		idx := byDoc[sd]
+		docs := make([]map[string]any, len(idx))
+		for j, i := range idx {
+			docs[j] = actions[i].Validation.Schema
+		}
+		vs, _ := doc.CompileAll(docs)
+		for j, i := range idx {
+			out[i] = vs[j]
+		}
+	}
+	return out
+}
+
+// compiledDocument returns the compiled form of sd, made once; nil when sd cannot be compiled.
+func compiledDocument(sd *runtime.SchemaDocument) *schema.Document {
+	doc, _ := sd.Compiled(func() any {
 		d := schema.Draft7
-		if v.Document.Dialect != "" {
+		if sd.Dialect != "" {
 			var ok bool
-			if d, ok = schema.ParseDialect(v.Document.Dialect); !ok {
+			if d, ok = schema.ParseDialect(sd.Dialect); !ok {
 				return (*schema.Document)(nil)
 			}
 		}
-		sd, err := schema.NewDocument(v.Document.Doc, d, v.Document.Subschemas)
+		compiled, err := schema.NewDocument(sd.Doc, d, sd.Subschemas)
 		if err != nil {
 			return (*schema.Document)(nil)
 		}
-		return sd
+		return compiled
 	}).(*schema.Document)
-	if doc == nil {
-		return nil
-	}
-	val, err := doc.Compile(v.Schema)
-	if err != nil {
-		return nil
-	}
-	return val
+	return doc
 }
 
 // expandedAction turns e into an action as a declared one is built; it returns the reason when it cannot.
-func (l *loader) expandedAction(kind string, backend runtime.Runtime, e runtime.Expanded) (*action, string) {
-	against := validation(e.Validation)
+func (l *loader) expandedAction(kind string, backend runtime.Runtime, e runtime.Expanded, against *schema.Validator) (*action, string) {
 	if against == nil && e.Validation != nil && e.Validation.Required {
 		return nil, "its schema cannot be compiled against its document"
 	}

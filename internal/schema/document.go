@@ -18,6 +18,7 @@ type Document struct {
 	mu       sync.Mutex
 	jc       *jsonschema.Compiler
 	root     any
+	dialect  Dialect
 	n        int
 	compiled map[string]*jsonschema.Schema // by the canonical JSON of the schema compiled against the document
 }
@@ -64,7 +65,7 @@ func NewDocument(doc any, dialect Dialect, subschemas [][]string) (*Document, er
 	if err := jc.AddResource(documentURL, v); err != nil {
 		return nil, err
 	}
-	return &Document{jc: jc, root: v, compiled: map[string]*jsonschema.Schema{}}, nil
+	return &Document{jc: jc, root: v, dialect: dialect, compiled: map[string]*jsonschema.Schema{}}, nil
 }
 
 // compile compiles doc, a schema whose `$ref`s may name the document's locations (documentURL#pointer), against the document. A
@@ -134,3 +135,89 @@ func (d *Document) Compile(doc map[string]any) (*Validator, error) {
 
 // Validate checks v against the validator (see Schema.Validate).
 func (v *Validator) Validate(value any) []Violation { return validate(v.compiled, value) }
+
+// CompileAll compiles each of docs against the document (Compile), all in one resource of the validator's compiler
+// so that it reads, collects and checks them in one pass (compiling them one by one costs a resource each). out[i]
+// is nil where docs[i] cannot be compiled, and errs[i] says why.
+func (d *Document) CompileAll(docs []map[string]any) (out []*Validator, errs []error) {
+	out, errs = make([]*Validator, len(docs)), make([]error, len(docs))
+	keys := make([]string, len(docs))
+	var batch []int
+	d.mu.Lock()
+	for i, doc := range docs {
+		b, err := json.Marshal(doc)
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		keys[i] = string(b)
+		if s := d.compiled[keys[i]]; s != nil {
+			out[i] = &Validator{compiled: s}
+			continue
+		}
+		batch = append(batch, i)
+	}
+	defsKey := "$defs"
+	if !d.dialect.modern() {
+		defsKey = "definitions"
+	}
+	failed := len(batch) == 0
+	var u string
+	if !failed {
+		defs := make(map[string]any, len(batch))
+		d.n++
+		u = fmt.Sprintf("%s:batch:%d", documentURL, d.n)
+		for _, i := range batch {
+			v, err := jsonschema.UnmarshalJSON(bytes.NewReader([]byte(keys[i])))
+			if err != nil {
+				errs[i] = err
+				continue
+			}
+			if m, ok := v.(map[string]any); ok {
+				// Its own resource: its "#/..." references stay its own.
+				m["$id"] = fmt.Sprintf("%s:batch:%d:%d", documentURL, d.n, i)
+			}
+			defs[fmt.Sprint(i)] = v
+		}
+		if err := d.jc.AddResource(u, map[string]any{defsKey: defs}); err != nil {
+			failed = true
+		}
+	}
+	for _, i := range batch {
+		if errs[i] != nil {
+			continue
+		}
+		var s *jsonschema.Schema
+		var err error
+		if !failed {
+			s, err = d.compileLocked(fmt.Sprintf("%s#/%s/%d", u, defsKey, i))
+			if err != nil && i == batch[0] {
+				failed = true // the batch itself is refused (one schema fails its meta-schema): one by one
+			}
+		}
+		if failed || err != nil {
+			d.mu.Unlock()
+			v, e := d.Compile(docs[i])
+			d.mu.Lock()
+			if v != nil {
+				out[i] = v
+			}
+			errs[i] = e
+			continue
+		}
+		d.compiled[keys[i]] = s
+		out[i] = &Validator{compiled: s}
+	}
+	d.mu.Unlock()
+	return out, errs
+}
+
+// compileLocked compiles the schema at loc; d.mu is held.
+func (d *Document) compileLocked(loc string) (s *jsonschema.Schema, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			s, err = nil, fmt.Errorf("cannot be compiled")
+		}
+	}()
+	return d.jc.Compile(loc)
+}

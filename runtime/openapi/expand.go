@@ -59,7 +59,13 @@ func (Backend) Expand(ctx context.Context, b *runtime.Block) (*runtime.Expansion
 				Reason: fmt.Sprintf("its name %q, made apart from a like name by a hash, is still another operation's: change its operationId", e.name)})
 			continue
 		}
-		o, err := convert(e.path, e.method, e.item, e.op, dialect)
+		o, err := convertShown(e.path, e.method, e.item, e.op, dialect, raw == nil)
+		var v *runtime.Validation
+		if err == nil {
+			if v = validation(o, raw, src.strict); v == nil && o.shownDepth > 0 && o.whole == nil {
+				o, err = convert(e.path, e.method, e.item, e.op, dialect)
+			}
+		}
 		if err != nil {
 			out.Skipped = append(out.Skipped, runtime.Skipped{Name: e.label(), Reason: err.Error()})
 			continue
@@ -68,7 +74,6 @@ func (Backend) Expand(ctx context.Context, b *runtime.Block) (*runtime.Expansion
 		if err != nil {
 			return nil, err
 		}
-		v := validation(o, raw, src.strict)
 		if v == nil && src.strict && len(o.located) > 0 {
 			out.Skipped = append(out.Skipped, runtime.Skipped{Name: e.label(),
 				Reason: "its schemas use references kin-openapi cannot read, and the document as written cannot be read either"})
@@ -76,7 +81,7 @@ func (Backend) Expand(ctx context.Context, b *runtime.Block) (*runtime.Expansion
 		}
 		a := &Action{DocumentURL: shared.URL, OperationID: e.op.OperationID}
 		fill(a, o, parts, base)
-		if o.whole != nil {
+		if o.shownDepth > 0 {
 			out.Warnings.Add(field.Invalid(b.SharedPath, "operation %q: its parameters are shown to the LLM %d levels "+
 				"deep (the full schema is over the bound); arguments are validated against the full schema",
 				e.label(), o.shownDepth))

@@ -152,16 +152,25 @@ func argName(name string) string {
 // shows the deepest form within them, whose deeper levels are {} with their descriptions kept, says so in the
 // description, and keeps the full schema in operation.whole to validate arguments against.
 func convert(path, method string, item *openapi3.PathItem, op *openapi3.Operation, dialect string) (*operation, error) {
+	return convertShown(path, method, item, op, dialect, true)
+}
+
+// convertShown is convert; without withWhole, a bounded operation gets no operation.whole: its arguments are
+// validated against the document as written (validation).
+func convertShown(path, method string, item *openapi3.PathItem, op *openapi3.Operation, dialect string,
+	withWhole bool) (*operation, error) {
 	o, err := convertWith(path, method, item, op, dialect, newConverter(dialect, maxSchemaNodes, MaxSchemaBytes, 0))
 	var tooLarge *tooLargeError
 	if !errors.As(err, &tooLarge) {
 		return o, err
 	}
-	full := newConverter(dialect, maxWholeNodes, maxWholeBytes, 0)
-	full.refs = true
-	whole, err := convertWith(path, method, item, op, dialect, full)
-	if err != nil {
-		return nil, err
+	var whole *operation
+	if withWhole {
+		full := newConverter(dialect, maxWholeNodes, maxWholeBytes, 0)
+		full.refs = true
+		if whole, err = convertWith(path, method, item, op, dialect, full); err != nil {
+			return nil, err
+		}
 	}
 	for depth := 8; depth >= 1; depth-- {
 		bounded := newConverter(dialect, maxSchemaNodes, MaxSchemaBytes, depth)
@@ -172,8 +181,11 @@ func convert(path, method string, item *openapi3.PathItem, op *openapi3.Operatio
 		if err != nil {
 			return nil, err
 		}
-		shown.whole, shown.shownDepth = whole.schema, depth
-		shown.whole["additionalProperties"] = false
+		shown.shownDepth = depth
+		if whole != nil {
+			shown.whole = whole.schema
+			shown.whole["additionalProperties"] = false
+		}
 		note := fmt.Sprintf("Parameters are shown %d levels deep: deeper values are any JSON, checked against the "+
 			"full schema.", depth)
 		if shown.routeNote != "" {

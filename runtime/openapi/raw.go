@@ -364,8 +364,8 @@ func validation(o *operation, raw *runtime.SchemaDocument, strict bool) *runtime
 		}
 		out[name] = s
 	}
-	if located == 0 {
-		return nil
+	if located == 0 || o.shownDepth > 0 && o.whole == nil && located < len(props) {
+		return nil // the others' schemas are bounded: validate against the whole converted schema instead
 	}
 	schema := map[string]any{"type": "object", "properties": out, "required": src["required"]}
 	for _, k := range []string{"$defs", "definitions"} {
