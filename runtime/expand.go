@@ -99,8 +99,9 @@ type SchemaDocument struct {
 	Doc any
 	// Dialect is the `$schema` URI of its schemas' dialect; "" is draft-07.
 	Dialect string
-	// Subschemas lists where its schemas sit, each as object keys where "*" is every key and "[]" every array
-	// element: the places a Validation's `$ref`s point to, and the places those schemas' `$ref`s point to.
+	// Subschemas lists where its schemas sit beyond the places its dialect keeps subschemas, each as object keys
+	// where "*" is every key and "[]" every array element; nil when every schema sits where its dialect keeps
+	// subschemas (under $defs or definitions), which costs the validator least.
 	Subschemas [][]string
 
 	once     sync.Once
@@ -120,7 +121,7 @@ func (d *SchemaDocument) Ref(tokens ...string) string {
 }
 
 // SchemaDocumentURL is the base URI a Validation's `$ref`s name the document by. It names no reachable place.
-const SchemaDocumentURL = "urn:commonagents-go:tool:document"
+const SchemaDocumentURL = "https://json-schema.org/commonagents-go-tool/document"
 
 // Compiled returns what build returns on its first call for d: the loader keeps the compiled form of the document
 // there, so every Load that uses the same SchemaDocument shares it.

@@ -2,6 +2,7 @@ package schema
 
 import (
 	"encoding/json"
+	"fmt"
 	"runtime"
 	"sync"
 	"weak"
@@ -35,7 +36,12 @@ func cacheKey(doc any, opts Options) (string, bool) {
 	if opts.Foreign {
 		flags[2] = 1
 	}
-	return string(flags) + string(b), true
+	key := string(flags) + string(b)
+	if opts.Against != nil {
+		// The same document validated by another compiled schema is another Schema.
+		key = fmt.Sprintf("%p\x00", opts.Against.compiled) + key
+	}
+	return key, true
 }
 
 func (c *compiledCache) get(key string) *Schema {

@@ -24,8 +24,12 @@ type Document struct {
 }
 
 // documentURL is the base URI of a Document (runtime.SchemaDocumentURL). It names no reachable place: the loader
-// refuses it anyway.
-const documentURL = "urn:commonagents-go:tool:document"
+// refuses it anyway. It is under json-schema.org, whose documents the validator does not check against their
+// meta-schema: a whole OpenAPI document's schemas would cost as much again as compiling them (GitHub: +25 % of its
+// Load). kin-openapi has parsed them into typed fields already, and a schema the compiler cannot take (or panics
+// on) only costs the operations that reach it their validation against the document (they fall back to their
+// converted copy).
+const documentURL = "https://json-schema.org/commonagents-go-tool/document"
 
 // positionsVocabulary names the vocabulary whose only role is to tell the validator where a Document keeps its
 // schemas, so it collects them all when it first reads the document instead of once per pointer asked for later.
@@ -60,8 +64,10 @@ func NewDocument(doc any, dialect Dialect, subschemas [][]string) (*Document, er
 		}
 		paths = append(paths, sp)
 	}
-	jc.RegisterVocabulary(&jsonschema.Vocabulary{URL: positionsVocabulary, Subschemas: paths,
-		Compile: func(*jsonschema.CompilerContext, map[string]any) (jsonschema.SchemaExt, error) { return nil, nil }})
+	if len(paths) > 0 {
+		jc.RegisterVocabulary(&jsonschema.Vocabulary{URL: positionsVocabulary, Subschemas: paths,
+			Compile: func(*jsonschema.CompilerContext, map[string]any) (jsonschema.SchemaExt, error) { return nil, nil }})
+	}
 	if err := jc.AddResource(documentURL, v); err != nil {
 		return nil, err
 	}

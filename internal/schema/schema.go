@@ -40,7 +40,7 @@ type Options struct {
 	// Against, when set, validates in place of the document's own compiled form: the document is a copy of the
 	// schema shown to an LLM (simplified, references inlined) and Against the schema as its source wrote it,
 	// compiled once per source (Document.Compile). The document is still checked and gives the properties; its
-	// defaults are checked against Against. The result is not cached.
+	// defaults are checked against Against.
 	Against *Validator
 }
 
@@ -73,9 +73,6 @@ type Property struct {
 func Compile(doc any, base *field.Path, opts Options) (*Schema, field.List) {
 	if doc == nil && opts.Parameters {
 		doc = map[string]any{}
-	}
-	if opts.Against != nil {
-		return compile(doc, base, opts)
 	}
 	key, cacheable := cacheKey(doc, opts)
 	if cacheable {

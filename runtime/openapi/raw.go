@@ -3,14 +3,15 @@ package openapi
 import (
 	"bytes"
 	"encoding/json"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/getkin/kin-openapi/openapi3"
-	"github.com/santhosh-tekuri/jsonschema/v6"
 	"sigs.k8s.io/yaml"
 
+	"github.com/commonagents-go/tool/internal/jsonvalue"
 	"github.com/commonagents-go/tool/runtime"
 )
 
@@ -26,6 +27,9 @@ type rawSource struct {
 	strict bool
 	once   sync.Once
 	doc    *runtime.SchemaDocument // nil when the document cannot be decoded
+	defs   string                  // the keyword restructure nests the document's schemas under
+	// keepAll: a schema is a resource with an $id of its own, so restructure keeps every component.
+	keepAll bool
 }
 
 // schemaPositions are where an OpenAPI document keeps the schemas a request is validated against.
@@ -61,7 +65,11 @@ func (r *rawSource) document(dialect string) *runtime.SchemaDocument {
 		if dialect == "" {
 			forPositions(kept, schemaPositions, convert30)
 		}
-		r.doc = &runtime.SchemaDocument{Doc: kept, Dialect: dialect, Subschemas: schemaPositions}
+		r.defs = "definitions"
+		if modernDialect(dialect) {
+			r.defs = "$defs"
+		}
+		r.doc = &runtime.SchemaDocument{Doc: r.restructure(kept), Dialect: dialect}
 	})
 	return r.doc
 }
@@ -345,7 +353,8 @@ func bodyTokens(path, method string, rb *openapi3.RequestBodyRef, key string) []
 // validation returns what o's arguments are validated against: its parameters whose schema sits at a known
 // location of the raw document refer to it there, the others keep their converted schema (the full one when the
 // schema shown is bounded). nil when no parameter is located in the document.
-func validation(o *operation, raw *runtime.SchemaDocument, strict bool) *runtime.Validation {
+func (r *rawSource) validation(o *operation, strict bool) *runtime.Validation {
+	raw := r.document("")
 	if raw == nil || len(o.located) == 0 {
 		return nil
 	}
@@ -357,7 +366,7 @@ func validation(o *operation, raw *runtime.SchemaDocument, strict bool) *runtime
 	out := make(map[string]any, len(props))
 	located := 0
 	for name, s := range props {
-		if t := o.located[name]; t != nil && at(raw.Doc, t) {
+		if t, ok := r.located(o.located[name]); ok && at(raw.Doc, t) {
 			out[name] = map[string]any{"$ref": raw.Ref(t...)}
 			located++
 			continue
@@ -385,7 +394,7 @@ func decodeRaw(data []byte) map[string]any {
 		}
 		data = j
 	}
-	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
+	v, err := jsonvalue.Decode(data)
 	if err != nil {
 		return nil
 	}
@@ -439,4 +448,180 @@ func kinCopy(data []byte) []byte {
 		return nil
 	}
 	return out
+}
+
+// restructure returns a document holding every schema at schemaPositions of doc under the dialect's definitions
+// keyword, level by level (components/schemas/X is at /$defs/components/$defs/schemas/$defs/X), with the
+// document's own "#/..." references to them rewritten (located). So the validator finds every schema where a
+// dialect keeps subschemas and collects them all in its first read of the document; asked for a location it has
+// not collected, it would copy its record of the whole document each time.
+func (r *rawSource) restructure(doc map[string]any) map[string]any {
+	out := map[string]any{}
+	// Only the components a request's schemas reach are kept: most of a document's components often describe
+	// responses only (GitHub's), and the validator reads and checks every schema it is given.
+	components, _ := doc["components"].(map[string]any)
+	schemas, _ := components["schemas"].(map[string]any)
+	reached := map[string]bool{}
+	var queue []string
+	reach := func(name string) {
+		if _, ok := schemas[name]; ok && !reached[name] {
+			reached[name] = true
+			queue = append(queue, name)
+		}
+	}
+	for _, pos := range schemaPositions {
+		var visit func(v any, path, tokens []string)
+		visit = func(v any, path, tokens []string) {
+			if len(path) == 0 {
+				if len(tokens) == 3 && tokens[0] == "components" && tokens[1] == "schemas" {
+					return // placed below once reached
+				}
+				r.rewriteRefs(v, reach)
+				r.place(out, tokens, v)
+				return
+			}
+			switch path[0] {
+			case "*":
+				m, _ := v.(map[string]any)
+				for k, e := range m {
+					visit(e, path[1:], append(tokens[:len(tokens):len(tokens)], k))
+				}
+			case "[]":
+				a, _ := v.([]any)
+				for i, e := range a {
+					visit(e, path[1:], append(tokens[:len(tokens):len(tokens)], strconv.Itoa(i)))
+				}
+			default:
+				if m, ok := v.(map[string]any); ok {
+					if e, ok := m[path[0]]; ok {
+						visit(e, path[1:], append(tokens[:len(tokens):len(tokens)], path[0]))
+					}
+				}
+			}
+		}
+		visit(doc, pos, nil)
+	}
+	for len(queue) > 0 {
+		name := queue[0]
+		queue = queue[1:]
+		r.rewriteRefs(schemas[name], reach)
+		r.place(out, []string{"components", "schemas", name}, schemas[name])
+		if len(queue) == 0 && r.keepAll {
+			// A resource with an $id may be referred to by it, from anywhere: keep every component.
+			for name := range schemas {
+				reach(name)
+			}
+		}
+	}
+	return out
+}
+
+// place puts schema at the restructured location of tokens in out.
+func (r *rawSource) place(out map[string]any, tokens []string, schema any) {
+	cur := out
+	for i, t := range tokens {
+		defs, _ := cur[r.defs].(map[string]any)
+		if defs == nil {
+			defs = map[string]any{}
+			cur[r.defs] = defs
+		}
+		if i == len(tokens)-1 {
+			defs[t] = schema
+			return
+		}
+		next, _ := defs[t].(map[string]any)
+		if next == nil {
+			next = map[string]any{}
+			defs[t] = next
+		}
+		cur = next
+	}
+}
+
+// located returns the restructured form of the location tokens of the original document: each token of its
+// schema position preceded by the definitions keyword, the rest (inside the schema) as it is. ok is false for a
+// location in no schema position.
+func (r *rawSource) located(tokens []string) ([]string, bool) {
+	for _, pos := range schemaPositions {
+		if len(tokens) < len(pos) {
+			continue
+		}
+		match := true
+		for i, p := range pos {
+			if p != "*" && p != "[]" && p != tokens[i] {
+				match = false
+				break
+			}
+			if p == "[]" {
+				if _, err := strconv.Atoi(tokens[i]); err != nil {
+					match = false
+					break
+				}
+			}
+		}
+		if !match {
+			continue
+		}
+		out := make([]string, 0, len(tokens)+len(pos))
+		for _, t := range tokens[:len(pos)] {
+			out = append(out, r.defs, t)
+		}
+		return append(out, tokens[len(pos):]...), true
+	}
+	return nil, false
+}
+
+// rewriteRefs rewrites, in place, the "#/..." references of a schema that name a location in a schema position,
+// outside subschemas with an $id of their own (there "#" is that resource).
+func (r *rawSource) rewriteRefs(v any, reach func(schema string)) {
+	switch x := v.(type) {
+	case map[string]any:
+		if id, ok := x["$id"].(string); ok && id != "" && !strings.HasPrefix(id, "#") {
+			r.keepAll = true // its references are its own: which components they reach is not followed here
+			return
+		}
+		if ref, ok := x["$ref"].(string); ok && strings.HasPrefix(ref, "#/") {
+			original := pointerTokens(ref[1:])
+			if tokens, ok := r.located(original); ok {
+				x["$ref"] = refOf(tokens)
+				if original[0] == "components" && original[1] == "schemas" {
+					reach(original[2])
+				}
+			}
+		}
+		for k, e := range x {
+			switch k {
+			case "enum", "const", "default", "examples", "example":
+				continue
+			}
+			r.rewriteRefs(e, reach)
+		}
+	case []any:
+		for _, e := range x {
+			r.rewriteRefs(e, reach)
+		}
+	}
+}
+
+// pointerTokens splits a JSON pointer ("/a/b~1c", percent-encoded as a URI fragment may be) into its tokens.
+func pointerTokens(ptr string) []string {
+	if u, err := url.PathUnescape(ptr); err == nil {
+		ptr = u
+	}
+	parts := strings.Split(strings.TrimPrefix(ptr, "/"), "/")
+	for i, p := range parts {
+		parts[i] = strings.ReplaceAll(strings.ReplaceAll(p, "~1", "/"), "~0", "~")
+	}
+	return parts
+}
+
+// refOf is the document-local $ref of tokens.
+func refOf(tokens []string) string {
+	var b strings.Builder
+	b.WriteByte('#')
+	for _, t := range tokens {
+		b.WriteByte('/')
+		b.WriteString(url.PathEscape(strings.ReplaceAll(strings.ReplaceAll(t, "~", "~0"), "/", "~1")))
+	}
+	return b.String()
 }
