@@ -53,14 +53,9 @@ func (r *rawSource) document(dialect string) *runtime.SchemaDocument {
 		return nil
 	}
 	r.once.Do(func() {
-		root := decodeRaw(r.data)
-		if root == nil {
+		kept, rawSchemas, ok := decodeRequestParts(r.data)
+		if !ok {
 			return
-		}
-		kept := map[string]any{"paths": requestParts(root["paths"])}
-		if comps, ok := root["components"].(map[string]any); ok {
-			kept["components"] = map[string]any{"schemas": comps["schemas"], "parameters": comps["parameters"],
-				"requestBodies": comps["requestBodies"]}
 		}
 		if dialect == "" {
 			forPositions(kept, schemaPositions, convert30)
@@ -69,40 +64,92 @@ func (r *rawSource) document(dialect string) *runtime.SchemaDocument {
 		if modernDialect(dialect) {
 			r.defs = "$defs"
 		}
-		r.doc = &runtime.SchemaDocument{Doc: r.restructure(kept), Dialect: dialect}
+		schemas := map[string]any{}
+		component := func(name string) (any, bool) {
+			if v, ok := schemas[name]; ok {
+				return v, true
+			}
+			raw, ok := rawSchemas[name]
+			if !ok {
+				return nil, false
+			}
+			v, err := jsonvalue.Decode(raw)
+			if err != nil {
+				return nil, false
+			}
+			if dialect == "" {
+				v = convert30(v)
+			}
+			schemas[name] = v
+			return v, true
+		}
+		r.doc = &runtime.SchemaDocument{Doc: r.restructure(kept, rawSchemas, component), Dialect: dialect}
 	})
 	return r.doc
 }
 
-// requestParts keeps of each path item its parameters and each operation's parameters and request body.
-func requestParts(v any) map[string]any {
-	paths, _ := v.(map[string]any)
-	out := make(map[string]any, len(paths))
-	for p, item := range paths {
-		m, ok := item.(map[string]any)
-		if !ok {
-			continue
+// decodeRequestParts decodes of a JSON or YAML document only what a request's schemas live in: each path item's
+// parameters, each operation's parameters and request body, and the components' parameters and request bodies.
+// The component schemas are returned undecoded, to be decoded as they are reached.
+func decodeRequestParts(data []byte) (map[string]any, map[string]json.RawMessage, bool) {
+	if t := bytes.TrimSpace(data); len(t) == 0 || t[0] != '{' {
+		j, err := yaml.YAMLToJSON(data)
+		if err != nil {
+			return nil, nil, false
 		}
+		data = j
+	}
+	var doc struct {
+		Paths      map[string]map[string]requestPart `json:"paths"`
+		Components struct {
+			Schemas       map[string]json.RawMessage `json:"schemas"`
+			Parameters    json.RawMessage            `json:"parameters"`
+			RequestBodies json.RawMessage            `json:"requestBodies"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(data, &doc); err != nil {
+		return nil, nil, false
+	}
+	decode := func(raw json.RawMessage) any {
+		if len(raw) == 0 {
+			return nil
+		}
+		v, err := jsonvalue.Decode(raw)
+		if err != nil {
+			return nil
+		}
+		return v
+	}
+	paths := make(map[string]any, len(doc.Paths))
+	for p, item := range doc.Paths {
 		kept := map[string]any{}
-		if ps, ok := m["parameters"]; ok {
+		if ps := decode(item["parameters"].list); ps != nil {
 			kept["parameters"] = ps
 		}
 		for _, method := range methodOrder {
-			op, ok := m[strings.ToLower(method)].(map[string]any)
+			op, ok := item[strings.ToLower(method)]
 			if !ok {
 				continue
 			}
 			ko := map[string]any{}
-			for _, k := range []string{"parameters", "requestBody"} {
-				if x, ok := op[k]; ok {
-					ko[k] = x
-				}
+			if ps := decode(op.Parameters); ps != nil {
+				ko["parameters"] = ps
+			}
+			if rb := decode(op.RequestBody); rb != nil {
+				ko["requestBody"] = rb
 			}
 			kept[strings.ToLower(method)] = ko
 		}
-		out[p] = kept
+		paths[p] = kept
 	}
-	return out
+	comps := map[string]any{}
+	if ps := decode(doc.Components.Parameters); ps != nil {
+		comps["parameters"] = ps
+	}
+	if rb := decode(doc.Components.RequestBodies); rb != nil {
+		comps["requestBodies"] = rb
+	}
+	return map[string]any{"paths": paths, "components": comps}, doc.Components.Schemas, true
 }
 
 // forPositions calls fn with a setter for every schema at positions in doc.
@@ -455,16 +502,15 @@ func kinCopy(data []byte) []byte {
 // document's own "#/..." references to them rewritten (located). So the validator finds every schema where a
 // dialect keeps subschemas and collects them all in its first read of the document; asked for a location it has
 // not collected, it would copy its record of the whole document each time.
-func (r *rawSource) restructure(doc map[string]any) map[string]any {
+func (r *rawSource) restructure(doc map[string]any, names map[string]json.RawMessage,
+	component func(name string) (any, bool)) map[string]any {
 	out := map[string]any{}
-	// Only the components a request's schemas reach are kept: most of a document's components often describe
-	// responses only (GitHub's), and the validator reads and checks every schema it is given.
-	components, _ := doc["components"].(map[string]any)
-	schemas, _ := components["schemas"].(map[string]any)
+	// Only the components a request's schemas reach are decoded and kept: most of a document's components often
+	// describe responses only (GitHub's), and the validator reads every schema it is given.
 	reached := map[string]bool{}
 	var queue []string
 	reach := func(name string) {
-		if _, ok := schemas[name]; ok && !reached[name] {
+		if _, ok := names[name]; ok && !reached[name] {
 			reached[name] = true
 			queue = append(queue, name)
 		}
@@ -504,11 +550,15 @@ func (r *rawSource) restructure(doc map[string]any) map[string]any {
 	for len(queue) > 0 {
 		name := queue[0]
 		queue = queue[1:]
-		r.rewriteRefs(schemas[name], reach)
-		r.place(out, []string{"components", "schemas", name}, schemas[name])
+		v, ok := component(name)
+		if !ok {
+			continue
+		}
+		r.rewriteRefs(v, reach)
+		r.place(out, []string{"components", "schemas", name}, v)
 		if len(queue) == 0 && r.keepAll {
 			// A resource with an $id may be referred to by it, from anywhere: keep every component.
-			for name := range schemas {
+			for name := range names {
 				reach(name)
 			}
 		}
@@ -624,4 +674,30 @@ func refOf(tokens []string) string {
 		b.WriteString(url.PathEscape(strings.ReplaceAll(strings.ReplaceAll(t, "~", "~0"), "/", "~1")))
 	}
 	return b.String()
+}
+
+// requestPart is a path item's member as decodeRequestParts needs it: an operation's parameters and request body,
+// or the path item's parameters list; the rest (responses, descriptions) is skipped without a copy.
+type requestPart struct {
+	Parameters  json.RawMessage `json:"parameters"`
+	RequestBody json.RawMessage `json:"requestBody"`
+	list        json.RawMessage
+}
+
+// UnmarshalJSON keeps an operation's parameters and request body, or a list's text; other values are ignored.
+func (p *requestPart) UnmarshalJSON(b []byte) error {
+	switch {
+	case len(b) > 0 && b[0] == '[':
+		p.list = append(json.RawMessage(nil), b...)
+	case len(b) > 0 && b[0] == '{':
+		var op struct {
+			Parameters  json.RawMessage `json:"parameters"`
+			RequestBody json.RawMessage `json:"requestBody"`
+		}
+		if err := json.Unmarshal(b, &op); err != nil {
+			return err
+		}
+		p.Parameters, p.RequestBody = op.Parameters, op.RequestBody
+	}
+	return nil
 }
