@@ -267,7 +267,7 @@ func compiledDocument(sd *runtime.SchemaDocument) *schema.Document {
 				return (*schema.Document)(nil)
 			}
 		}
-		compiled, err := schema.NewDocument(sd.Doc, d, sd.Subschemas)
+		compiled, err := schema.NewDocument(sd.Doc, d)
 		if err != nil {
 			return (*schema.Document)(nil)
 		}

@@ -97,13 +97,10 @@ type Validation struct {
 type SchemaDocument struct {
 	// Doc is the decoded JSON document; it is never modified.
 	Doc any
-	// Dialect is the `$schema` URI of its schemas' dialect; "" is draft-07.
-	Dialect string
-	// Subschemas lists where its schemas sit beyond the places its dialect keeps subschemas, each as object keys
-	// where "*" is every key and "[]" every array element; nil when every schema sits where its dialect keeps
-	// subschemas (under $defs or definitions), which costs the validator least.
-	Subschemas [][]string
-
+	// Dialect is the `$schema` URI of its schemas' dialect; "" is draft-07. Its schemas should sit where the
+	// dialect keeps subschemas ($defs, definitions): the validator collects those in one read of the document,
+	// and copies its record of the whole document for each other location it is asked for.
+	Dialect  string
 	once     sync.Once
 	compiled any
 }

@@ -31,16 +31,13 @@ type Document struct {
 // converted copy).
 const documentURL = "https://json-schema.org/commonagents-go-tool/document"
 
-// positionsVocabulary names the vocabulary whose only role is to tell the validator where a Document keeps its
-// schemas, so it collects them all when it first reads the document instead of once per pointer asked for later.
-const positionsVocabulary = "urn:commonagents-go:tool:positions"
-
 // NewDocument prepares doc, a decoded JSON document, for compiling schemas that refer into it. dialect is the
-// dialect of its schemas (a schema's own `$schema` wins); subschemas lists where its schemas sit, each a list of
-// object keys where "*" stands for every key and "[]" for every array element (for an OpenAPI document:
-// components/schemas/*, paths/*/*/requestBody/content/*/schema, ...). A pattern Go's regexp package cannot compile
-// (an ECMA-262 lookahead) constrains nothing, as in the schemas a backend converts. NewDocument performs no I/O.
-func NewDocument(doc any, dialect Dialect, subschemas [][]string) (*Document, error) {
+// dialect of its schemas (a schema's own `$schema` wins). Its schemas should sit where the dialect keeps
+// subschemas ($defs or definitions): the validator collects those when it first reads the document, and copies
+// its record of the whole document for every other location it is asked for. A pattern Go's regexp package cannot
+// compile (an ECMA-262 lookahead) constrains nothing, as in the schemas a backend converts. NewDocument performs
+// no I/O.
+func NewDocument(doc any, dialect Dialect) (*Document, error) {
 	v, err := canonical(doc)
 	if err != nil {
 		return nil, err
@@ -49,25 +46,6 @@ func NewDocument(doc any, dialect Dialect, subschemas [][]string) (*Document, er
 	jc.DefaultDraft(dialect.draft())
 	jc.UseLoader(refuseLoads{})
 	jc.UseRegexpEngine(lenientRegexp)
-	paths := make([]jsonschema.SchemaPath, 0, len(subschemas))
-	for _, s := range subschemas {
-		var sp jsonschema.SchemaPath
-		for _, tok := range s {
-			switch tok {
-			case "*":
-				sp = append(sp, jsonschema.AllProp{})
-			case "[]":
-				sp = append(sp, jsonschema.AllItem{})
-			default:
-				sp = append(sp, jsonschema.Prop(tok))
-			}
-		}
-		paths = append(paths, sp)
-	}
-	if len(paths) > 0 {
-		jc.RegisterVocabulary(&jsonschema.Vocabulary{URL: positionsVocabulary, Subschemas: paths,
-			Compile: func(*jsonschema.CompilerContext, map[string]any) (jsonschema.SchemaExt, error) { return nil, nil }})
-	}
 	if err := jc.AddResource(documentURL, v); err != nil {
 		return nil, err
 	}
