@@ -233,6 +233,10 @@ func validators(actions []runtime.Expanded) []*schema.Validator {
 	var order []*runtime.SchemaDocument
 	for i, e := range actions {
 		if v := e.Validation; v != nil && v.Document != nil {
+			if c, ok := v.Compiled().(*schema.Validator); ok && c != nil {
+				out[i] = c // compiled by an earlier Load
+				continue
+			}
 			if _, seen := byDoc[v.Document]; !seen {
 				order = append(order, v.Document)
 			}
@@ -252,6 +256,9 @@ func validators(actions []runtime.Expanded) []*schema.Validator {
 		vs, _ := doc.CompileAll(docs)
 		for j, i := range idx {
 			out[i] = vs[j]
+			if vs[j] != nil {
+				actions[i].Validation.SetCompiled(vs[j])
+			}
 		}
 	}
 	return out

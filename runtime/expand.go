@@ -89,6 +89,24 @@ type Validation struct {
 	// Required: Parameters says less than the document (its source could not read all of it), so the action is
 	// skipped when Schema cannot be compiled, rather than validated against Parameters.
 	Required bool
+
+	mu       sync.Mutex
+	compiled any
+}
+
+// Compiled returns the compiled form a loader kept with SetCompiled, nil before: a backend that hands the same
+// Validation to another Load (from its document cache) spares it the compile.
+func (v *Validation) Compiled() any {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.compiled
+}
+
+// SetCompiled keeps the compiled form of v for later Loads.
+func (v *Validation) SetCompiled(c any) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.compiled = c
 }
 
 // SchemaDocument is a decoded JSON document holding the schemas of a source (an OpenAPI description in the JSON

@@ -36,12 +36,11 @@ func cacheKey(doc any, opts Options) (string, bool) {
 	if opts.Foreign {
 		flags[2] = 1
 	}
-	key := string(flags) + string(b)
 	if opts.Against != nil {
 		// The same document validated by another compiled schema is another Schema.
-		key = fmt.Sprintf("%p\x00", opts.Against.compiled) + key
+		return fmt.Sprintf("%s%p\x00%s", flags, opts.Against.compiled, b), true
 	}
-	return key, true
+	return string(flags) + string(b), true
 }
 
 func (c *compiledCache) get(key string) *Schema {

@@ -62,7 +62,7 @@ func (Backend) Expand(ctx context.Context, b *runtime.Block) (*runtime.Expansion
 		o, err := convertShown(e.path, e.method, e.item, e.op, dialect, raw == nil)
 		var v *runtime.Validation
 		if err == nil {
-			if v = src.validation(o, src.strict); v == nil && o.shownDepth > 0 && o.whole == nil {
+			if v = src.validation(e.op, o, src.strict); v == nil && o.shownDepth > 0 && o.whole == nil {
 				o, err = convert(e.path, e.method, e.item, e.op, dialect)
 			}
 		}

@@ -29,7 +29,9 @@ type rawSource struct {
 	doc    *runtime.SchemaDocument // nil when the document cannot be decoded
 	defs   string                  // the keyword restructure nests the document's schemas under
 	// keepAll: a schema is a resource with an $id of its own, so restructure keeps every component.
-	keepAll bool
+	keepAll     bool
+	mu          sync.Mutex
+	validations map[*openapi3.Operation]*runtime.Validation // by operation, for every Load of the cached document
 }
 
 // schemaPositions are where an OpenAPI document keeps the schemas a request is validated against.
@@ -400,11 +402,26 @@ func bodyTokens(path, method string, rb *openapi3.RequestBodyRef, key string) []
 // validation returns what o's arguments are validated against: its parameters whose schema sits at a known
 // location of the raw document refer to it there, the others keep their converted schema (the full one when the
 // schema shown is bounded). nil when no parameter is located in the document.
-func (r *rawSource) validation(o *operation, strict bool) *runtime.Validation {
+func (r *rawSource) validation(op *openapi3.Operation, o *operation, strict bool) *runtime.Validation {
 	raw := r.document("")
 	if raw == nil || len(o.located) == 0 {
 		return nil
 	}
+	// A second Load of the cached document gets the same Validation, whose compiled form the loader keeps.
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if v, ok := r.validations[op]; ok {
+		return v
+	}
+	v := r.newValidation(raw, o, strict)
+	if r.validations == nil {
+		r.validations = map[*openapi3.Operation]*runtime.Validation{}
+	}
+	r.validations[op] = v
+	return v
+}
+
+func (r *rawSource) newValidation(raw *runtime.SchemaDocument, o *operation, strict bool) *runtime.Validation {
 	src := o.schema
 	if o.whole != nil {
 		src = o.whole
