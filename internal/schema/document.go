@@ -17,7 +17,6 @@ import (
 type Document struct {
 	mu       sync.Mutex
 	jc       *jsonschema.Compiler
-	root     any
 	dialect  Dialect
 	n        int
 	compiled map[string]*jsonschema.Schema // by the canonical JSON of the schema compiled against the document
@@ -49,7 +48,7 @@ func NewDocument(doc any, dialect Dialect) (*Document, error) {
 	if err := jc.AddResource(documentURL, v); err != nil {
 		return nil, err
 	}
-	return &Document{jc: jc, root: v, dialect: dialect, compiled: map[string]*jsonschema.Schema{}}, nil
+	return &Document{jc: jc, dialect: dialect, compiled: map[string]*jsonschema.Schema{}}, nil
 }
 
 // compile compiles doc, a schema whose `$ref`s may name the document's locations (documentURL#pointer), against the document. A
@@ -116,9 +115,6 @@ func (d *Document) Compile(doc map[string]any) (*Validator, error) {
 	}
 	return &Validator{compiled: s}, nil
 }
-
-// Validate checks v against the validator (see Schema.Validate).
-func (v *Validator) Validate(value any) []Violation { return validate(v.compiled, value) }
 
 // CompileAll compiles each of docs against the document (Compile), all in one resource of the validator's compiler
 // so that it reads, collects and checks them in one pass (compiling them one by one costs a resource each). out[i]
