@@ -292,6 +292,7 @@ func (l *loader) expandedAction(kind string, backend runtime.Runtime, e runtime.
 	if own == nil {
 		return nil, "its parameters are " + reason
 	}
+	l.warnDroppedDefaults(kind, e, own)
 	var whole *schema.Schema
 	if e.Schema != nil && against == nil {
 		if whole, _, reason = compileSource(e.Schema, e.Dialect, nil); whole == nil {
@@ -377,4 +378,17 @@ func (v loadValues) Resolve(ref interp.Ref) (any, error) {
 			"dashboard_url": info.DashboardURL}, ref.Steps), nil
 	}
 	return nil, fmt.Errorf("{%s}: %s values are not available at load", ref.Text, ref.Root)
+}
+
+// warnDroppedDefaults warns about each parameter default of an expanded action that fails its own schema: it is
+// dropped (the source's server applies its own defaults), not a reason to skip the action.
+func (l *loader) warnDroppedDefaults(kind string, e runtime.Expanded, own *schema.Schema) {
+	props, _ := e.Parameters["properties"].(map[string]any)
+	for _, p := range own.Properties() {
+		ps, _ := props[p.Name].(map[string]any)
+		if _, had := ps["default"]; had && !p.HasDefault {
+			l.warn(field.Invalid(field.NewPath(kind), "action %q: the default of parameter %q does not validate "+
+				"against its schema; it is dropped", e.Name, p.Name))
+		}
+	}
 }
