@@ -122,7 +122,8 @@ func (l *loader) addExpanded(t *Tool, kind string, backend runtime.Runtime, exp 
 		count.expanded, count.skipped = len(t.actions)-actionsBefore, len(t.skipped)-skippedBefore
 		t.expansions = append(t.expansions, count)
 	}()
-	for _, e := range exp.Actions {
+	against := validators(exp.Actions)
+	for i, e := range exp.Actions {
 		if declared[e.Name] {
 			l.errs.Add(field.Duplicate(p, "%s expands into an action named %q, which is already the name of a declared action or event", kind, e.Name))
 			continue
@@ -135,7 +136,7 @@ func (l *loader) addExpanded(t *Tool, kind string, backend runtime.Runtime, exp 
 			}
 			continue
 		}
-		a, reason := l.expandedAction(kind, backend, e)
+		a, reason := l.expandedAction(kind, backend, e, against[i])
 		if a == nil {
 			skip(e.Name, reason)
 			continue
@@ -172,7 +173,7 @@ func (l *loader) bindDeclared(t *Tool) {
 			if d, ok := a.prepared.(sourceDialect); ok {
 				dialect = d.SchemaDialect()
 			}
-			own, _, reason := compileSource(src.Parameters(), dialect)
+			own, _, reason := compileSource(src.Parameters(), dialect, nil)
 			if own == nil {
 				l.errs.Add(field.Invalid(bp, "the parameters of the bound operation cannot be used: %s", reason))
 				continue
@@ -205,7 +206,7 @@ func hasParam(params []schema.Property, name string) bool {
 // compileSource compiles parameters a backend derived from its source, in dialect (a `$schema` URI; "" is
 // draft-07) unless they name theirs, as a backend's schema (schema.Options.Foreign); it returns the JSON too, or
 // the reason it cannot.
-func compileSource(params map[string]any, dialect string) (*schema.Schema, json.RawMessage, string) {
+func compileSource(params map[string]any, dialect string, against *schema.Validator) (*schema.Schema, json.RawMessage, string) {
 	raw, err := json.Marshal(params)
 	if err != nil {
 		return nil, nil, "not encodable as JSON"
@@ -215,7 +216,7 @@ func compileSource(params map[string]any, dialect string) (*schema.Schema, json.
 	if err := json.Unmarshal(raw, &doc); err != nil {
 		return nil, nil, "not decodable"
 	}
-	opts := schema.Options{Parameters: true, Foreign: true}
+	opts := schema.Options{Parameters: true, Foreign: true, Against: against}
 	if dialect != "" {
 		d, ok := schema.ParseDialect(dialect)
 		if !ok {
@@ -230,15 +231,79 @@ func compileSource(params map[string]any, dialect string) (*schema.Schema, json.
 	return own, raw, ""
 }
 
+// validators compiles each action's Validation against its document, the document compiled once per
+// SchemaDocument (shared by every Load that gets the same one from its backend's document cache) and the actions
+// of one document in one batch. out[i] is nil where actions[i] has none or it cannot be compiled: the action is
+// then validated against its parameters as shown, unless its Validation is Required.
+func validators(actions []runtime.Expanded) []*schema.Validator {
+	out := make([]*schema.Validator, len(actions))
+	byDoc := map[*runtime.SchemaDocument][]int{}
+	var order []*runtime.SchemaDocument
+	for i, e := range actions {
+		if v := e.Validation; v != nil && v.Document != nil {
+			if c, ok := v.Compiled().(*schema.Validator); ok && c != nil {
+				out[i] = c // compiled by an earlier Load
+				continue
+			}
+			if _, seen := byDoc[v.Document]; !seen {
+				order = append(order, v.Document)
+			}
+			byDoc[v.Document] = append(byDoc[v.Document], i)
+		}
+	}
+	for _, sd := range order {
+		doc := compiledDocument(sd)
+		if doc == nil {
+			continue
+		}
+		idx := byDoc[sd]
+		docs := make([]map[string]any, len(idx))
+		for j, i := range idx {
+			docs[j] = actions[i].Validation.Schema
+		}
+		vs, _ := doc.CompileAll(docs)
+		for j, i := range idx {
+			out[i] = vs[j]
+			if vs[j] != nil {
+				actions[i].Validation.SetCompiled(vs[j])
+			}
+		}
+	}
+	return out
+}
+
+// compiledDocument returns the compiled form of sd, made once; nil when sd cannot be compiled.
+func compiledDocument(sd *runtime.SchemaDocument) *schema.Document {
+	doc, _ := sd.Compiled(func() any {
+		d := schema.Draft7
+		if sd.Dialect != "" {
+			var ok bool
+			if d, ok = schema.ParseDialect(sd.Dialect); !ok {
+				return (*schema.Document)(nil)
+			}
+		}
+		compiled, err := schema.NewDocument(sd.Doc, d)
+		if err != nil {
+			return (*schema.Document)(nil)
+		}
+		return compiled
+	}).(*schema.Document)
+	return doc
+}
+
 // expandedAction turns e into an action as a declared one is built; it returns the reason when it cannot.
-func (l *loader) expandedAction(kind string, backend runtime.Runtime, e runtime.Expanded) (*action, string) {
-	own, raw, reason := compileSource(e.Parameters, e.Dialect)
+func (l *loader) expandedAction(kind string, backend runtime.Runtime, e runtime.Expanded, against *schema.Validator) (*action, string) {
+	if against == nil && e.Validation != nil && e.Validation.Required {
+		return nil, "its schema cannot be compiled against its document"
+	}
+	own, raw, reason := compileSource(e.Parameters, e.Dialect, against)
 	if own == nil {
 		return nil, "its parameters are " + reason
 	}
+	l.warnDroppedDefaults(kind, e, own)
 	var whole *schema.Schema
-	if e.Schema != nil {
-		if whole, _, reason = compileSource(e.Schema, e.Dialect); whole == nil {
+	if e.Schema != nil && against == nil {
+		if whole, _, reason = compileSource(e.Schema, e.Dialect, nil); whole == nil {
 			return nil, "its schema is " + reason
 		}
 	}
@@ -321,4 +386,17 @@ func (v loadValues) Resolve(ref interp.Ref) (any, error) {
 			"dashboard_url": info.DashboardURL}, ref.Steps), nil
 	}
 	return nil, fmt.Errorf("{%s}: %s values are not available at load", ref.Text, ref.Root)
+}
+
+// warnDroppedDefaults warns about each parameter default of an expanded action that fails its own schema: it is
+// dropped (the source's server applies its own defaults), not a reason to skip the action.
+func (l *loader) warnDroppedDefaults(kind string, e runtime.Expanded, own *schema.Schema) {
+	props, _ := e.Parameters["properties"].(map[string]any)
+	for _, p := range own.Properties() {
+		ps, _ := props[p.Name].(map[string]any)
+		if _, had := ps["default"]; had && !p.HasDefault {
+			l.warn(field.Invalid(field.NewPath(kind), "action %q: the default of parameter %q does not validate "+
+				"against its schema; it is dropped", e.Name, p.Name))
+		}
+	}
 }

@@ -2,6 +2,9 @@ package runtime
 
 import (
 	"context"
+	"net/url"
+	"strings"
+	"sync"
 
 	"github.com/commonagents-go/tool/field"
 )
@@ -46,6 +49,11 @@ type Expanded struct {
 	// Dialect is the `$schema` URI of the JSON Schema dialect Parameters and Schema are in when they name none
 	// (MCP and OpenAPI 3.1: "https://json-schema.org/draft/2020-12/schema"); "" is draft-07.
 	Dialect string
+	// Validation, when set, is what the action's arguments are validated against in place of Parameters (and
+	// Schema): a schema with Parameters' properties whose `$ref`s name locations of a document the source shares
+	// among its actions (Document.Ref), so that the schemas they share are compiled once. Parameters stays the
+	// copy shown to an LLM and says which arguments exist.
+	Validation *Validation
 	// OutputSchema is the JSON Schema of the action's structured output as the source gives it (an MCP tool's
 	// outputSchema); nil when none.
 	OutputSchema map[string]any
@@ -69,4 +77,70 @@ type Skipped struct {
 	// Name identifies the item: an operationId, "GET /pets/{id}" when it has none, or an MCP tool name.
 	Name   string `json:"name"`
 	Reason string `json:"reason"`
+}
+
+// Validation is an action's argument schema taken from its source document (Expanded.Validation).
+type Validation struct {
+	// Document is the source document, shared by every action expanded from it.
+	Document *SchemaDocument
+	// Schema is a JSON Schema object (type: object, properties, required) whose `$ref`s name locations of the
+	// document (Document.Ref).
+	Schema map[string]any
+	// Required: Parameters says less than the document (its source could not read all of it), so the action is
+	// skipped when Schema cannot be compiled, rather than validated against Parameters.
+	Required bool
+
+	mu       sync.Mutex
+	compiled any
+}
+
+// Compiled returns the compiled form a loader kept with SetCompiled, nil before: a backend that hands the same
+// Validation to another Load (from its document cache) spares it the compile.
+func (v *Validation) Compiled() any {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.compiled
+}
+
+// SetCompiled keeps the compiled form of v for later Loads.
+func (v *Validation) SetCompiled(c any) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.compiled = c
+}
+
+// SchemaDocument is a decoded JSON document holding the schemas of a source (an OpenAPI description in the JSON
+// Schema form its dialect validates): the loader compiles it once for every action that refers into it. It is
+// immutable once built and safe for concurrent use.
+type SchemaDocument struct {
+	// Doc is the decoded JSON document; it is never modified.
+	Doc any
+	// Dialect is the `$schema` URI of its schemas' dialect; "" is draft-07. Its schemas should sit where the
+	// dialect keeps subschemas ($defs, definitions): the validator collects those in one read of the document,
+	// and copies its record of the whole document for each other location it is asked for.
+	Dialect  string
+	once     sync.Once
+	compiled any
+}
+
+// Ref returns the `$ref` a Validation's schema uses to name the location of the document given by tokens (JSON
+// pointer tokens, unescaped).
+func (d *SchemaDocument) Ref(tokens ...string) string {
+	var b strings.Builder
+	b.WriteString(SchemaDocumentURL + "#")
+	for _, t := range tokens {
+		b.WriteByte('/')
+		b.WriteString(url.PathEscape(strings.ReplaceAll(strings.ReplaceAll(t, "~", "~0"), "/", "~1")))
+	}
+	return b.String()
+}
+
+// SchemaDocumentURL is the base URI a Validation's `$ref`s name the document by. It names no reachable place.
+const SchemaDocumentURL = "https://json-schema.org/commonagents-go-tool/document"
+
+// Compiled returns what build returns on its first call for d: the loader keeps the compiled form of the document
+// there, so every Load that uses the same SchemaDocument shares it.
+func (d *SchemaDocument) Compiled(build func() any) any {
+	d.once.Do(func() { d.compiled = build() })
+	return d.compiled
 }

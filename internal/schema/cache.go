@@ -2,6 +2,7 @@ package schema
 
 import (
 	"encoding/json"
+	"fmt"
 	"runtime"
 	"sync"
 	"weak"
@@ -34,6 +35,10 @@ func cacheKey(doc any, opts Options) (string, bool) {
 	}
 	if opts.Foreign {
 		flags[2] = 1
+	}
+	if opts.Against != nil {
+		// The same document validated by another compiled schema is another Schema.
+		return fmt.Sprintf("%s%p\x00%s", flags, opts.Against.compiled, b), true
 	}
 	return string(flags) + string(b), true
 }

@@ -37,6 +37,11 @@ type Options struct {
 	// keywords are annotations rather than problems, identifiers (`$id`) and references that resolve within the
 	// document are kept, and a default that does not validate is dropped rather than reported.
 	Foreign bool
+	// Against, when set, validates in place of the document's own compiled form: the document is a copy of the
+	// schema shown to an LLM (simplified, references inlined) and Against the schema as its source wrote it,
+	// compiled once per source (Document.Compile). The document is still checked and gives the properties; its
+	// defaults are checked against Against.
+	Against *Validator
 }
 
 // Schema is a checked and compiled JSON Schema. It is immutable and safe for concurrent use.
@@ -110,6 +115,15 @@ func compile(doc any, base *field.Path, opts Options) (*Schema, field.List) {
 	if len(c.errs) > 0 {
 		return nil, c.errs
 	}
+	if opts.Against != nil {
+		// The fast check reads the document, which may say less than Against: every value goes to Against.
+		s.compiled = opts.Against.compiled
+		c.checkDefaults(nil, s)
+		if len(c.errs) > 0 {
+			return nil, c.errs
+		}
+		return s, nil
+	}
 	compiled, jc, err := c.compile(cleaned)
 	if err != nil {
 		return nil, field.List{field.Invalid(base, "is not a valid JSON Schema: %s", compileError(err))}
@@ -166,7 +180,7 @@ func (refuseLoads) Load(string) (any, error) { return nil, errNoLoad }
 
 // compileError words a compile failure without the validator's internal base URI.
 func compileError(err error) string {
-	msg := strings.ReplaceAll(err.Error(), rootURL, "")
+	msg := strings.ReplaceAll(strings.ReplaceAll(err.Error(), documentURL, ""), rootURL, "")
 	msg = strings.ReplaceAll(msg, "jsonschema: ", "")
 	return msg
 }
@@ -186,6 +200,9 @@ func (c *compiler) checkDefaults(jc *jsonschema.Compiler, s *Schema) {
 		// The root's compiled property schema, when it has one: compiling the pointer again would clone the
 		// compiler's record of every subschema per default (Microsoft Graph: most of its load).
 		compiled := s.compiled.Properties[p.Name]
+		if compiled == nil && jc == nil {
+			continue
+		}
 		if compiled == nil {
 			ptr := strings.ReplaceAll(strings.ReplaceAll(p.Name, "~", "~0"), "/", "~1")
 			var err error

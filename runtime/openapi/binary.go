@@ -136,6 +136,8 @@ func offerFiles(o *operation, opts fileOptions) error {
 		return nil
 	}
 	rb.fromMount, rb.maxBytes, rb.required = opts.fromMount, opts.maxBytes, o.bodyRequired
+	// The body's arguments are the ones offered here, not the document's schema: they validate as shown.
+	delete(o.located, BodyParameter)
 	for _, schema := range []map[string]any{o.schema, o.whole} {
 		if schema == nil {
 			continue

@@ -36,6 +36,7 @@ type docCache struct {
 type cached struct {
 	done    chan struct{}
 	doc     *openapi3.T
+	raw     *rawSource
 	files   []fileStamp
 	err     error
 	loaded  time.Time
@@ -71,7 +72,7 @@ func cacheKey(loc *url.URL, extra []string, limit int64) string {
 // load returns the document at loc under the origins extra, reading it at most once while the cached copy is
 // fresh. ctx bounds the read; a caller whose ctx ends while another caller's read of the same document is in
 // flight stops waiting.
-func (c *docCache) load(ctx context.Context, loc *url.URL, extra []string, limit int64) (*openapi3.T, error) {
+func (c *docCache) load(ctx context.Context, loc *url.URL, extra []string, limit int64) (*openapi3.T, *rawSource, error) {
 	key := cacheKey(loc, extra, limit)
 	for {
 		c.mu.Lock()
@@ -93,11 +94,11 @@ func (c *docCache) load(ctx context.Context, loc *url.URL, extra []string, limit
 			select {
 			case <-e.done:
 				if e.err == nil {
-					return e.doc, nil
+					return e.doc, e.raw, nil
 				}
 				continue // the read failed and was dropped: try again with this ctx
 			case <-ctx.Done():
-				return nil, ctx.Err()
+				return nil, nil, ctx.Err()
 			}
 		}
 		e = &cached{done: make(chan struct{}), fetched: loc.Scheme != ""}
@@ -107,7 +108,7 @@ func (c *docCache) load(ctx context.Context, loc *url.URL, extra []string, limit
 		c.evict()
 		c.mu.Unlock()
 
-		e.doc, e.files, e.err = read(ctx, loc, extra, limit)
+		e.doc, e.raw, e.files, e.err = read(ctx, loc, extra, limit)
 		c.mu.Lock()
 		e.loaded = c.now()
 		if e.err != nil && c.entries[key] == e {
@@ -115,7 +116,7 @@ func (c *docCache) load(ctx context.Context, loc *url.URL, extra []string, limit
 		}
 		c.mu.Unlock()
 		close(e.done)
-		return e.doc, e.err
+		return e.doc, e.raw, e.err
 	}
 }
 

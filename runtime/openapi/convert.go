@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/getkin/kin-openapi/openapi3"
 )
@@ -300,9 +302,25 @@ func (c *converter) strings(s *openapi3.Schema, out map[string]any) {
 }
 
 func compiles(pattern string) bool {
+	if ok, found := compiled.Load(pattern); found {
+		return ok.(bool)
+	}
 	_, err := regexp.Compile(pattern)
+	if compiledCount.Add(1) <= maxCompiled {
+		compiled.Store(pattern, err == nil)
+	}
 	return err == nil
 }
+
+// compiled remembers which patterns Go's regexp compiles: a document's shared components repeat the same patterns
+// in every operation they are inlined into (Microsoft Graph: 13 % of its load compiled them again). At most
+// maxCompiled patterns are kept.
+var (
+	compiled      sync.Map
+	compiledCount atomic.Int64
+)
+
+const maxCompiled = 1 << 14
 
 func (c *converter) arrays(s *openapi3.Schema, out map[string]any) {
 	if s.MinItems > 0 {

@@ -27,7 +27,7 @@ func TestConvertTypeLists(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	doc, err := documents.load(context.Background(), loc, nil, MaxDocumentBytes)
+	doc, _, err := documents.load(context.Background(), loc, nil, MaxDocumentBytes)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -121,16 +121,16 @@ func (p *policy) check(u *url.URL, what string) error {
 
 // document reads the document at raw, extra naming the origins the host allows beyond its own; a failure is an
 // error whose text says why (the caller puts it at the block's url).
-func readDocument(ctx context.Context, raw, baseDir string, extra []string, limit int64) (*openapi3.T, error) {
+func readDocument(ctx context.Context, raw, baseDir string, extra []string, limit int64) (*openapi3.T, *rawSource, error) {
 	loc, err := location(raw, baseDir)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	doc, err := documents.load(ctx, loc, extra, limit)
+	doc, src, err := documents.load(ctx, loc, extra, limit)
 	if err != nil {
-		return nil, fmt.Errorf("cannot load the OpenAPI document: %w", err)
+		return nil, nil, fmt.Errorf("cannot load the OpenAPI document: %w", err)
 	}
-	return doc, nil
+	return doc, src, nil
 }
 
 // reader reads one document and the files and URLs its $refs name, under one policy.
@@ -144,27 +144,40 @@ type reader struct {
 }
 
 // read loads and resolves one document: kin-openapi follows its external $refs through readURI.
-func read(ctx context.Context, loc *url.URL, extra []string, limit int64) (*openapi3.T, []fileStamp, error) {
+func read(ctx context.Context, loc *url.URL, extra []string, limit int64) (*openapi3.T, *rawSource, []fileStamp, error) {
 	ctx, cancel := context.WithTimeout(ctx, fetchTimeout)
 	defer cancel()
 	r := &reader{ctx: ctx, policy: newPolicy(loc, extra), limit: limit}
 	r.client = &http.Client{Timeout: fetchTimeout, CheckRedirect: r.redirect}
-	loader := openapi3.NewLoader()
-	loader.Context = ctx
-	loader.IsExternalRefsAllowed = true
-	loader.ReadFromURIFunc = func(_ *openapi3.Loader, u *url.URL) ([]byte, error) { return r.readURI(u, "the $ref") }
+	newLoader := func() *openapi3.Loader {
+		loader := openapi3.NewLoader()
+		loader.Context = ctx
+		loader.IsExternalRefsAllowed = true
+		loader.ReadFromURIFunc = func(_ *openapi3.Loader, u *url.URL) ([]byte, error) { return r.readURI(u, "the $ref") }
+		return loader
+	}
 	data, err := r.readURI(loc, "the document")
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	doc, err := loader.LoadFromDataWithPath(data, loc)
+	src := &rawSource{data: data}
+	doc, err := newLoader().LoadFromDataWithPath(data, loc)
 	if err != nil {
-		return nil, nil, fmt.Errorf("parsing the OpenAPI document: %w", err)
+		// kin-openapi resolves a 3.1 schema's references without $id, $anchor or $defs: read such a document
+		// without them, and validate against the document as written (src.strict).
+		if cp := kinCopy(data); cp != nil {
+			if d, e := newLoader().LoadFromDataWithPath(cp, loc); e == nil {
+				doc, err, src.strict = d, nil, true
+			}
+		}
+	}
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("parsing the OpenAPI document: %w", err)
 	}
 	if !strings.HasPrefix(doc.OpenAPI, "3.") {
-		return nil, nil, fmt.Errorf("openapi version %q is not supported (use 3.0 or 3.1)", doc.OpenAPI)
+		return nil, nil, nil, fmt.Errorf("openapi version %q is not supported (use 3.0 or 3.1)", doc.OpenAPI)
 	}
-	return doc, r.files, nil
+	return doc, src, r.files, nil
 }
 
 // redirect follows a redirect only to an origin the policy allows.

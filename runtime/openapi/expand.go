@@ -36,10 +36,12 @@ func (Backend) Expand(ctx context.Context, b *runtime.Block) (*runtime.Expansion
 	if b.Used {
 		return &runtime.Expansion{}, nil
 	}
-	doc, err := document(ctx, b.SharedPath.Child("url"), shared.URL, b.BaseDir, originsOf(b), sizeOf(b))
+	doc, src, err := document(ctx, b.SharedPath.Child("url"), shared.URL, b.BaseDir, originsOf(b), sizeOf(b))
 	if err != nil {
 		return nil, err
 	}
+	dialect := schemaDialect(doc)
+	raw := src.document(dialect)
 	out := &runtime.Expansion{}
 	entries := selected(doc, shared.Select, out)
 	warnings, clash := nameAll(entries)
@@ -57,9 +59,17 @@ func (Backend) Expand(ctx context.Context, b *runtime.Block) (*runtime.Expansion
 				Reason: fmt.Sprintf("its name %q, made apart from a like name by a hash, is still another operation's: change its operationId", e.name)})
 			continue
 		}
-		o, err := convert(e.path, e.method, e.item, e.op, schemaDialect(doc))
+		o, err := convertShown(e.path, e.method, e.item, e.op, dialect, raw == nil)
 		if err == nil {
 			err = offerFiles(o, parts.files)
+		}
+		var v *runtime.Validation
+		if err == nil {
+			if v = src.validation(e.op, o, src.strict); v == nil && o.shownDepth > 0 && o.whole == nil {
+				if o, err = convert(e.path, e.method, e.item, e.op, dialect); err == nil {
+					err = offerFiles(o, parts.files)
+				}
+			}
 		}
 		if err != nil {
 			out.Skipped = append(out.Skipped, runtime.Skipped{Name: e.label(), Reason: err.Error()})
@@ -69,15 +79,21 @@ func (Backend) Expand(ctx context.Context, b *runtime.Block) (*runtime.Expansion
 		if err != nil {
 			return nil, err
 		}
+		if v == nil && src.strict && len(o.located) > 0 {
+			out.Skipped = append(out.Skipped, runtime.Skipped{Name: e.label(),
+				Reason: "its schemas use references kin-openapi cannot read, and the document as written cannot be read either"})
+			continue
+		}
 		a := &Action{DocumentURL: shared.URL, OperationID: e.op.OperationID}
 		fill(a, o, parts, base)
-		if o.whole != nil {
+		if o.shownDepth > 0 {
 			out.Warnings.Add(field.Invalid(b.SharedPath, "operation %q: its parameters are shown to the LLM %d levels "+
 				"deep (the full schema is over the bound); arguments are validated against the full schema",
 				e.label(), o.shownDepth))
 		}
 		out.Actions = append(out.Actions, runtime.Expanded{
 			Name: e.name, Description: o.description, Parameters: o.schema, Schema: o.whole, Dialect: o.dialect, Action: a,
+			Validation: v,
 		})
 	}
 	return out, nil

@@ -148,7 +148,7 @@ func (Backend) Prepare(ctx context.Context, b *runtime.Block) (runtime.Action, e
 	if len(errs) > 0 {
 		return a, errs.Err()
 	}
-	doc, err := document(ctx, urlPath, a.DocumentURL, b.BaseDir, originsOf(b), sizeOf(b))
+	doc, _, err := document(ctx, urlPath, a.DocumentURL, b.BaseDir, originsOf(b), sizeOf(b))
 	if err != nil {
 		return a, err
 	}
@@ -177,12 +177,12 @@ const maxOperationID = 1024
 
 // document reads the document at raw (readDocument); a failure is a problem at p.
 func document(ctx context.Context, p *field.Path, raw, baseDir string, extra []string,
-	limit int64) (*openapi3.T, error) {
-	doc, err := readDocument(ctx, raw, baseDir, extra, limit)
+	limit int64) (*openapi3.T, *rawSource, error) {
+	doc, src, err := readDocument(ctx, raw, baseDir, extra, limit)
 	if err != nil {
-		return nil, field.Invalid(p, "%v", err)
+		return nil, nil, field.Invalid(p, "%v", err)
 	}
-	return doc, nil
+	return doc, src, nil
 }
 
 // fill completes a from a converted operation.

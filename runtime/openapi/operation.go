@@ -56,6 +56,9 @@ type operation struct {
 	whole      map[string]any
 	shownDepth int
 	dialect    string // the `$schema` URI schema is in; "" is draft-07 (OpenAPI 3.0)
+	// located are the action parameters whose schema sits at a known location of the raw document (rawSource):
+	// their JSON pointer tokens.
+	located map[string][]string
 }
 
 // dialect2020 names JSON Schema 2020-12, the dialect of OpenAPI 3.1 schemas unless the document says otherwise.
@@ -149,16 +152,25 @@ func argName(name string) string {
 // shows the deepest form within them, whose deeper levels are {} with their descriptions kept, says so in the
 // description, and keeps the full schema in operation.whole to validate arguments against.
 func convert(path, method string, item *openapi3.PathItem, op *openapi3.Operation, dialect string) (*operation, error) {
+	return convertShown(path, method, item, op, dialect, true)
+}
+
+// convertShown is convert; without withWhole, a bounded operation gets no operation.whole: its arguments are
+// validated against the document as written (validation).
+func convertShown(path, method string, item *openapi3.PathItem, op *openapi3.Operation, dialect string,
+	withWhole bool) (*operation, error) {
 	o, err := convertWith(path, method, item, op, dialect, newConverter(dialect, maxSchemaNodes, MaxSchemaBytes, 0))
 	var tooLarge *tooLargeError
 	if !errors.As(err, &tooLarge) {
 		return o, err
 	}
-	full := newConverter(dialect, maxWholeNodes, maxWholeBytes, 0)
-	full.refs = true
-	whole, err := convertWith(path, method, item, op, dialect, full)
-	if err != nil {
-		return nil, err
+	var whole *operation
+	if withWhole {
+		full := newConverter(dialect, maxWholeNodes, maxWholeBytes, 0)
+		full.refs = true
+		if whole, err = convertWith(path, method, item, op, dialect, full); err != nil {
+			return nil, err
+		}
 	}
 	for depth := 8; depth >= 1; depth-- {
 		bounded := newConverter(dialect, maxSchemaNodes, MaxSchemaBytes, depth)
@@ -169,8 +181,11 @@ func convert(path, method string, item *openapi3.PathItem, op *openapi3.Operatio
 		if err != nil {
 			return nil, err
 		}
-		shown.whole, shown.shownDepth = whole.schema, depth
-		shown.whole["additionalProperties"] = false
+		shown.shownDepth = depth
+		if whole != nil {
+			shown.whole = whole.schema
+			shown.whole["additionalProperties"] = false
+		}
 		note := fmt.Sprintf("Parameters are shown %d levels deep: deeper values are any JSON, checked against the "+
 			"full schema.", depth)
 		if shown.routeNote != "" {
@@ -198,6 +213,7 @@ func convertWith(path, method string, item *openapi3.PathItem, op *openapi3.Oper
 	seen := map[string]string{}
 	var list []*param
 	schemas := map[*param]any{}
+	located := map[*param][]string{}
 	for _, pr := range merged(item.Parameters, op.Parameters) {
 		p, schema, err := parameter(c, pr)
 		if err != nil {
@@ -206,8 +222,16 @@ func convertWith(path, method string, item *openapi3.PathItem, op *openapi3.Oper
 		if p != nil {
 			list = append(list, p)
 			schemas[p] = schema
+			var key string
+			for k := range pr.Value.Content {
+				key = k
+			}
+			if t := paramTokens(path, method, item, op, pr, key); t != nil {
+				located[p] = t
+			}
 		}
 	}
+	o.located = map[string][]string{}
 	list, o.fixed, err = r.bind(list)
 	if err != nil {
 		return nil, err
@@ -221,6 +245,9 @@ func convertWith(path, method string, item *openapi3.PathItem, op *openapi3.Oper
 		}
 		seen[p.arg] = fmt.Sprintf("%s %q", p.in, p.name)
 		props[p.arg] = schemas[p]
+		if t := located[p]; t != nil {
+			o.located[p.arg] = t
+		}
 		if p.required {
 			required = append(required, p.arg)
 		}
@@ -257,6 +284,15 @@ func convertWith(path, method string, item *openapi3.PathItem, op *openapi3.Oper
 			body["description"] = rb.Value.Description
 		}
 		props[BodyParameter] = body
+		if (reqBody.kind == bodyJSON || reqBody.kind == bodyForm || reqBody.kind == bodyMultipart) && mt != nil && mt.Schema != nil {
+			for k, m := range rb.Value.Content {
+				if m == mt {
+					if t := bodyTokens(path, method, rb, k); t != nil {
+						o.located[BodyParameter] = t
+					}
+				}
+			}
+		}
 		if boolean != nil {
 			props[BodyParameter] = boolean
 		}

@@ -32,7 +32,7 @@ var loadOptions []tool.Option
 
 // compare loads one document with kin-openapi (load and validate), then with tool.Load expanding every operation,
 // and prints the time and bytes allocated by each and their ratio.
-func compare(path, cpuProfile string) {
+func compare(path, cpuProfile, memProfile string) {
 	measureOne := func(name string, fn func() error) (time.Duration, uint64) {
 		runtime.GC()
 		var before, after runtime.MemStats
@@ -76,6 +76,12 @@ func compare(path, cpuProfile string) {
 		}
 		return err
 	})
+	if memProfile != "" {
+		if f, err := os.Create(memProfile); err == nil {
+			_ = pprof.Lookup("allocs").WriteTo(f, 0)
+			f.Close()
+		}
+	}
 	fmt.Printf("| %s | kin-openapi load+validate | %.1f s | %d MiB |\n", filepath.Base(path), kinTime.Seconds(), kinBytes>>20)
 	fmt.Printf("| %s | tool.Load (%d functions) | %.1f s (%.2f×) | %d MiB (%.2f×) |\n", filepath.Base(path), functions,
 		toolTime.Seconds(), toolTime.Seconds()/kinTime.Seconds(), toolBytes>>20, float64(toolBytes)/float64(kinBytes))
@@ -131,11 +137,12 @@ func main() {
 	timeout := flag.Duration("timeout", 5*time.Minute, "bound of one document's load")
 	compareFile := flag.String("compare", "", "measure one document side by side: kin-openapi load+validate, then tool.Load")
 	cpuProfile := flag.String("cpuprofile", "", "with -compare: write a CPU profile of tool.Load")
+	memProfile := flag.String("memprofile", "", "with -compare: write the allocation profile after tool.Load")
 	documentBytes := flag.Int64("document-bytes", 64<<20, "tool.WithDocumentBytes")
 	flag.Parse()
 	loadOptions = []tool.Option{tool.WithDocumentBytes(*documentBytes)}
 	if *compareFile != "" {
-		compare(*compareFile, *cpuProfile)
+		compare(*compareFile, *cpuProfile, *memProfile)
 		return
 	}
 	if *dir == "" {
