@@ -169,29 +169,49 @@ func mcpgoConformance(t *testing.T) string {
 		CombinedOutput(); err != nil {
 		t.Fatalf("building mcp-go's conformance server: %v\n%s", err, out)
 	}
-	addr := freeAddr(t)
-	cmd := exec.Command(bin)
-	cmd.Env = append(cmd.Environ(), "CONFORMANCE_ADDR="+addr)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+	// The server takes its address from the environment and cannot report a port of its own choosing, so it
+	// gets one that was free a moment ago: when another process took it first, the server exits (it cannot
+	// bind) and is started again on another. Readiness is polled at /health, watching for that exit.
+	for attempt := 1; ; attempt++ {
+		addr := freeAddr(t)
+		cmd := exec.Command(bin)
+		cmd.Env = append(cmd.Environ(), "CONFORMANCE_ADDR="+addr)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		exited := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(exited) }()
+		t.Cleanup(func() {
+			_ = cmd.Process.Kill()
+			<-exited
+		})
+		if up(addr, exited) {
+			return "http://" + addr + "/mcp"
+		}
+		if attempt == 3 {
+			t.Fatalf("mcp-go's conformance server did not come up on %d addresses", attempt)
+		}
 	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	deadline := time.Now().Add(time.Minute)
+}
+
+// up waits until the server at addr answers /health (true), or until it exits or a minute passes (false).
+func up(addr string, exited <-chan struct{}) bool {
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(time.Minute)
 	for {
-		resp, err := http.Get("http://" + addr + "/health")
-		if err == nil {
+		if resp, err := http.Get("http://" + addr + "/health"); err == nil {
 			_ = resp.Body.Close()
-			break
+			return true
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("mcp-go's conformance server did not come up: %v", err)
+		select {
+		case <-exited:
+			return false
+		case <-deadline:
+			return false
+		case <-tick.C:
 		}
-		time.Sleep(50 * time.Millisecond)
 	}
-	return "http://" + addr + "/mcp"
 }
 
 // gatewayManifest discovers every tool of the server at url.
