@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Calls per second of `tool serve-mcp` over stdio and streamable HTTP, one call at a time and 8 in flight, against
+# Calls per second of `tool serve-mcp`, and the server CPU time per call, over stdio and streamable HTTP, one call at a time and 8 in flight, against
 # a baseline commit (default: main), interleaved run by run (BENCHMARKS.md, issue 30). Over HTTP both are
 # `serve-mcp --http` (a task per session); a baseline whose serve-mcp speaks stdio only is measured through the
 # library's server instead (mcpserve.New + Server.Handler, one task). Usage: scripts/bench-serve-mcp.sh [BASELINE] [RUNS] [CALLS]
@@ -68,15 +68,36 @@ else
 fi
 "$dir/tool-head" serve-mcp "$dir/shout.yaml" --http 127.0.0.1:18712 2>/dev/null & pids+=($!)
 sleep 1
-measure() { "$dir/mcpbench" -n "$calls" "$@" | awk '{print $2}'; }
-printf "run\tvariant\tstdio c=1\tstdio c=8\thttp c=1\thttp c=8\n"
-for run in $(seq "$runs"); do
-	for variant in base head; do
-		if [[ $variant == base ]]; then url=http://127.0.0.1:18711/mcp; else url=http://127.0.0.1:18712/mcp; fi
-		s1=$(measure -c 1 -- "$dir/tool-$variant" serve-mcp "$dir/shout.yaml")
-		s8=$(measure -c 8 -- "$dir/tool-$variant" serve-mcp "$dir/shout.yaml")
-		h1=$(measure -c 1 -url "$url")
-		h8=$(measure -c 8 -url "$url")
-		printf "%s\t%s\t%s\t%s\t%s\t%s\n" "$run" "$variant" "$s1" "$s8" "$h1" "$h8"
+# Each measurement prints calls/s and the server's CPU microseconds per call (mcpbench reads /proc).
+measure() { "$dir/mcpbench" -n "$calls" "$@" | awk '{print $2 "\t" $4}'; }
+{
+	printf "run\tvariant\tstdio c=1\tcpu\tstdio c=8\tcpu\thttp c=1\tcpu\thttp c=8\tcpu\n"
+	for run in $(seq "$runs"); do
+		for variant in base head; do
+			if [[ $variant == base ]]; then url=http://127.0.0.1:18711/mcp pid=${pids[0]}; else url=http://127.0.0.1:18712/mcp pid=${pids[1]}; fi
+			s1=$(measure -c 1 -- "$dir/tool-$variant" serve-mcp "$dir/shout.yaml")
+			s8=$(measure -c 8 -- "$dir/tool-$variant" serve-mcp "$dir/shout.yaml")
+			h1=$(measure -c 1 -url "$url" -pid "$pid")
+			h8=$(measure -c 8 -url "$url" -pid "$pid")
+			printf "%s\t%s\t%s\t%s\t%s\t%s\n" "$run" "$variant" "$s1" "$s8" "$h1" "$h8"
+		done
 	done
-done
+} | tee "$dir/runs.tsv"
+# Medians per mode, and head / base: calls/s (higher is better) and the server's CPU per call (lower is better).
+awk -F'\t' '
+function median(list, n,   a, i, j, t) {
+	split(list, a, " ")
+	for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j-1] + 0 > a[j] + 0; j--) { t = a[j]; a[j] = a[j-1]; a[j-1] = t }
+	return n % 2 ? a[(n+1)/2] : (a[n/2] + a[n/2+1]) / 2
+}
+NR == 1 { for (c = 3; c <= NF; c++) name[c] = $c; cols = NF; next }
+{ n[$2]++; for (c = 3; c <= cols; c++) v[$2, c] = v[$2, c] " " $c }
+END {
+	printf "\nmedians\tbase\thead\thead/base\n"
+	for (c = 3; c <= cols; c += 2) {
+		b = median(v["base", c], n["base"]); h = median(v["head", c], n["head"])
+		bc = median(v["base", c+1], n["base"]); hc = median(v["head", c+1], n["head"])
+		printf "%s calls/s\t%.0f\t%.0f\t%.2f\n", name[c], b, h, h / b
+		printf "%s server cpu us/call\t%.1f\t%.1f\t%.2f\n", name[c], bc, hc, hc / bc
+	}
+}' "$dir/runs.tsv"

@@ -1,6 +1,8 @@
 package openapi_test
 
 import (
+	"net/url"
+	"strings"
 	"testing"
 )
 
@@ -31,5 +33,34 @@ func TestContentParameters(t *testing.T) {
 	}
 	if res := invokeOnce(t, tl, "list", map[string]any{"filter": "not an object"}); !res.IsError {
 		t.Error("a value its content schema refuses was sent")
+	}
+}
+
+// TestContentPathParameter pins that a path parameter described by JSON content is sent as its JSON text, escaped
+// as one path segment (stream-io-api.com declares its path names this way).
+func TestContentPathParameter(t *testing.T) {
+	t.Parallel()
+	srv := newServer(t)
+	tl := loadDoc(t, srv, `{"openapi":"3.0.3","info":{"title":"t","version":"1"},"paths":{"/files/{sel}/meta":{"get":{
+"operationId":"meta","parameters":[{"name":"sel","in":"path","required":true,
+ "content":{"application/json":{"schema":{"type":"object","required":["dir"],"properties":{"dir":{"type":"string"}}}}}}],
+"responses":{"200":{"description":"ok"}}}}}}`, "", "")
+	if s := tl.Skipped(); len(s) != 0 {
+		t.Fatalf("skipped: %+v", s)
+	}
+	res := invokeOnce(t, tl, "meta", map[string]any{"sel": map[string]any{"dir": "a/b"}})
+	if res.IsError {
+		t.Fatalf("%+v", res.Error)
+	}
+	want := "/files/" + url.PathEscape(`{"dir":"a/b"}`) + "/meta"
+	if r := srv.last(t); !strings.HasSuffix(r.EscapedPath, want) {
+		t.Errorf("path %q, want it to end in %q", r.EscapedPath, want)
+	}
+	if res := invokeOnce(t, tl, "meta", map[string]any{"sel": map[string]any{}}); !res.IsError {
+		t.Error("a value its content schema refuses was sent")
+	}
+	// Its JSON text is checked as any path value is (SPEC §4.4): no ".." piece between slashes, even escaped.
+	if res := invokeOnce(t, tl, "meta", map[string]any{"sel": map[string]any{"dir": "a/../b"}}); !res.IsError {
+		t.Error(`a ".." piece was sent`)
 	}
 }

@@ -272,11 +272,21 @@ func sampleCalls(t *testing.T, file string, sel json.RawMessage) []sampledCall {
 	return out
 }
 
+// jsonContent reports whether the call's parameter in, name is described by content (sent as its JSON text).
+func (c sampledCall) jsonContent(in, name string) bool {
+	for _, p := range c.params {
+		if p["in"] == in && p["name"] == name && p["schema"] == nil && p["content"] != nil {
+			return true
+		}
+	}
+	return false
+}
+
 // callKinds says what of the sample's interest an operation has, by the OpenAPI document alone.
 func callKinds(doc jsonDoc, c sampledCall) []string {
 	var kinds []string
 	for _, p := range c.params {
-		if _, has := p["content"]; has && p["schema"] == nil && p["in"] != "path" {
+		if _, has := p["content"]; has && p["schema"] == nil {
 			kinds = append(kinds, "content parameter")
 			break
 		}
@@ -415,7 +425,12 @@ func checkCall(t *testing.T, srv *server, mount *memMount, file string, c sample
 		_, fixed, _ = strings.Cut(fragment, "?")
 	}
 	want := "/v3" + pathTemplate.ReplaceAllStringFunc(route, func(m string) string {
-		return fmt.Sprint(args[argKey(m[1:len(m)-1])])
+		v := args[argKey(m[1:len(m)-1])]
+		if c.jsonContent("path", m[1:len(m)-1]) { // its JSON text
+			text, _ := json.Marshal(v)
+			return string(text)
+		}
+		return fmt.Sprint(v)
 	})
 	if got, _ := url.PathUnescape(r.EscapedPath); got != want {
 		t.Errorf("%s: path %s, want %s", name, got, want)
@@ -452,7 +467,8 @@ func checkParams(t *testing.T, name string, r received, query url.Values, args m
 			if got := r.Header.Get(pname); got != string(text) {
 				t.Errorf("%s: header %s: %q, want %s", name, pname, got, text)
 			}
-		}
+		} // a path parameter's JSON text is checked with the path
+
 	}
 }
 

@@ -287,6 +287,13 @@ func (a *Action) applyPath(u *url.URL, args map[string]any) *runtime.Error {
 		if !ok || v == nil {
 			return runtime.Errorf(runtime.KindMissingFields, "path parameter %s is required", p.arg)
 		}
+		if p.json { // described by JSON content: its JSON text, escaped as one segment
+			text, err := jsonText(v)
+			if err != nil {
+				return runtime.Errorf(runtime.KindInvalidArguments, "parameter %s cannot be encoded as JSON", p.arg)
+			}
+			v = string(text)
+		}
 		seg, err := pathValue(&p, v)
 		if err != "" {
 			return runtime.Errorf(runtime.KindInvalidArguments, "parameter %s: %s", p.arg, err)

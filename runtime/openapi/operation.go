@@ -376,9 +376,6 @@ func parameter(c *converter, r *openapi3.ParameterRef) (*param, any, error) {
 		if schemaRef = jsonContent(v.Content); schemaRef == nil {
 			return nil, nil, fmt.Errorf("parameter %q is described by content, not a schema (unsupported)", v.Name)
 		}
-		if v.In == openapi3.ParameterInPath {
-			return nil, nil, fmt.Errorf("path parameter %q is described by content (unsupported)", v.Name)
-		}
 		p.json = true
 	}
 	var defaultStyle string
