@@ -4,15 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/commonagents-go/tool"
-	"github.com/commonagents-go/tool/mcpserve"
 	"github.com/mark3labs/mcp-go/client/transport"
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -30,45 +27,12 @@ func TestUnknownToolNamesTheServedTools(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, transport := range []string{"stdio", "http", "sessions"} {
+	for _, transport := range transports {
 		t.Run(transport, func(t *testing.T) {
 			t.Parallel()
-			s, err := mcpserve.New(ctx, tl, tool.TaskConfig{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = s.Close(context.Background()) })
-			var tr mcp.Transport
-			switch transport {
-			case "stdio":
-				clientIn, serverOut := io.Pipe()
-				serverIn, clientOut := io.Pipe()
-				go func() {
-					_ = s.ServeStdio(ctx, serverIn, serverOut)
-					_ = serverOut.Close()
-				}()
-				t.Cleanup(func() { _ = clientOut.Close() })
-				tr = &mcp.IOTransport{Reader: clientIn, Writer: clientOut}
-			case "http", "sessions":
-				h := s.Handler()
-				if transport == "sessions" {
-					sh := mcpserve.Handler(tl, func(ctx context.Context) (*tool.Task, error) {
-						return tl.NewTask(ctx, tool.TaskConfig{})
-					}, mcpserve.SessionConfig{})
-					t.Cleanup(func() { _ = sh.Close(context.Background()) })
-					h = sh
-				}
-				srv := httptest.NewServer(h)
-				t.Cleanup(srv.Close)
-				tr = &mcp.StreamableClientTransport{Endpoint: srv.URL, MaxRetries: -1}
-			}
-			c := mcp.NewClient(&mcp.Implementation{Name: "go-sdk-test", Version: "1"}, nil)
-			cs, err := c.Connect(ctx, tr, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer func() { _ = cs.Close() }()
-			_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "calc_divide", Arguments: map[string]any{}})
+			s := newServer(t, ctx, tl)
+			cs := goSDKClient(t, ctx, s, tl, transport)
+			_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "calc_divide", Arguments: map[string]any{}})
 			var rpc *jsonrpc.Error
 			if !errors.As(err, &rpc) || rpc.Code != -32602 {
 				t.Fatalf("calling an unknown tool: %v, want the JSON-RPC error -32602", err)
