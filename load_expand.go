@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 
 	"github.com/commonagents-go/tool/facts"
 	"github.com/commonagents-go/tool/field"
@@ -78,11 +80,32 @@ func (l *loader) expand(root map[string]any, t *Tool) {
 		}
 		l.addExpanded(t, kind, backend, exp)
 	}
+	l.annotate(root, t, declared)
 	for _, a := range t.actions {
 		// A declared action's source may have given it a title while its block expanded (an MCP tool's).
 		if tt, ok := a.prepared.(runtime.Titler); ok && a.title == "" && a.def != nil {
 			a.title = tt.Title()
 		}
+	}
+}
+
+// annotate lets each backend that declared actions run on learn what their sources say of them
+// (runtime.Annotator), with or without a top-level block of its kind; a manifest with problems starts nothing.
+func (l *loader) annotate(root map[string]any, t *Tool, declared map[string][]runtime.Action) {
+	if len(l.errs) > 0 {
+		return
+	}
+	for _, kind := range slices.Sorted(maps.Keys(declared)) {
+		backend, _ := l.opts.runtimes.Lookup(kind)
+		an, ok := backend.(runtime.Annotator)
+		if !ok {
+			continue
+		}
+		block := &runtime.Block{Kind: kind, Tool: l.m.Name, Shared: root[kind], SharedPath: field.NewPath(kind),
+			Check: l.checkerFor(l.rootProps(), false), BaseDir: l.opts.baseDir, Discover: l.opts.discover,
+			Used: true, Declared: declared[kind], Values: loadValues{t}, RefOrigins: l.opts.refOrigins,
+			DocumentBytes: l.opts.documentBytes}
+		l.warns = append(l.warns, an.Annotate(l.ctx, block)...)
 	}
 }
 

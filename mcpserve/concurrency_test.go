@@ -2,7 +2,6 @@ package mcpserve_test
 
 import (
 	"context"
-	"io"
 	"net/http/httptest"
 	"sync"
 	"testing"
@@ -12,7 +11,6 @@ import (
 	"github.com/commonagents-go/tool/mcpserve"
 	"github.com/commonagents-go/tool/tooltest"
 	mcpclient "github.com/mark3labs/mcp-go/client"
-	"github.com/mark3labs/mcp-go/client/transport"
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 )
@@ -30,11 +28,7 @@ func barrierServer(t *testing.T, ctx context.Context) (*mcpserve.Server, *toolte
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := mcpserve.New(ctx, tl, tool.TaskConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close(context.Background()) })
+	s := newServer(t, ctx, tl)
 	return s, barrier
 }
 
@@ -42,12 +36,7 @@ func barrierServer(t *testing.T, ctx context.Context) (*mcpserve.Server, *toolte
 // it does only if all of them reach the backend together.
 func callTogether(t *testing.T, ctx context.Context, c *mcpclient.Client) {
 	t.Helper()
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Initialize(ctx, mcpgo.InitializeRequest{}); err != nil {
-		t.Fatal(err)
-	}
+	initialize(t, ctx, c)
 	var wg sync.WaitGroup
 	for range parallel {
 		wg.Go(func() {
@@ -80,28 +69,6 @@ func TestStdioRunsParallelCallsTogether(t *testing.T) {
 	}
 }
 
-// overPipes serves s over stdio on in-memory pipes and returns a client of it, and stop, which closes the client
-// and returns ServeStdio's result.
-func overPipes(ctx context.Context, s *mcpserve.Server, opts ...server.StdioOption) (*mcpclient.Client, func() error) {
-	clientIn, serverOut := io.Pipe()
-	serverIn, clientOut := io.Pipe()
-	served := make(chan error, 1)
-	go func() {
-		served <- s.ServeStdio(ctx, serverIn, serverOut, opts...)
-		_ = serverOut.Close()
-	}()
-	c := mcpclient.NewClient(transport.NewIO(clientIn, clientOut, nil))
-	return c, func() error {
-		// io.Pipe has no buffer: once the server stops reading (its ctx ended), a client write would block for
-		// ever while holding the transport's lock. Closing the write end first ends such writes (and gives the
-		// server a clean end of input).
-		_ = clientOut.Close()
-		_ = c.Close()
-		_ = clientIn.Close() // a response still being written ends
-		return <-served
-	}
-}
-
 // TestStdioWorkersOption: a host that sizes the pool below its callers' parallelism gets that many calls at once;
 // the barrier then never fills, and the calls end with the callers' context.
 func TestStdioWorkersOption(t *testing.T) {
@@ -110,12 +77,7 @@ func TestStdioWorkersOption(t *testing.T) {
 	defer cancel()
 	s, barrier := barrierServer(t, ctx)
 	c, stop := overPipes(ctx, s, server.WithWorkerPoolSize(parallel-1))
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Initialize(ctx, mcpgo.InitializeRequest{}); err != nil {
-		t.Fatal(err)
-	}
+	initialize(t, ctx, c)
 	errs := make(chan error, parallel)
 	for range parallel {
 		go func() {

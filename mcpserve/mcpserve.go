@@ -103,7 +103,9 @@ func newMCPServer(t *tool.Tool, c tool.Capability, actionNames bool, calls func(
 	return srv, newServed(names)
 }
 
-// MCPServer returns the underlying mcp-go server, to serve it over another transport.
+// MCPServer returns the underlying mcp-go server, to serve it over another transport. A transport of the host's,
+// or an in-process client, does not pass mcpserve's screen of unknown tools: a call of a tool not served gets
+// mcp-go's own -32602, without the served names in its data (docs/conformance.md).
 func (s *Server) MCPServer() *server.MCPServer { return s.mcp }
 
 // Task returns the task the calls run in.

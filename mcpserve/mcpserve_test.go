@@ -10,7 +10,6 @@ import (
 
 	"github.com/commonagents-go/tool"
 	"github.com/commonagents-go/tool/mcpserve"
-	mcpclient "github.com/mark3labs/mcp-go/client"
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -56,13 +55,8 @@ func TestStreamableHTTPWithGoSDKClient(t *testing.T) {
 	t.Parallel()
 	_, url := serve(t, manifest)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	c := mcp.NewClient(&mcp.Implementation{Name: "go-sdk-test", Version: "1"}, nil)
-	s, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, MaxRetries: -1}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = s.Close() }()
+	t.Cleanup(cancel) // after the session's close
+	s := goSDKOverHTTP(t, ctx, url)
 	list, err := s.ListTools(ctx, nil)
 	if err != nil || len(list.Tools) != 1 || list.Tools[0].Name != "words" {
 		t.Fatalf("tools = %+v, %v; want one tool named words (one action: the capability key alone)", list, err)
@@ -173,12 +167,8 @@ func TestServedSchemaKeepsItsDialect(t *testing.T) {
 			"      $schema: \""+tt.uri+"\"\n      properties:\n        word: {type: string}\n        pair: {type: array"+tt.extra+"}\n", 1)
 		_, url := serve(t, src)
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		c := mcp.NewClient(&mcp.Implementation{Name: "go-sdk-test", Version: "1"}, nil)
-		s, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, MaxRetries: -1}, nil)
-		if err != nil {
-			cancel()
-			t.Fatal(err)
-		}
+		t.Cleanup(cancel) // after the session's close
+		s := goSDKOverHTTP(t, ctx, url)
 		list, err := s.ListTools(ctx, nil)
 		if err != nil || len(list.Tools) != 1 {
 			t.Fatalf("tools = %+v, %v", list, err)
@@ -194,30 +184,5 @@ func TestServedSchemaKeepsItsDialect(t *testing.T) {
 				t.Errorf("a second item past prefixItems with items: false was accepted (%v)", err)
 			}
 		}
-		_ = s.Close()
-		cancel()
 	}
-}
-
-// newInProcess starts a task of tl served by mcpserve, and an in-process client of it that has shaken hands.
-func newInProcess(t *testing.T, tl *tool.Tool) (*mcpserve.Server, *mcpclient.Client) {
-	t.Helper()
-	ctx := context.Background()
-	s, err := mcpserve.New(ctx, tl, tool.TaskConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close(ctx) })
-	c, err := mcpclient.NewInProcessClient(s.MCPServer())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Initialize(ctx, mcpgo.InitializeRequest{}); err != nil {
-		t.Fatal(err)
-	}
-	return s, c
 }

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/commonagents-go/tool"
-	"github.com/commonagents-go/tool/mcpserve"
 	mcpclient "github.com/mark3labs/mcp-go/client"
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -70,42 +69,11 @@ mcp:
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, transport := range []string{"stdio", "http", "sessions"} {
+	for _, transport := range transports {
 		t.Run(transport, func(t *testing.T) {
 			t.Parallel()
-			s, err := mcpserve.New(ctx, tl, tool.TaskConfig{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = s.Close(context.Background()) })
-			var c *mcpclient.Client
-			switch transport {
-			case "stdio":
-				var stop func() error
-				c, stop = overPipes(ctx, s)
-				defer func() { _ = stop() }()
-				if err := c.Start(ctx); err != nil {
-					t.Fatal(err)
-				}
-				if _, err := c.Initialize(ctx, mcpgo.InitializeRequest{}); err != nil {
-					t.Fatal(err)
-				}
-			case "http", "sessions":
-				h := s.Handler()
-				if transport == "sessions" {
-					sh := mcpserve.Handler(tl, func(ctx context.Context) (*tool.Task, error) {
-						return tl.NewTask(ctx, tool.TaskConfig{})
-					}, mcpserve.SessionConfig{})
-					t.Cleanup(func() { _ = sh.Close(context.Background()) })
-					h = sh
-				}
-				srv := httptest.NewServer(h)
-				t.Cleanup(srv.Close)
-				if c, err = connect(t, srv.URL, nil); err != nil {
-					t.Fatal(err)
-				}
-				defer c.Close()
-			}
+			s := newServer(t, ctx, tl)
+			c := mcpGoClient(t, ctx, s, tl, transport)
 			assertNotificationsFirst(t, ctx, c)
 		})
 	}

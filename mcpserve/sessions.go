@@ -129,7 +129,8 @@ func Handler(t *tool.Tool, start StartFunc, cfg SessionConfig) *SessionHandler {
 	return h
 }
 
-// MCPServer returns the underlying mcp-go server.
+// MCPServer returns the underlying mcp-go server. As with Server.MCPServer, a call of an unknown tool that reaches
+// it other than through the handler gets mcp-go's own -32602, without the served names.
 func (h *SessionHandler) MCPServer() *server.MCPServer { return h.mcp }
 
 // Sessions reports how many sessions are live.

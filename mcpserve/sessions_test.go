@@ -78,25 +78,6 @@ func serveSessions(t *testing.T, cfg mcpserve.SessionConfig) (*sessionTasks, *mc
 	return st, h, srv.URL
 }
 
-// connect opens an MCP session with headers.
-func connect(t *testing.T, url string, headers map[string]string) (*mcpclient.Client, error) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	c, err := mcpclient.NewStreamableHttpClient(url, transport.WithHTTPHeaders(headers))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Start(ctx); err != nil {
-		return nil, err
-	}
-	if _, err := c.Initialize(ctx, mcpgo.InitializeRequest{}); err != nil {
-		_ = c.Close()
-		return nil, err
-	}
-	return c, nil
-}
-
 func whoami(t *testing.T, c *mcpclient.Client) string {
 	t.Helper()
 	req := mcpgo.CallToolRequest{}
@@ -166,14 +147,8 @@ func TestHandlerTiesASessionToItsOwner(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
 	defer c.Close()
-	if _, err := c.Initialize(ctx, mcpgo.InitializeRequest{}); err != nil {
-		t.Fatal(err)
-	}
+	initialize(t, context.Background(), c)
 	sessionID = c.GetSessionId()
 	for _, method := range []string{http.MethodPost, http.MethodGet, http.MethodDelete} {
 		req, _ := http.NewRequest(method, url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))

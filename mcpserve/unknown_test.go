@@ -4,14 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
-	"net/http/httptest"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/commonagents-go/tool"
-	"github.com/commonagents-go/tool/mcpserve"
+	"github.com/mark3labs/mcp-go/client/transport"
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -27,45 +27,12 @@ func TestUnknownToolNamesTheServedTools(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, transport := range []string{"stdio", "http", "sessions"} {
+	for _, transport := range transports {
 		t.Run(transport, func(t *testing.T) {
 			t.Parallel()
-			s, err := mcpserve.New(ctx, tl, tool.TaskConfig{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = s.Close(context.Background()) })
-			var tr mcp.Transport
-			switch transport {
-			case "stdio":
-				clientIn, serverOut := io.Pipe()
-				serverIn, clientOut := io.Pipe()
-				go func() {
-					_ = s.ServeStdio(ctx, serverIn, serverOut)
-					_ = serverOut.Close()
-				}()
-				t.Cleanup(func() { _ = clientOut.Close() })
-				tr = &mcp.IOTransport{Reader: clientIn, Writer: clientOut}
-			case "http", "sessions":
-				h := s.Handler()
-				if transport == "sessions" {
-					sh := mcpserve.Handler(tl, func(ctx context.Context) (*tool.Task, error) {
-						return tl.NewTask(ctx, tool.TaskConfig{})
-					}, mcpserve.SessionConfig{})
-					t.Cleanup(func() { _ = sh.Close(context.Background()) })
-					h = sh
-				}
-				srv := httptest.NewServer(h)
-				t.Cleanup(srv.Close)
-				tr = &mcp.StreamableClientTransport{Endpoint: srv.URL, MaxRetries: -1}
-			}
-			c := mcp.NewClient(&mcp.Implementation{Name: "go-sdk-test", Version: "1"}, nil)
-			cs, err := c.Connect(ctx, tr, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer func() { _ = cs.Close() }()
-			_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "calc_divide", Arguments: map[string]any{}})
+			s := newServer(t, ctx, tl)
+			cs := goSDKClient(t, ctx, s, tl, transport)
+			_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "calc_divide", Arguments: map[string]any{}})
 			var rpc *jsonrpc.Error
 			if !errors.As(err, &rpc) || rpc.Code != -32602 {
 				t.Fatalf("calling an unknown tool: %v, want the JSON-RPC error -32602", err)
@@ -110,3 +77,49 @@ actions:
       cel:
         expression: "input.word.upperAscii()"
 `
+
+// TestInProcessUnknownToolIsMCPGosOwnError pins what a host gets that serves MCPServer() to an in-process client,
+// which no transport of mcpserve's carries: mcp-go answers a call of an unknown tool itself, with -32602 and no
+// data (it has no hook that could add the served names), which its client turns into an error matching
+// mcp.ErrInvalidParams that names the tool; the served names are those tools/list gives.
+func TestInProcessUnknownToolIsMCPGosOwnError(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	tl, err := tool.Load(ctx, []byte(calcTwo))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, c := newInProcess(t, tl)
+	_, err = c.CallTool(ctx, mcpgo.CallToolRequest{Params: mcpgo.CallToolParams{Name: "calc_divide"}})
+	if !errors.Is(err, mcpgo.ErrInvalidParams) || !strings.Contains(err.Error(), "'calc_divide' not found") {
+		t.Fatalf("calling an unknown tool in process: %v, want mcp-go's invalid params naming the tool", err)
+	}
+	list, err := c.ListTools(ctx, mcpgo.ListToolsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tt := range list.Tools {
+		names = append(names, tt.Name)
+	}
+	if !slices.Equal(names, []string{"calc_add", "calc_shout"}) {
+		t.Errorf("tools/list in process: %v, want calc_add, calc_shout", names)
+	}
+
+	// The reply itself, as an in-process transport reads it: mcp-go's -32602, with no data.
+	tr := transport.NewInProcessTransport(s.MCPServer())
+	if err := tr.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tr.Close() })
+	resp, err := tr.SendRequest(ctx, transport.JSONRPCRequest{JSONRPC: mcpgo.JSONRPC_VERSION, ID: mcpgo.NewRequestId(1),
+		Method: string(mcpgo.MethodToolsCall), Params: map[string]any{"name": "calc_divide"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Error == nil || resp.Error.Code != mcpgo.INVALID_PARAMS || resp.Error.Data != nil {
+		t.Errorf("in-process reply error %+v, want -32602 without data (update docs/conformance.md if mcp-go "+
+			"now gives the names)", resp.Error)
+	}
+}

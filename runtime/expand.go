@@ -19,6 +19,17 @@ type Expander interface {
 	Expand(ctx context.Context, b *Block) (*Expansion, error)
 }
 
+// Annotator is implemented by backends that learn at load what the source of a declared action says of it (an MCP
+// tool's hints and title, from tools/list), setting it on their own prepared actions before Load returns, so that
+// the catalog shows it. The loader calls Annotate once per backend that declared actions run on, after Expand,
+// whether or not the manifest has a top-level block of its kind: b.Declared holds the prepared actions, b.Shared
+// the top-level block (nil when there is none), b.Discover the host's consent to contacting live servers. It is
+// not called once the manifest has problems. Annotate runs within Load's context; what it cannot learn is a
+// warning, never a problem.
+type Annotator interface {
+	Annotate(ctx context.Context, b *Block) field.List
+}
+
 // Expansion is what a top-level block expands into.
 type Expansion struct {
 	Actions []Expanded

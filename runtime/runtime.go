@@ -103,11 +103,12 @@ type Block struct {
 	// Used is set, for Expand, when a declared action runs on this backend: SPEC §7.6 expands a top-level mcp
 	// block only when no action is bound to it.
 	Used bool
-	// Declared are the prepared actions the manifest declares on this backend, for Expand: a backend may learn
-	// what their source says of them (an MCP tool's hints and title) while it lists the source, setting it on
-	// its own prepared actions before Load returns.
+	// Declared are the prepared actions the manifest declares on this backend, for Expand and Annotate: a
+	// backend may learn what their source says of them (an MCP tool's hints and title) while it lists the source,
+	// setting it on its own prepared actions before Load returns.
 	Declared []Action
-	// Values resolves {settings.*} and {runtime.*} tokens for work done at load (Expand); nil in Prepare.
+	// Values resolves {settings.*} and {runtime.*} tokens for work done at load (Expand, Annotate); nil in
+	// Prepare.
 	Values interp.Resolver
 	// RefOrigins are the origins (scheme://host[:port]) the host lets documents read at load refer to beyond
 	// their own (tool.WithDocumentOrigins).

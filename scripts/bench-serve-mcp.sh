@@ -12,21 +12,7 @@ dir=$(mktemp -d)
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$dir"; }
 trap cleanup EXIT
-cat >"$dir/shout.yaml" <<'YAML'
-kind: commonagents.info/v1beta2/tool
-namespace: bench
-name: shout
-description: Returns a name in capitals.
-actions:
-  - name: shout
-    description: Returns the name in capitals.
-    parameters:
-      properties:
-        name: {type: string}
-    execute:
-      cel:
-        expression: "input.name.upperAscii()"
-YAML
+manifest=$PWD/scripts/shout.yaml
 mkdir -p "$dir/base"
 git archive "$base" | tar -x -C "$dir/base"
 mkdir -p "$dir/base/internal/cmd/httphost"
@@ -62,11 +48,11 @@ go build -o "$dir/tool-head" ./cmd/tool
 go build -o "$dir/mcpbench" ./internal/cmd/mcpbench
 if "$dir/tool-base" serve-mcp -h 2>&1 | grep -q -- '-http'; then
 	# A base whose serve-mcp speaks streamable HTTP is measured as such, like head.
-	"$dir/tool-base" serve-mcp "$dir/shout.yaml" --http 127.0.0.1:18711 2>/dev/null & pids+=($!)
+	"$dir/tool-base" serve-mcp "$manifest" --http 127.0.0.1:18711 2>/dev/null & pids+=($!)
 else
-	"$dir/httphost-base" "$dir/shout.yaml" 127.0.0.1:18711 & pids+=($!)
+	"$dir/httphost-base" "$manifest" 127.0.0.1:18711 & pids+=($!)
 fi
-"$dir/tool-head" serve-mcp "$dir/shout.yaml" --http 127.0.0.1:18712 2>/dev/null & pids+=($!)
+"$dir/tool-head" serve-mcp "$manifest" --http 127.0.0.1:18712 2>/dev/null & pids+=($!)
 sleep 1
 # Each measurement prints calls/s and the server's CPU microseconds per call (mcpbench reads /proc).
 measure() { "$dir/mcpbench" -n "$calls" "$@" | awk '{print $2 "\t" $4}'; }
@@ -75,8 +61,8 @@ measure() { "$dir/mcpbench" -n "$calls" "$@" | awk '{print $2 "\t" $4}'; }
 	for run in $(seq "$runs"); do
 		for variant in base head; do
 			if [[ $variant == base ]]; then url=http://127.0.0.1:18711/mcp pid=${pids[0]}; else url=http://127.0.0.1:18712/mcp pid=${pids[1]}; fi
-			s1=$(measure -c 1 -- "$dir/tool-$variant" serve-mcp "$dir/shout.yaml")
-			s8=$(measure -c 8 -- "$dir/tool-$variant" serve-mcp "$dir/shout.yaml")
+			s1=$(measure -c 1 -- "$dir/tool-$variant" serve-mcp "$manifest")
+			s8=$(measure -c 8 -- "$dir/tool-$variant" serve-mcp "$manifest")
 			h1=$(measure -c 1 -url "$url" -pid "$pid")
 			h8=$(measure -c 8 -url "$url" -pid "$pid")
 			printf "%s\t%s\t%s\t%s\t%s\t%s\n" "$run" "$variant" "$s1" "$s8" "$h1" "$h8"

@@ -6,22 +6,7 @@ set -eu
 cd "$(dirname "$0")/.."
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
-cat >"$dir/shout.yaml" <<'YAML'
-kind: commonagents.info/v1beta2/tool
-namespace: bench
-name: shout
-description: Returns a name in capitals.
-actions:
-  - name: shout
-    description: Returns the name in capitals.
-    parameters:
-      properties:
-        name: {type: string}
-    execute:
-      cel:
-        expression: "input.name.upperAscii()"
-YAML
-manifest=${1:-$dir/shout.yaml}
+manifest=${1:-scripts/shout.yaml}
 go build -o "$dir/tool" ./cmd/tool
 go build -o "$dir/mcphost" ./internal/cmd/mcphost
 go build -o "$dir/mcprss" ./internal/cmd/mcprss

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/commonagents-go/tool/field"
@@ -33,15 +34,8 @@ const maxRefDepth = 32
 // closed before Expand returns: start, handshake and listing are bounded by ctx and by the block's timeout (else
 // DefaultTimeout), closing by DefaultTeardownTimeout. A server that cannot be reached or listed is an error; a tool
 // that cannot become an action (a name the manifest does not allow, a schema that is not a usable object schema) is
-// skipped with the reason.
-//
-// When declared actions run on mcp and the host opted in, Expand instead lists the tools of their servers (each
-// server once) and gives each declared action the hints and title of the tool it calls, for the catalog, where
-// the manifest's own annotations win flag by flag; a server that cannot be listed is a warning, not a problem.
+// skipped with the reason. Declared actions get their tools' hints from Annotate.
 func (be Backend) Expand(ctx context.Context, b *runtime.Block) (*runtime.Expansion, error) {
-	if b.Discover && b.Used {
-		return be.hintDeclared(ctx, b), nil
-	}
 	if !b.Discover || b.Used || b.Shared == nil {
 		return &runtime.Expansion{}, nil
 	}
@@ -102,10 +96,17 @@ func (t listedTool) title() string {
 	return t.Annotations.Title
 }
 
-// hintDeclared gives the declared actions of b the hints and title of the tools they call, listing each of their
-// servers once; a server that cannot be listed is a warning.
-func (be Backend) hintDeclared(ctx context.Context, b *runtime.Block) *runtime.Expansion {
-	exp := &runtime.Expansion{}
+// Annotate gives each declared action the hints and title of the tool it calls, for the catalog (where the
+// manifest's own annotations win flag by flag), when the host opted in (b.Discover): it lists the tools of their
+// servers at load, each server once and all of them together, whether the action runs on the top-level block's
+// server or on one of its own, and whether or not the manifest has a top-level block. Each listing is bounded by
+// ctx and by its server's timeout (else DefaultTimeout); a server that cannot be listed is a warning. Without
+// consent it contacts no server, and no server is listed later for hints either: the catalog a host showed stays
+// the one Load built.
+func (be Backend) Annotate(ctx context.Context, b *runtime.Block) field.List {
+	if !b.Discover {
+		return nil
+	}
 	byServer := map[string][]*Action{}
 	var keys []string
 	for _, d := range b.Declared {
@@ -118,25 +119,39 @@ func (be Backend) hintDeclared(ctx context.Context, b *runtime.Block) *runtime.E
 		}
 		byServer[act.Key] = append(byServer[act.Key], act)
 	}
-	for _, key := range keys {
-		acts := byServer[key]
-		tools, err := listTools(ctx, acts[0].Server, b, be.replyFloor())
+	errs := make([]error, len(keys))
+	var wg sync.WaitGroup
+	for n, key := range keys {
+		wg.Go(func() { errs[n] = be.hint(ctx, b, byServer[key]) }) // each goroutine sets its own actions
+	}
+	wg.Wait()
+	var warnings field.List
+	for n, err := range errs {
 		if err != nil {
-			exp.Warnings.Add(field.Invalid(field.NewPath(key), "the server's tools could not be listed for their "+
+			warnings.Add(field.Invalid(field.NewPath(keys[n]), "the server's tools could not be listed for their "+
 				"hints: %v", err))
-			continue
-		}
-		byName := make(map[string]listedTool, len(tools))
-		for _, t := range tools {
-			byName[t.Name] = t
-		}
-		for _, act := range acts {
-			if t, ok := byName[act.ToolName]; ok {
-				act.Hints, act.ToolTitle = annotations(t.Annotations), t.title()
-			}
 		}
 	}
-	return exp
+	return warnings
+}
+
+// hint lists the tools of the server of acts (which share it) and gives each of acts the hints and title of the
+// tool it calls.
+func (be Backend) hint(ctx context.Context, b *runtime.Block, acts []*Action) error {
+	tools, err := listTools(ctx, acts[0].Server, b, be.replyFloor())
+	if err != nil {
+		return err
+	}
+	byName := make(map[string]listedTool, len(tools))
+	for _, t := range tools {
+		byName[t.Name] = t
+	}
+	for _, act := range acts {
+		if t, ok := byName[act.ToolName]; ok {
+			act.Hints, act.ToolTitle = annotations(t.Annotations), t.title()
+		}
+	}
+	return nil
 }
 
 // maxListPages bounds how many tools/list pages a listing reads.

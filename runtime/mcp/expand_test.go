@@ -6,9 +6,12 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,6 +20,7 @@ import (
 	"github.com/commonagents-go/tool/internal/httpspec/httpspectest"
 	"github.com/commonagents-go/tool/runtime"
 	"github.com/commonagents-go/tool/runtime/mcp"
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 )
 
@@ -315,5 +319,96 @@ func TestDeclaredActionsGetUpstreamHints(t *testing.T) {
 					title, readOnly, !readOnly, idempotent, openWorld)
 			}
 		}
+	}
+}
+
+// TestOwnServersGiveDeclaredActionsTheirHints: in a manifest with no top-level mcp block, actions declared with
+// servers of their own get the hints and title of the tools they call at load, with discovery on: over stdio
+// (echo: read-only and idempotent, titled "Echo") and over streamable HTTP (lookup: not destructive, closed world,
+// titled by its annotations' title only). A manifest annotation wins flag by flag. Without discovery no server is
+// contacted, and the backend's defaults hold.
+func TestOwnServersGiveDeclaredActionsTheirHints(t *testing.T) {
+	t.Parallel()
+	lookup := server.NewMCPServer("lookup", "1.0.0", server.WithToolCapabilities(false))
+	lookup.AddTool(mcpgo.NewTool("lookup", mcpgo.WithDescription("Looks a key up."), mcpgo.WithString("key"),
+		mcpgo.WithTitleAnnotation("Look up"), mcpgo.WithDestructiveHintAnnotation(false),
+		mcpgo.WithOpenWorldHintAnnotation(false)),
+		func(context.Context, mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+			return mcpgo.NewToolResultText("found"), nil
+		})
+	var requests atomic.Int32
+	h := server.NewStreamableHTTPServer(lookup)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	starts := filepath.Join(t.TempDir(), "starts")
+
+	action := func(name, toolName, extra, params, block string) string {
+		return "  - name: " + name + "\n    description: Calls " + toolName + ".\n" + extra +
+			"    parameters:\n      properties:\n" + params + "    execute:\n      mcp:\n        tool_name: " +
+			toolName + "\n" + indent(block, "      ")
+	}
+	stdio := stdioServer("MCPSERVER_STARTS: " + starts)
+	remote := "  transport: streamable_http\n  url: " + srv.URL + "/mcp\n"
+	src := "kind: commonagents.info/v1beta2/tool\nnamespace: tests\nname: own\ndescription: d\nactions:\n" +
+		action("echo", "echo", "", toolParams["echo"], stdio) +
+		action("echo_overridden", "echo", "    annotations: {idempotent: false, open_world: false}\n",
+			toolParams["echo"], stdio) +
+		action("lookup", "lookup", "", "        key: {type: string}\n", remote)
+
+	type want struct {
+		title                                        string
+		readOnly, destructive, idempotent, openWorld bool
+	}
+	defaults := want{destructive: true, openWorld: true} // a call whose effect the server decides
+	for _, discover := range []bool{false, true} {
+		tl := load(t, src, tool.WithDiscovery(discover))
+		if w := tl.Warnings(); len(w) > 0 {
+			t.Errorf("discover %v: warnings %v", discover, w)
+		}
+		wants := map[string]want{"echo": defaults, "echo_overridden": {destructive: true}, "lookup": defaults}
+		servers := 0
+		if discover {
+			wants = map[string]want{
+				"echo":            {title: "Echo", readOnly: true, idempotent: true, openWorld: true},
+				"echo_overridden": {title: "Echo", readOnly: true},
+				"lookup":          {title: "Look up"},
+			}
+			servers = 2 // each block is a server of its own, listed once
+		}
+		for _, e := range tl.Catalog(tool.Capability{}) {
+			got := want{e.Title, e.IsReadOnly, e.IsDestructive, e.IsIdempotent, e.IsOpenWorld}
+			if got != wants[e.Action] {
+				t.Errorf("discover %v, %s: %+v, want %+v", discover, e.Action, got, wants[e.Action])
+			}
+			delete(wants, e.Action)
+		}
+		if len(wants) > 0 {
+			t.Errorf("discover %v: no catalog entries for %v", discover, wants)
+		}
+		if n := len(lines(t, starts)); n != servers {
+			t.Errorf("discover %v: %d stdio servers started at load, want %d", discover, n, servers)
+		}
+		if n := requests.Load(); (n > 0) != discover {
+			t.Errorf("discover %v: the HTTP server got %d requests at load", discover, n)
+		}
+	}
+}
+
+// TestAManifestWithProblemsStartsNoServerForHints: with discovery on, Load lists no server for hints once the
+// manifest has problems (here an action without a description): it fails anyway.
+func TestAManifestWithProblemsStartsNoServerForHints(t *testing.T) {
+	t.Parallel()
+	starts := filepath.Join(t.TempDir(), "starts")
+	src := "kind: commonagents.info/v1beta2/tool\nnamespace: tests\nname: own\ndescription: d\nmcp:\n" +
+		stdioServer("MCPSERVER_STARTS: "+starts) + "actions:\n  - name: echo\n    parameters:\n      properties:\n" +
+		toolParams["echo"] + "    execute:\n      mcp: {}\n"
+	if _, err := tool.Load(context.Background(), []byte(src), tool.WithDiscovery(true)); err == nil {
+		t.Fatal("Load accepted an action without a description")
+	}
+	if n := len(lines(t, starts)); n != 0 {
+		t.Errorf("%d servers started for a manifest that does not load", n)
 	}
 }

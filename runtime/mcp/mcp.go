@@ -76,7 +76,7 @@ type Action struct {
 	// the host's limit (else 30s).
 	Timeout time.Duration
 	// Hints are the tool's annotations when the action was expanded from tools/list, or declared for a tool that
-	// tools/list showed at load (discovery on); nil otherwise.
+	// tools/list showed at load (discovery on, Annotate); nil otherwise.
 	Hints *runtime.Traits
 	// ToolTitle is the tool's title (or annotations.title) as tools/list showed it at load; "" otherwise.
 	ToolTitle string
@@ -319,6 +319,7 @@ var (
 	_ runtime.Runtime         = Backend{}
 	_ runtime.SharedValidator = Backend{}
 	_ runtime.Expander        = Backend{}
+	_ runtime.Annotator       = Backend{}
 	_ runtime.Describer       = (*Action)(nil)
 )
 var _ runtime.Titler = (*Action)(nil)
