@@ -1,0 +1,117 @@
+package openapi
+
+import (
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/getkin/kin-openapi/openapi3"
+)
+
+// TestJSONSizeMatchesEncoding pins jsonSize to encoding/json's output: escapes (HTML characters, control
+// characters, invalid UTF-8, U+2028), number forms and nesting.
+func TestJSONSizeMatchesEncoding(t *testing.T) {
+	t.Parallel()
+	values := []any{
+		nil, true, false, "", "plain", `quote " and \ backslash`, "<a href='x'>&amp;</a>", "tab\tnew\nline\r\b\f\x01\x1f\x7f",
+		"caf\u00e9 \u2028 \u2029 \U0001F600", "bad \xff\xfe utf8 \xe2\x82", 0.0, math.Copysign(0, -1), 1.0, -1.5, 0.1, 1e20,
+		1e21, 1.5e300, 1e-6, 1e-7, 1.234e-9, 123456789012345680.0, int(-42), int64(7), uint64(math.MaxUint64),
+		[]any{}, map[string]any{}, []any{1.0, "x", nil, []any{map[string]any{"<k>": "v"}}},
+		map[string]any{"a": 1.0, "b\u2028": []any{true, false}, "c": map[string]any{"d": "e\xff"}},
+		[]string{"a typed", "slice"}, json.Number("12.50"),
+	}
+	for _, v := range values {
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := jsonSize(v); got != len(b) {
+			t.Errorf("jsonSize(%#v) = %d, want %d (%s)", v, got, len(b), b)
+		}
+	}
+	if got := jsonSize(math.NaN()); got != errSize {
+		t.Errorf("jsonSize(NaN) = %d, want errSize", got)
+	}
+	if got := jsonSize(map[string]any{"a": hole{}, "b": []any{hole{}}}); got != len(`{"a":,"b":[]}`) {
+		t.Errorf("jsonSize with holes = %d", got)
+	}
+}
+
+// TestSharedShownCopiesMatch converts every operation of some test documents twice: each on its own, as before
+// the copies were shared, and with one shownCache for the document, as Expand does. The copies shown (their JSON),
+// the descriptions, the depth shown and the reasons an operation cannot be shown must be the same.
+func TestSharedShownCopiesMatch(t *testing.T) {
+	t.Parallel()
+	// The directory sample's documents with operations shown bounded, and two with many shared components; the
+	// digests of TestDirectorySample and TestRealDescriptions pin the functions of every other test document.
+	files := []string{"petstore3.json", "swaggest-sample-3.1.json", "directory/googleapis.com_monitoring.json.gz",
+		"directory/azure.com_network-applicationGateway.json.gz", "directory/amazonaws.com_dynamodb.json.gz",
+		"directory/stream-io-api.com.json.gz"}
+	bounded := 0
+	for _, name := range files {
+		path := filepath.Join("testdata", name)
+		if strings.HasSuffix(name, ".gz") {
+			path = gunzip(t, path)
+		}
+		abs, _ := filepath.Abs(path)
+		doc, _, err := readDocument(context.Background(), abs, "", nil, 64<<20)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		dialect := schemaDialect(doc)
+		cache := newShownCache(dialect)
+		walk(doc, func(path, method string, item *openapi3.PathItem, op *openapi3.Operation) {
+			for _, withWhole := range []bool{false, true} {
+				want, wantErr := convertShown(path, method, item, op, dialect, withWhole, nil)
+				got, gotErr := convertShown(path, method, item, op, dialect, withWhole, cache)
+				switch {
+				case wantErr != nil || gotErr != nil:
+					if wantErr == nil || gotErr == nil || wantErr.Error() != gotErr.Error() {
+						t.Errorf("%s %s %s: error %v, want %v", name, method, path, gotErr, wantErr)
+					}
+				case encode(t, got.schema) != encode(t, want.schema) || got.description != want.description ||
+					got.shownDepth != want.shownDepth || encode(t, got.whole) != encode(t, want.whole):
+					t.Errorf("%s %s %s: shown at depth %d, %d bytes, want depth %d, %d bytes", name, method, path,
+						got.shownDepth, len(encode(t, got.schema)), want.shownDepth, len(encode(t, want.schema)))
+				default:
+					if want.shownDepth > 0 && !withWhole {
+						bounded++
+					}
+				}
+			}
+		})
+	}
+	if bounded == 0 {
+		t.Error("no operation was shown bounded: the depth search went untested")
+	}
+}
+
+// gunzip decompresses a test document into the test's temporary directory.
+func gunzip(t *testing.T, path string) string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), strings.TrimSuffix(filepath.Base(path), ".gz"))
+	w, err := os.Create(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if _, err := io.Copy(w, zr); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
