@@ -65,6 +65,10 @@ type converter struct {
 	last  rootValue // with cache: what root returned last
 	// kids, when set, makes ref collect each subschema and return a hole (shownCache.own).
 	kids *[]*openapi3.Schema
+	// guard stops the conversion once lower, a lower bound of the JSON bytes of what it built, is over maxBytes:
+	// a root converted for the cache without a depth bound (shownCache.build) costs at most about the bound.
+	guard bool
+	lower int
 }
 
 // recursion returns what stands for s met again inside itself.
@@ -155,6 +159,12 @@ func (c *converter) schema(s *openapi3.Schema) any {
 	if c.nodes++; c.nodes > limit {
 		c.err = &tooLargeError{fmt.Sprintf("its schemas expand into more than %d nodes once $refs are inlined", limit)}
 		return map[string]any{}
+	}
+	if c.guard {
+		if c.lower = addSize(c.lower, lowerSize(s)); c.lower > c.maxBytes {
+			c.err = &tooLargeError{fmt.Sprintf("its parameters schema is over the %d-byte bound", c.maxBytes)}
+			return map[string]any{}
+		}
 	}
 	if s.Always != nil {
 		return *s.Always

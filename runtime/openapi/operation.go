@@ -304,6 +304,7 @@ func convertWith(path, method string, item *openapi3.PathItem, op *openapi3.Oper
 			}
 		}
 		if _, has := body["description"]; !has && rb.Value.Description != "" {
+			body = c.writable(body)
 			body["description"] = rb.Value.Description
 		}
 		props[BodyParameter] = body
@@ -466,11 +467,14 @@ func parameter(c *converter, r *openapi3.ParameterRef) (*param, any, error) {
 	schema := c.ref(schemaRef)
 	if m, ok := schema.(map[string]any); ok {
 		if _, has := m["description"]; !has && v.Description != "" {
+			m = c.writable(m)
 			m["description"] = v.Description
 		}
 		if v.Deprecated {
+			m = c.writable(m)
 			m["deprecated"] = true
 		}
+		schema = m
 	}
 	return p, schema, nil
 }

@@ -47,16 +47,17 @@ type shownRoot struct {
 	built       bool
 }
 
-// rootValue is what ref returned last at the root from the cache: its size, and the copy a map result is a
-// shallow copy of.
+// rootValue is what ref returned last at the root from the cache: its size, and the cache's map it is or is a
+// shallow copy of (writable).
 type rootValue struct {
-	orig map[string]any
-	size int
-	ok   bool
+	orig   map[string]any
+	size   int
+	ok     bool
+	copied bool // writable made the shallow copy the caller holds
 }
 
-// root returns the copy of s shown at c's depth bound, from the cache, and counts its nodes and bytes; a map is
-// returned as a shallow copy the caller may add keys to. Past a bound, c.err says so and nothing is built.
+// root returns the copy of s shown at c's depth bound, from the cache, and counts its nodes and bytes; the caller
+// changes a map only through writable. Past a bound, c.err says so and nothing is built.
 func (c *converter) root(s *openapi3.Schema) any {
 	if c.err != nil {
 		return map[string]any{}
@@ -76,9 +77,18 @@ func (c *converter) root(s *openapi3.Schema) any {
 	c.last = rootValue{size: r.size, ok: true}
 	if m, ok := v.(map[string]any); ok {
 		c.last.orig = m
-		return maps.Clone(m)
 	}
 	return v
+}
+
+// writable returns m, the value ref returned last, as a map the caller may add keys to: a shallow copy when m is
+// the cache's.
+func (c *converter) writable(m map[string]any) map[string]any {
+	if c.last.orig == nil || c.last.copied {
+		return m
+	}
+	c.last.copied = true
+	return maps.Clone(m)
 }
 
 // shownSize returns the JSON size of v, the value ref returned last (at the root), after the caller's changes to
@@ -90,7 +100,7 @@ func (c *converter) shownSize(v any) int {
 	switch {
 	case !last.ok:
 		return jsonSize(v)
-	case last.orig == nil || !isMap:
+	case last.orig == nil || !isMap || !last.copied:
 		return last.size
 	}
 	n := last.size
@@ -117,17 +127,35 @@ func container(v any) bool {
 	return false
 }
 
-// root returns the measure of s's copy at depth (its copy built on first use: value).
+// root returns the measure of s's copy at depth (its copy built on first use: value). Without a depth bound,
+// where most roots fit, the copy is built at once and then measured; with one, where the copy was over the
+// bounds without, it is measured first.
 func (sc *shownCache) root(s *openapi3.Schema, depth int) *shownRoot {
 	k := rootKey{s, depth}
 	if r := sc.roots[k]; r != nil {
 		return r
 	}
-	m := measure{sc: sc, depth: depth}
-	m.visit(s)
-	r := &shownRoot{nodes: m.nodes, size: m.size}
+	var r *shownRoot
+	if depth == 0 {
+		r = sc.build(s)
+	} else {
+		m := measure{sc: sc, depth: depth}
+		m.visit(s)
+		r = &shownRoot{nodes: m.nodes, size: m.size}
+	}
 	sc.roots[k] = r
 	return r
+}
+
+// build converts s without a depth bound, stopping once it is over a bound.
+func (sc *shownCache) build(s *openapi3.Schema) *shownRoot {
+	c := newConverter(sc.dialect, maxSchemaNodes, MaxSchemaBytes, 0)
+	c.guard = true
+	v := c.schema(s)
+	if c.err != nil { // over: the count and size only need to say so
+		return &shownRoot{nodes: c.nodes, size: max(c.lower, MaxSchemaBytes+1), built: true}
+	}
+	return &shownRoot{nodes: c.nodes, size: jsonSize(v), value: v, built: true}
 }
 
 // value returns r's copy of s, building it on first use.
@@ -182,6 +210,18 @@ func (m *measure) visit(s *openapi3.Schema) {
 		}
 		m.stack = m.stack[:len(m.stack)-1]
 	}
+}
+
+// lowerSize is at most the JSON bytes of what converter.schema makes of s, wherever it meets it: a boolean, or an
+// object that keeps the description.
+func lowerSize(s *openapi3.Schema) int {
+	if s.Always != nil {
+		return 4
+	}
+	if s.Description == "" {
+		return 2
+	}
+	return annotationsSize("", s.Description)
 }
 
 // annotationsSize is the JSON size of an object with the title and description given (those not empty).
