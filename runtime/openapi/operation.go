@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"mime"
 	"net/http"
 	"net/url"
@@ -228,9 +227,8 @@ func convertWith(path, method string, item *openapi3.PathItem, op *openapi3.Oper
 	var required []any
 	seen := map[string]string{}
 	var list []*param
-	schemas := map[*param]any{}
-	sizes := map[string]int{} // with c.cache: the JSON size of each property
-	paramSizes := map[*param]int{}
+	schemas := map[*param]propSchema{}
+	propBytes := 0 // with c.cache: the JSON bytes of the properties, each "name":schema
 	located := map[*param][]string{}
 	for _, pr := range merged(item.Parameters, op.Parameters) {
 		c.last = rootValue{}
@@ -240,9 +238,9 @@ func convertWith(path, method string, item *openapi3.PathItem, op *openapi3.Oper
 		}
 		if p != nil {
 			list = append(list, p)
-			schemas[p] = schema
+			schemas[p] = propSchema{schema, 0}
 			if c.cache != nil {
-				paramSizes[p] = c.shownSize(schema)
+				schemas[p] = propSchema{schema, c.shownSize(schema)}
 			}
 			var key string
 			for k := range pr.Value.Content {
@@ -266,7 +264,8 @@ func convertWith(path, method string, item *openapi3.PathItem, op *openapi3.Oper
 			return nil, fmt.Errorf("parameters %s and %s %q both become the action parameter %q", first, p.in, p.name, p.arg)
 		}
 		seen[p.arg] = fmt.Sprintf("%s %q", p.in, p.name)
-		props[p.arg], sizes[p.arg] = schemas[p], paramSizes[p]
+		props[p.arg] = schemas[p].schema
+		propBytes = addSize(propBytes, quotedLen(p.arg)+1, schemas[p].size)
 		if t := located[p]; t != nil {
 			o.located[p.arg] = t
 		}
@@ -321,7 +320,7 @@ func convertWith(path, method string, item *openapi3.PathItem, op *openapi3.Oper
 			props[BodyParameter] = boolean
 		}
 		if c.cache != nil {
-			sizes[BodyParameter] = c.shownSize(props[BodyParameter])
+			propBytes = addSize(propBytes, quotedLen(BodyParameter)+1, c.shownSize(props[BodyParameter]))
 		}
 		o.body, o.bodyRequired = reqBody, rb.Value.Required
 		if rb.Value.Required {
@@ -340,7 +339,7 @@ func convertWith(path, method string, item *openapi3.PathItem, op *openapi3.Oper
 		o.schema[c.defsKey()] = c.defs
 	}
 	if c.cache != nil {
-		if n := shownSchemaSize(o.schema, sizes); n > c.maxBytes {
+		if n := shownSchemaSize(len(props), propBytes, required); n > c.maxBytes {
 			return nil, &tooLargeError{fmt.Sprintf(
 				"its parameters schema is %d bytes once $refs are inlined, over the %d-byte bound", n, c.maxBytes)}
 		}
@@ -353,17 +352,17 @@ func convertWith(path, method string, item *openapi3.PathItem, op *openapi3.Oper
 	return o, nil
 }
 
-// shownSchemaSize is len(json.Marshal(schema)) for an operation's parameters schema whose properties' sizes are
-// known.
-func shownSchemaSize(schema map[string]any, sizes map[string]int) int {
-	props, _ := schema["properties"].(map[string]any)
-	n := 2 + max(len(props)-1, 0)
-	for k := range props {
-		n = addSize(n, quotedLen(k)+1, sizes[k])
-	}
-	top := maps.Clone(schema)
-	top["properties"] = hole{}
-	return addSize(n, jsonSize(top))
+// propSchema is a property's schema shown and, with a shownCache, its JSON size.
+type propSchema struct {
+	schema any
+	size   int
+}
+
+// shownSchemaSize is len(json.Marshal(schema)) for an operation's parameters schema (type object, properties,
+// required) whose n properties take propBytes.
+func shownSchemaSize(n, propBytes int, required []any) int {
+	const frame = len(`{"properties":{},"required":,"type":"object"}`)
+	return addSize(frame+max(n-1, 0), propBytes, jsonSize(required))
 }
 
 // separate renames parameters of different locations that share an action parameter name (a path "id" and a
