@@ -92,8 +92,39 @@ func TestSharedShownCopiesMatch(t *testing.T) {
 	}
 }
 
+// BenchmarkConvertShown converts the copy shown to the LLM of every operation of a document: each on its own
+// (alone, as before the shownCache) and with one shownCache for the document (shared, as Expand does). The
+// documents are GitHub's description and, when OPENAPI_GRAPH names its file, Microsoft Graph v1.0.
+func BenchmarkConvertShown(b *testing.B) {
+	docs := [][2]string{{"github", gunzip(b, filepath.Join("testdata", "real", "github-api.github.com.json.gz"))}}
+	if g := os.Getenv("OPENAPI_GRAPH"); g != "" {
+		docs = append(docs, [2]string{"graph", g})
+	}
+	for _, d := range docs {
+		doc, _, err := readDocument(context.Background(), d[1], "", nil, 64<<20)
+		if err != nil {
+			b.Fatal(err)
+		}
+		dialect := schemaDialect(doc)
+		for _, mode := range []string{"alone", "shared"} {
+			b.Run(d[0]+"/"+mode, func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					var cache *shownCache
+					if mode == "shared" {
+						cache = newShownCache(dialect)
+					}
+					walk(doc, func(path, method string, item *openapi3.PathItem, op *openapi3.Operation) {
+						_, _ = convertShown(path, method, item, op, dialect, false, cache)
+					})
+				}
+			})
+		}
+	}
+}
+
 // gunzip decompresses a test document into the test's temporary directory.
-func gunzip(t *testing.T, path string) string {
+func gunzip(t testing.TB, path string) string {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
