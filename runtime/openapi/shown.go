@@ -13,10 +13,13 @@ import (
 // shared by every operation that names it (issue 31: Microsoft Graph's operations inline the same large entity
 // schemas). The copies are immutable: an operation changes only a shallow copy of a root (its description).
 //
-// Whether an operation fits the bounds (maxSchemaNodes, MaxSchemaBytes) at a depth is decided before anything is
-// built: the JSON size of a conversion is the sum of each schema's own bytes (its one-level conversion, counted
-// once per schema) over the tree the conversion would build, and a root's sum stops as soon as it is over a bound.
-// A depth that does not fit costs no copy. A shownCache is used by one goroutine.
+// Whether an operation fits the bounds (maxSchemaNodes, MaxSchemaBytes) is decided from sizes, never by encoding a
+// copy (jsonSize is encoding/json's length). Without a depth bound, where most roots fit, a root is converted at
+// once (stopping once a lower bound of its bytes is over) and then sized. With one, which only roots over the
+// bounds reach, it is measured before anything is built: the JSON size of a conversion is the sum of each
+// schema's own bytes (its one-level conversion, counted once per schema) over the tree the conversion would
+// build, and the sum stops as soon as it is over a bound; a depth that does not fit costs no copy. A shownCache is
+// used by one goroutine.
 type shownCache struct {
 	dialect string
 	owns    map[*openapi3.Schema]*ownPart
