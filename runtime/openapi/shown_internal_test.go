@@ -4,6 +4,7 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"math"
 	"os"
@@ -53,10 +54,24 @@ func TestSharedShownCopiesMatch(t *testing.T) {
 	files := []string{"petstore3.json", "swaggest-sample-3.1.json", "directory/googleapis.com_monitoring.json.gz",
 		"directory/azure.com_network-applicationGateway.json.gz", "directory/amazonaws.com_dynamodb.json.gz",
 		"directory/stream-io-api.com.json.gz"}
-	bounded := 0
+	// Two operations whose body is over the bound at every depth: its own description is.
+	tooLarge := filepath.Join(t.TempDir(), "too-large.json")
+	doc := `{"openapi":"3.0.3","info":{"title":"t","version":"1"},"paths":{
+"/a":{"post":{"requestBody":{"content":{"application/json":{"schema":{"$ref":"#/components/schemas/Big"}}}},"responses":{"200":{"description":"ok"}}}},
+"/b":{"put":{"requestBody":{"content":{"application/json":{"schema":{"$ref":"#/components/schemas/Big"}}}},"responses":{"200":{"description":"ok"}}}}},
+"components":{"schemas":{"Big":{"type":"object","description":"` + strings.Repeat("<&>", MaxSchemaBytes/12) + `",
+"properties":{"x":{"$ref":"#/components/schemas/Big"}}}}}}`
+	if err := os.WriteFile(tooLarge, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	files = append(files, tooLarge)
+	bounded, refused := 0, 0
 	for _, name := range files {
 		path := filepath.Join("testdata", name)
-		if strings.HasSuffix(name, ".gz") {
+		switch {
+		case filepath.IsAbs(name):
+			path = name
+		case strings.HasSuffix(name, ".gz"):
 			path = gunzip(t, path)
 		}
 		abs, _ := filepath.Abs(path)
@@ -75,6 +90,9 @@ func TestSharedShownCopiesMatch(t *testing.T) {
 					if wantErr == nil || gotErr == nil || wantErr.Error() != gotErr.Error() {
 						t.Errorf("%s %s %s: error %v, want %v", name, method, path, gotErr, wantErr)
 					}
+					if strings.Contains(fmt.Sprint(wantErr), "bytes once $refs are inlined") {
+						refused++
+					}
 				case encode(t, got.schema) != encode(t, want.schema) || got.description != want.description ||
 					got.shownDepth != want.shownDepth || encode(t, got.whole) != encode(t, want.whole):
 					t.Errorf("%s %s %s: shown at depth %d, %d bytes, want depth %d, %d bytes", name, method, path,
@@ -87,8 +105,9 @@ func TestSharedShownCopiesMatch(t *testing.T) {
 			}
 		})
 	}
-	if bounded == 0 {
-		t.Error("no operation was shown bounded: the depth search went untested")
+	if bounded == 0 || refused == 0 {
+		t.Errorf("%d operations shown bounded, %d refused as over the bound: the depth search went untested", bounded,
+			refused)
 	}
 }
 
