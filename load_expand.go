@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
 	"reflect"
 	"slices"
+	"unicode/utf8"
 
 	"github.com/commonagents-go/tool/facts"
 	"github.com/commonagents-go/tool/field"
@@ -196,7 +198,7 @@ func (l *loader) bindDeclared(t *Tool) {
 			if d, ok := a.prepared.(sourceDialect); ok {
 				dialect = d.SchemaDialect()
 			}
-			own, _, reason := compileSource(src.Parameters(), dialect, nil)
+			own, reason := compileSource(src.Parameters(), dialect, nil)
 			if own == nil {
 				l.errs.Add(field.Invalid(bp, "the parameters of the bound operation cannot be used: %s", reason))
 				continue
@@ -227,31 +229,75 @@ func hasParam(params []schema.Property, name string) bool {
 }
 
 // compileSource compiles parameters a backend derived from its source, in dialect (a `$schema` URI; "" is
-// draft-07) unless they name theirs, as a backend's schema (schema.Options.Foreign); it returns the JSON too, or
-// the reason it cannot.
-func compileSource(params map[string]any, dialect string, against *schema.Validator) (*schema.Schema, json.RawMessage, string) {
-	raw, err := json.Marshal(params)
-	if err != nil {
-		return nil, nil, "not encodable as JSON"
-	}
+// draft-07) unless they name theirs, as a backend's schema (schema.Options.Foreign); it returns the reason when it
+// cannot.
+func compileSource(params map[string]any, dialect string, against *schema.Validator) (*schema.Schema, string) {
 	// Compile a decoded copy, so the schema compiler sees JSON numbers as a manifest's schemas have them.
-	var doc any
-	if err := json.Unmarshal(raw, &doc); err != nil {
-		return nil, nil, "not decodable"
+	doc, ok := decodedCopy(params)
+	if !ok {
+		raw, err := json.Marshal(params)
+		if err != nil {
+			return nil, "not encodable as JSON"
+		}
+		if err := json.Unmarshal(raw, &doc); err != nil {
+			return nil, "not decodable"
+		}
 	}
 	opts := schema.Options{Parameters: true, Foreign: true, Against: against}
 	if dialect != "" {
 		d, ok := schema.ParseDialect(dialect)
 		if !ok {
-			return nil, nil, fmt.Sprintf("in the JSON Schema dialect %q, which is not supported", dialect)
+			return nil, fmt.Sprintf("in the JSON Schema dialect %q, which is not supported", dialect)
 		}
 		opts.Dialect = d
 	}
 	own, errs := schema.Compile(doc, field.NewPath("parameters"), opts)
 	if len(errs) > 0 {
-		return nil, nil, "not a usable JSON Schema: " + errs[0].Error()
+		return nil, "not a usable JSON Schema: " + errs[0].Error()
 	}
-	return own, raw, ""
+	return own, ""
+}
+
+// decodedCopy returns what encoding v as JSON and decoding it again gives (every number a float64), without the
+// encoding: a backend's parameters are large and share their subschemas (an OpenAPI document's components). ok
+// is false for what that round trip may change or refuse (invalid UTF-8, a NaN, types other than those of
+// decoded JSON and Go's integers): the caller then makes it.
+func decodedCopy(v any) (any, bool) {
+	switch t := v.(type) {
+	case nil, bool:
+		return t, true
+	case string:
+		return t, utf8.ValidString(t)
+	case float64:
+		return t, !math.IsNaN(t) && !math.IsInf(t, 0)
+	case int:
+		return float64(t), true
+	case int64:
+		return float64(t), true
+	case uint64:
+		return float64(t), true
+	case map[string]any:
+		out := make(map[string]any, len(t))
+		for k, e := range t {
+			d, ok := decodedCopy(e)
+			if !ok || !utf8.ValidString(k) {
+				return nil, false
+			}
+			out[k] = d
+		}
+		return out, true
+	case []any:
+		out := make([]any, len(t))
+		for i, e := range t {
+			d, ok := decodedCopy(e)
+			if !ok {
+				return nil, false
+			}
+			out[i] = d
+		}
+		return out, true
+	}
+	return nil, false
 }
 
 // validators compiles each action's Validation against its document, the document compiled once per
@@ -319,14 +365,14 @@ func (l *loader) expandedAction(kind string, backend runtime.Runtime, e runtime.
 	if against == nil && e.Validation != nil && e.Validation.Required {
 		return nil, "its schema cannot be compiled against its document"
 	}
-	own, raw, reason := compileSource(e.Parameters, e.Dialect, against)
+	own, reason := compileSource(e.Parameters, e.Dialect, against)
 	if own == nil {
 		return nil, "its parameters are " + reason
 	}
 	l.warnDroppedDefaults(kind, e, own)
 	var whole *schema.Schema
 	if e.Schema != nil && against == nil {
-		if whole, _, reason = compileSource(e.Schema, e.Dialect, nil); whole == nil {
+		if whole, reason = compileSource(e.Schema, e.Dialect, nil); whole == nil {
 			return nil, "its schema is " + reason
 		}
 	}
@@ -337,7 +383,9 @@ func (l *loader) expandedAction(kind string, backend runtime.Runtime, e runtime.
 			}
 		}
 	}
-	def := &Action{Name: e.Name, Description: e.Description, Parameters: raw,
+	// def.Parameters stays empty: the parameters are the source's (own), and the LLM's copy is encoded once
+	// (prepareLLM).
+	def := &Action{Name: e.Name, Description: e.Description,
 		Execute: map[string]json.RawMessage{kind: json.RawMessage("null")}, Annotations: annotationsOf(e.Annotations)}
 	a := &action{def: def, kind: kind, backend: backend, prepared: e.Action, own: own, whole: whole, title: e.Title}
 	if e.OutputSchema != nil {

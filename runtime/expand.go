@@ -50,7 +50,9 @@ type Expanded struct {
 	// Title is the source's human-readable name for it (an MCP tool's title), "" when none.
 	Title string
 	// Parameters is the action's parameters as a JSON Schema object (type: object, properties, required), with
-	// every $ref resolved. The loader checks it like a declared action's parameters (SPEC §3.5).
+	// every $ref resolved. The loader checks it like a declared action's parameters (SPEC §3.5). It may share
+	// subschemas with the Parameters of the expansion's other actions (an OpenAPI component several operations
+	// name): nobody modifies it.
 	Parameters map[string]any
 	// Schema is the schema the action's arguments are validated against when the source's own schema says more
 	// than Parameters can show an LLM: the schema as the source gave it, every keyword kept, $refs as written

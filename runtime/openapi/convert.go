@@ -58,6 +58,17 @@ type converter struct {
 	err      error
 	defs     map[string]any              // modern: recursive schemas, by the name their references use
 	names    map[*openapi3.Schema]string // modern: the name of each recursive schema in defs
+	// cache, for draft-07 schemas shown to the LLM: the schema an operation's parameter or body names is taken
+	// from it, converted once for every operation (shownCache), and its size is known without encoding it.
+	cache *shownCache
+	size  int       // with cache: the bytes of the schemas taken from it so far
+	last  rootValue // with cache: what root returned last
+	// kids, when set, makes ref collect each subschema and return a hole (shownCache.own).
+	kids *[]*openapi3.Schema
+	// guard stops the conversion once lower, a lower bound of the JSON bytes of what it built, is over maxBytes:
+	// a root converted for the cache without a depth bound (shownCache.build) costs at most about the bound.
+	guard bool
+	lower int
 }
 
 // recursion returns what stands for s met again inside itself.
@@ -85,8 +96,14 @@ func (c *converter) ref(r *openapi3.SchemaRef) any {
 	if r == nil || r.Value == nil {
 		return map[string]any{}
 	}
-	if c.refs && r.Ref != "" && r.Value.Always == nil {
+	switch {
+	case c.kids != nil:
+		*c.kids = append(*c.kids, r.Value)
+		return hole{}
+	case c.refs && r.Ref != "" && r.Value.Always == nil:
 		return c.shared(r)
+	case c.cache != nil && len(c.stack) == 0:
+		return c.root(r.Value)
 	}
 	return c.schema(r.Value)
 }
@@ -143,6 +160,12 @@ func (c *converter) schema(s *openapi3.Schema) any {
 		c.err = &tooLargeError{fmt.Sprintf("its schemas expand into more than %d nodes once $refs are inlined", limit)}
 		return map[string]any{}
 	}
+	if c.guard {
+		if c.lower = addSize(c.lower, lowerSize(s)); c.lower > c.maxBytes {
+			c.err = &tooLargeError{fmt.Sprintf("its parameters schema is over the %d-byte bound", c.maxBytes)}
+			return map[string]any{}
+		}
+	}
 	if s.Always != nil {
 		return *s.Always
 	}
@@ -157,6 +180,15 @@ func (c *converter) schema(s *openapi3.Schema) any {
 	c.stack = append(c.stack, s)
 	defer func() { c.stack = c.stack[:len(c.stack)-1] }()
 
+	result := c.build(s)
+	if name, ok := c.names[s]; ok {
+		c.defs[name] = result
+	}
+	return result
+}
+
+// build converts s itself, its subschemas through ref.
+func (c *converter) build(s *openapi3.Schema) any {
 	out := map[string]any{}
 	c.types(s, out)
 	c.annotations(s, out)
@@ -165,14 +197,10 @@ func (c *converter) schema(s *openapi3.Schema) any {
 	c.arrays(s, out)
 	c.objects(s, out)
 	c.logic(s, out)
-	var result any = out
 	if s.Nullable && len(s.Type.Slice()) == 0 && len(s.Enum) == 0 {
-		result = nullable(out)
+		return nullable(out)
 	}
-	if name, ok := c.names[s]; ok {
-		c.defs[name] = result
-	}
-	return result
+	return out
 }
 
 // depthCut stands for a schema below the depth shown to the LLM: any value, with its title and description kept.

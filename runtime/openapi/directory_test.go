@@ -65,6 +65,7 @@ func TestDirectorySample(t *testing.T) {
 		d := &docs[i]
 		tl := sampleTool(t, srv, d.File, string(d.Select))
 		fns, skipped := tl.Functions(tool.Capability{}), tl.Skipped()
+		checkShown(t, "directory/"+d.File, fns)
 		if *updateSample {
 			d.Functions, d.Skipped = len(fns), len(skipped)
 		}

@@ -48,6 +48,7 @@ func (Backend) Expand(ctx context.Context, b *runtime.Block) (*runtime.Expansion
 	for _, w := range warnings {
 		out.Warnings.Add(field.Invalid(b.SharedPath, "%s", w))
 	}
+	cache := newShownCache(dialect)
 	clashed := map[*entry]bool{}
 	for _, e := range clash {
 		clashed[e] = true
@@ -59,14 +60,14 @@ func (Backend) Expand(ctx context.Context, b *runtime.Block) (*runtime.Expansion
 				Reason: fmt.Sprintf("its name %q, made apart from a like name by a hash, is still another operation's: change its operationId", e.name)})
 			continue
 		}
-		o, err := convertShown(e.path, e.method, e.item, e.op, dialect, raw == nil)
+		o, err := convertShown(e.path, e.method, e.item, e.op, dialect, raw == nil, cache)
 		if err == nil {
 			err = offerFiles(o, parts.files)
 		}
 		var v *runtime.Validation
 		if err == nil {
 			if v = src.validation(e.op, o, src.strict); v == nil && o.shownDepth > 0 && o.whole == nil {
-				if o, err = convert(e.path, e.method, e.item, e.op, dialect); err == nil {
+				if o, err = convertShown(e.path, e.method, e.item, e.op, dialect, true, cache); err == nil {
 					err = offerFiles(o, parts.files)
 				}
 			}

@@ -92,7 +92,8 @@ type Action struct {
 }
 
 // Parameters returns the operation's parameters as a JSON Schema object, every $ref resolved: what an action bound
-// with operation_id takes when it declares no parameters of its own. The caller must not modify it.
+// with operation_id takes when it declares no parameters of its own. The caller must not modify it: an expanded
+// action shares the subschemas of the components it names with the document's other actions.
 func (a *Action) Parameters() map[string]any { return a.schema }
 
 // SchemaDialect returns the `$schema` URI of the dialect Parameters is in; "" is draft-07 (an OpenAPI 3.0

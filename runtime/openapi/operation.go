@@ -152,14 +152,23 @@ func argName(name string) string {
 // shows the deepest form within them, whose deeper levels are {} with their descriptions kept, says so in the
 // description, and keeps the full schema in operation.whole to validate arguments against.
 func convert(path, method string, item *openapi3.PathItem, op *openapi3.Operation, dialect string) (*operation, error) {
-	return convertShown(path, method, item, op, dialect, true)
+	return convertShown(path, method, item, op, dialect, true, nil)
 }
 
 // convertShown is convert; without withWhole, a bounded operation gets no operation.whole: its arguments are
-// validated against the document as written (validation).
+// validated against the document as written (validation). With a cache, the draft-07 schemas the operation names
+// at its roots are shared with the other operations of the expansion (shownCache).
 func convertShown(path, method string, item *openapi3.PathItem, op *openapi3.Operation, dialect string,
-	withWhole bool) (*operation, error) {
-	o, err := convertWith(path, method, item, op, dialect, newConverter(dialect, maxSchemaNodes, MaxSchemaBytes, 0))
+	withWhole bool, cache *shownCache) (*operation, error) {
+	if dialect != "" && modernDialect(dialect) {
+		cache = nil // a recursive schema becomes a $defs entry named in the order met: not shareable
+	}
+	converterAt := func(depth int) *converter {
+		c := newConverter(dialect, maxSchemaNodes, MaxSchemaBytes, depth)
+		c.cache = cache
+		return c
+	}
+	o, err := convertWith(path, method, item, op, dialect, converterAt(0))
 	var tooLarge *tooLargeError
 	if !errors.As(err, &tooLarge) {
 		return o, err
@@ -173,8 +182,7 @@ func convertShown(path, method string, item *openapi3.PathItem, op *openapi3.Ope
 		}
 	}
 	for depth := 8; depth >= 1; depth-- {
-		bounded := newConverter(dialect, maxSchemaNodes, MaxSchemaBytes, depth)
-		shown, err := convertWith(path, method, item, op, dialect, bounded)
+		shown, err := convertWith(path, method, item, op, dialect, converterAt(depth))
 		if errors.As(err, &tooLarge) {
 			continue
 		}
@@ -194,6 +202,13 @@ func convertShown(path, method string, item *openapi3.PathItem, op *openapi3.Ope
 		shown.description = describe(op, method, path, note)
 		return shown, nil
 	}
+	if cache != nil {
+		// The reason gives the bytes of the copy at depth 1, which the cache only measures up to the bound.
+		if _, err := convertWith(path, method, item, op, dialect, newConverter(dialect, maxSchemaNodes, MaxSchemaBytes,
+			1)); errors.As(err, &tooLarge) {
+			return nil, tooLarge
+		}
+	}
 	return nil, tooLarge
 }
 
@@ -212,16 +227,21 @@ func convertWith(path, method string, item *openapi3.PathItem, op *openapi3.Oper
 	var required []any
 	seen := map[string]string{}
 	var list []*param
-	schemas := map[*param]any{}
+	schemas := map[*param]propSchema{}
+	propBytes := 0 // with c.cache: the JSON bytes of the properties, each "name":schema
 	located := map[*param][]string{}
 	for _, pr := range merged(item.Parameters, op.Parameters) {
+		c.last = rootValue{}
 		p, schema, err := parameter(c, pr)
 		if err != nil {
 			return nil, err
 		}
 		if p != nil {
 			list = append(list, p)
-			schemas[p] = schema
+			schemas[p] = propSchema{schema, 0}
+			if c.cache != nil {
+				schemas[p] = propSchema{schema, c.shownSize(schema)}
+			}
 			var key string
 			for k := range pr.Value.Content {
 				key = k
@@ -244,7 +264,8 @@ func convertWith(path, method string, item *openapi3.PathItem, op *openapi3.Oper
 			return nil, fmt.Errorf("parameters %s and %s %q both become the action parameter %q", first, p.in, p.name, p.arg)
 		}
 		seen[p.arg] = fmt.Sprintf("%s %q", p.in, p.name)
-		props[p.arg] = schemas[p]
+		props[p.arg] = schemas[p].schema
+		propBytes = addSize(propBytes, quotedLen(p.arg)+1, schemas[p].size)
 		if t := located[p]; t != nil {
 			o.located[p.arg] = t
 		}
@@ -270,6 +291,7 @@ func convertWith(path, method string, item *openapi3.PathItem, op *openapi3.Oper
 		}
 		body := map[string]any{}
 		var boolean any // a boolean body schema: true takes any body, false none
+		c.last = rootValue{}
 		if reqBody.kind == bodyRaw {
 			body["type"] = "string"
 		} else if mt != nil && mt.Schema != nil {
@@ -281,6 +303,7 @@ func convertWith(path, method string, item *openapi3.PathItem, op *openapi3.Oper
 			}
 		}
 		if _, has := body["description"]; !has && rb.Value.Description != "" {
+			body = c.writable(body)
 			body["description"] = rb.Value.Description
 		}
 		props[BodyParameter] = body
@@ -295,6 +318,9 @@ func convertWith(path, method string, item *openapi3.PathItem, op *openapi3.Oper
 		}
 		if boolean != nil {
 			props[BodyParameter] = boolean
+		}
+		if c.cache != nil {
+			propBytes = addSize(propBytes, quotedLen(BodyParameter)+1, c.shownSize(props[BodyParameter]))
 		}
 		o.body, o.bodyRequired = reqBody, rb.Value.Required
 		if rb.Value.Required {
@@ -312,11 +338,31 @@ func convertWith(path, method string, item *openapi3.PathItem, op *openapi3.Oper
 	if len(c.defs) > 0 {
 		o.schema[c.defsKey()] = c.defs
 	}
+	if c.cache != nil {
+		if n := shownSchemaSize(len(props), propBytes, required); n > c.maxBytes {
+			return nil, &tooLargeError{fmt.Sprintf(
+				"its parameters schema is %d bytes once $refs are inlined, over the %d-byte bound", n, c.maxBytes)}
+		}
+		return o, nil
+	}
 	if raw, err := json.Marshal(o.schema); err != nil || len(raw) > c.maxBytes {
 		return nil, &tooLargeError{fmt.Sprintf(
 			"its parameters schema is %d bytes once $refs are inlined, over the %d-byte bound", len(raw), c.maxBytes)}
 	}
 	return o, nil
+}
+
+// propSchema is a property's schema shown and, with a shownCache, its JSON size.
+type propSchema struct {
+	schema any
+	size   int
+}
+
+// shownSchemaSize is len(json.Marshal(schema)) for an operation's parameters schema (type object, properties,
+// required) whose n properties take propBytes.
+func shownSchemaSize(n, propBytes int, required []any) int {
+	const frame = len(`{"properties":{},"required":,"type":"object"}`)
+	return addSize(frame+max(n-1, 0), propBytes, jsonSize(required))
 }
 
 // separate renames parameters of different locations that share an action parameter name (a path "id" and a
@@ -417,11 +463,14 @@ func parameter(c *converter, r *openapi3.ParameterRef) (*param, any, error) {
 	schema := c.ref(schemaRef)
 	if m, ok := schema.(map[string]any); ok {
 		if _, has := m["description"]; !has && v.Description != "" {
+			m = c.writable(m)
 			m["description"] = v.Description
 		}
 		if v.Deprecated {
+			m = c.writable(m)
 			m["deprecated"] = true
 		}
+		schema = m
 	}
 	return p, schema, nil
 }

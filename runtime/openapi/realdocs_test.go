@@ -4,6 +4,7 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -147,6 +148,7 @@ func TestRealDescriptions(t *testing.T) {
 				t.Fatalf("Load: %v", err)
 			}
 			fns := tl.Functions(tool.Capability{})
+			checkShown(t, name, fns)
 			skipped := tl.Skipped()
 			if len(fns)+len(skipped) != total {
 				t.Errorf("%d functions + %d skipped, want %d operations", len(fns), len(skipped), total)
@@ -206,6 +208,10 @@ func itoa(n int) string {
 
 func TestMain(m *testing.M) {
 	code := m.Run()
+	if err := writeShown(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		code = 1
+	}
 	if realDir != "" {
 		_ = os.RemoveAll(realDir)
 	}

@@ -77,6 +77,7 @@ func compare(path, cpuProfile, memProfile string) {
 		return err
 	})
 	if memProfile != "" {
+		runtime.GC() // the allocation profile is as of the last collection: take in all of tool.Load
 		if f, err := os.Create(memProfile); err == nil {
 			_ = pprof.Lookup("allocs").WriteTo(f, 0)
 			f.Close()
