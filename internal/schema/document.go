@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"regexp"
 	"strings"
 	"sync"
@@ -124,6 +125,8 @@ func (d *Document) CompileAll(docs []map[string]any) (out []*Validator, errs []e
 	out, errs = make([]*Validator, len(docs)), make([]error, len(docs))
 	keys := make([]string, len(docs))
 	var batch []int
+	first := map[string]int{} // a schema alike an earlier one of the batch is compiled with it
+	alike := map[int]int{}
 	d.mu.Lock()
 	for i, doc := range docs {
 		b, err := json.Marshal(doc)
@@ -136,6 +139,11 @@ func (d *Document) CompileAll(docs []map[string]any) (out []*Validator, errs []e
 			out[i] = &Validator{compiled: s}
 			continue
 		}
+		if j, ok := first[keys[i]]; ok {
+			alike[i] = j
+			continue
+		}
+		first[keys[i]] = i
 		batch = append(batch, i)
 	}
 	defsKey := "$defs"
@@ -149,10 +157,15 @@ func (d *Document) CompileAll(docs []map[string]any) (out []*Validator, errs []e
 		d.n++
 		u = fmt.Sprintf("%s:batch:%d", documentURL, d.n)
 		for _, i := range batch {
-			v, err := jsonschema.UnmarshalJSON(bytes.NewReader([]byte(keys[i])))
-			if err != nil {
-				errs[i] = err
-				continue
+			// The schema itself when it holds only JSON values (its top level copied, to take an $id); else decoded
+			// from its JSON.
+			var v any = maps.Clone(docs[i])
+			if docs[i] == nil || !plainJSON(docs[i]) {
+				var err error
+				if v, err = jsonschema.UnmarshalJSON(bytes.NewReader([]byte(keys[i]))); err != nil {
+					errs[i] = err
+					continue
+				}
 			}
 			if m, ok := v.(map[string]any); ok && ownResource(keys[i]) {
 				// Its own resource: its "#/..." references stay its own.
@@ -190,6 +203,9 @@ func (d *Document) CompileAll(docs []map[string]any) (out []*Validator, errs []e
 		out[i] = &Validator{compiled: s}
 	}
 	d.mu.Unlock()
+	for i, j := range alike {
+		out[i], errs[i] = out[j], errs[j]
+	}
 	return out, errs
 }
 

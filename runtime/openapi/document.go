@@ -165,7 +165,7 @@ func read(ctx context.Context, loc *url.URL, extra []string, limit int64) (*open
 	// whole document, whose error is the one to report.
 	var doc *openapi3.T
 	if parts := kinInput(data); parts != nil {
-		doc, _ = loadKin(newLoader(), parts, loc)
+		doc, _ = loadKin(ctx, parts)
 	}
 	if doc == nil {
 		if doc, err = newLoader().LoadFromDataWithPath(data, loc); err != nil {

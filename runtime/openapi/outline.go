@@ -2,8 +2,8 @@ package openapi
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
-	"net/url"
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -487,15 +487,20 @@ func elements(text []byte, i int) (out [][]byte, ok bool) {
 	return nil, false
 }
 
-// loadKin reads parts with loader as loader.LoadFromDataWithPath reads the whole text they were cut from: the
-// root, then each path item, operation and parameter decoded by kin-openapi's own decoders, then every reference
-// resolved. The document's own references are all it has (kinInput), so it reads no other.
-func loadKin(loader *openapi3.Loader, parts *kinParts, loc *url.URL) (*openapi3.T, error) {
+// loadKin reads parts as kin-openapi's loader reads the whole text they were cut from: the root, then each path
+// item, operation and parameter decoded by kin-openapi's own decoders, then every reference resolved. The document's
+// own references are all it has (kinInput): it is resolved as a document read from memory, which reads nothing else
+// (and, as for the document a loader reads first, leaves a discriminator's mapping as written). ctx bounds it.
+func loadKin(ctx context.Context, parts *kinParts) (*openapi3.T, error) {
 	doc := &openapi3.T{}
 	if err := json.Unmarshal(parts.root, doc); err != nil {
 		return nil, err
 	}
 	doc.Paths = openapi3.NewPathsWithCapacity(len(parts.items))
+	// A parameter written alike in many operations is decoded once and its value shared, as kin-openapi shares a
+	// component's (Microsoft Graph writes each entity's $select and $expand lists, hundreds of names long, in every
+	// operation on it).
+	alike := map[string]*openapi3.Parameter{}
 	decodeParams := func(list *[][]byte) (openapi3.Parameters, error) {
 		if list == nil {
 			return nil, nil
@@ -505,9 +510,16 @@ func loadKin(loader *openapi3.Loader, parts *kinParts, loc *url.URL) (*openapi3.
 			if string(b) == "null" {
 				continue
 			}
+			if v := alike[string(b)]; v != nil {
+				out[i] = &openapi3.ParameterRef{Value: v}
+				continue
+			}
 			out[i] = &openapi3.ParameterRef{}
 			if err := json.Unmarshal(b, out[i]); err != nil {
 				return nil, err
+			}
+			if out[i].Ref == "" && out[i].Value != nil {
+				alike[string(b)] = out[i].Value
 			}
 		}
 		return out, nil
@@ -533,7 +545,9 @@ func loadKin(loader *openapi3.Loader, parts *kinParts, loc *url.URL) (*openapi3.
 		}
 		doc.Paths.Set(it.path, item)
 	}
-	if err := loader.ResolveRefsIn(doc, loc); err != nil {
+	loader := openapi3.NewLoader()
+	loader.Context = ctx
+	if err := loader.ResolveRefsIn(doc, nil); err != nil {
 		return nil, err
 	}
 	return doc, nil
