@@ -360,11 +360,12 @@ type kinItem struct {
 	ops    []kinOp
 }
 
-// kinOp is an operation: its members other than parameters, and its parameters.
+// kinOp is an operation: its members other than parameters and request body, its parameters, its request body.
 type kinOp struct {
 	method string // upper case
 	rest   []byte
 	params *[][]byte
+	body   []byte // nil when it has none
 }
 
 // parts cuts the kept document into kinParts.
@@ -410,6 +411,8 @@ func (t *trimmer) parts(root []member, comps *member, items []keptItem) *kinPart
 				for _, m := range km.op {
 					if list, ok := params(m); ok {
 						op.params = list
+					} else if m.key == "requestBody" && isObject(text, m) {
+						op.body = text[m.start:m.end]
 					} else {
 						opRest = append(opRest, m)
 					}
@@ -501,6 +504,7 @@ func loadKin(ctx context.Context, parts *kinParts) (*openapi3.T, error) {
 	// component's (Microsoft Graph writes each entity's $select and $expand lists, hundreds of names long, in every
 	// operation on it).
 	alike := map[string]*openapi3.Parameter{}
+	bodies := map[string]*openapi3.RequestBody{} // and a request body (Graph: one entity's in each of its PATCH)
 	decodeParams := func(list *[][]byte) (openapi3.Parameters, error) {
 		if list == nil {
 			return nil, nil
@@ -540,6 +544,19 @@ func loadKin(ctx context.Context, parts *kinParts) (*openapi3.T, error) {
 			}
 			if op.Parameters, err = decodeParams(o.params); err != nil {
 				return nil, err
+			}
+			if o.body != nil {
+				if v := bodies[string(o.body)]; v != nil {
+					op.RequestBody = &openapi3.RequestBodyRef{Value: v}
+				} else {
+					op.RequestBody = &openapi3.RequestBodyRef{}
+					if err := json.Unmarshal(o.body, op.RequestBody); err != nil {
+						return nil, err
+					}
+					if op.RequestBody.Ref == "" && op.RequestBody.Value != nil {
+						bodies[string(o.body)] = op.RequestBody.Value
+					}
+				}
 			}
 			item.SetOperation(o.method, op)
 		}

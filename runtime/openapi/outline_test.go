@@ -92,6 +92,7 @@ func text(p *kinParts) string {
 			b.WriteString(o.method)
 			b.Write(o.rest)
 			params(o.params)
+			b.Write(o.body)
 		}
 	}
 	return b.String()
