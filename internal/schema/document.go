@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -171,7 +172,7 @@ func (d *Document) CompileAll(docs []map[string]any) (out []*Validator, errs []e
 				// Its own resource: its "#/..." references stay its own.
 				m["$id"] = fmt.Sprintf("%s:batch:%d:%d", documentURL, d.n, i)
 			}
-			defs[fmt.Sprint(i)] = v
+			defs[strconv.Itoa(i)] = v
 		}
 		if err := d.jc.AddResource(u, map[string]any{defsKey: defs}); err != nil {
 			failed = true
@@ -184,7 +185,7 @@ func (d *Document) CompileAll(docs []map[string]any) (out []*Validator, errs []e
 		var s *jsonschema.Schema
 		var err error
 		if !failed {
-			s, err = d.compileLocked(fmt.Sprintf("%s#/%s/%d", u, defsKey, i))
+			s, err = d.compileLocked(u + "#/" + defsKey + "/" + strconv.Itoa(i))
 			if err != nil && i == batch[0] {
 				failed = true // the batch itself is refused (one schema fails its meta-schema): one by one
 			}

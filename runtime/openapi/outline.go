@@ -393,7 +393,11 @@ func (t *trimmer) parts(root []member, comps *member, items []keptItem) *kinPart
 		return &list, ok
 	}
 	piece := func(ms []member) []byte {
-		out = nil
+		n := 2 + len(ms)
+		for _, m := range ms {
+			n += m.end - m.keyStart
+		}
+		out = make([]byte, 0, n)
 		object(len(ms), func(i int) { raw(ms[i]) })
 		return out
 	}

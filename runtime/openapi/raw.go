@@ -34,6 +34,7 @@ type rawSource struct {
 	// alias names, by the pointer of a request schema's location, the location of the schema alike that is kept
 	// in its place (restructure).
 	alias       map[string]string
+	refs        map[string]map[string]any // refTo's schemas, by position; under mu
 	mu          sync.Mutex
 	validations map[validationKey]*runtime.Validation // for every Load of the cached document
 }
@@ -483,6 +484,23 @@ type validationKey struct {
 	mount bool
 }
 
+// refTo returns the schema {"$ref": …} naming the location tokens of raw; one such schema of a whole position is
+// shared by every Validation that names it (they are never modified), rather than one per operation.
+func (r *rawSource) refTo(raw *runtime.SchemaDocument, tokens []string) map[string]any {
+	if len(tokens) != 2 {
+		return map[string]any{"$ref": raw.Ref(tokens...)}
+	}
+	if s, ok := r.refs[tokens[1]]; ok {
+		return s
+	}
+	s := map[string]any{"$ref": raw.Ref(tokens...)}
+	if r.refs == nil {
+		r.refs = map[string]map[string]any{}
+	}
+	r.refs[tokens[1]] = s
+	return s
+}
+
 func (r *rawSource) newValidation(raw *runtime.SchemaDocument, o *operation, strict bool) *runtime.Validation {
 	src := o.schema
 	if o.whole != nil {
@@ -493,7 +511,7 @@ func (r *rawSource) newValidation(raw *runtime.SchemaDocument, o *operation, str
 	located := 0
 	for name, s := range props {
 		if t, ok := r.located(o.located[name]); ok && at(raw.Doc, t) {
-			out[name] = map[string]any{"$ref": raw.Ref(t...)}
+			out[name] = r.refTo(raw, t)
 			located++
 			continue
 		}
@@ -704,6 +722,11 @@ func alike(v any) (string, bool) {
 // pointerOf is the JSON pointer of tokens.
 func pointerOf(tokens []string) string {
 	var b strings.Builder
+	n := 0
+	for _, t := range tokens {
+		n += len(t) + 2
+	}
+	b.Grow(n)
 	for _, t := range tokens {
 		b.WriteByte('/')
 		b.WriteString(strings.ReplaceAll(strings.ReplaceAll(t, "~", "~0"), "/", "~1"))
