@@ -496,12 +496,22 @@ func elements(text []byte, i int) (out [][]byte, ok bool) {
 
 // loadKin reads parts as kin-openapi's loader reads the whole text they were cut from: the root, then each path
 // item, operation and parameter decoded by kin-openapi's own decoders, then every reference resolved. The document's
-// own references are all it has (kinInput): it is resolved as a document read from memory, which reads nothing else
-// (and, as for the document a loader reads first, leaves a discriminator's mapping as written). ctx bounds it.
+// own references are all it has (kinInput): it is resolved as a document read from memory, which reads nothing else.
+// The components' discriminators are left out. ctx bounds it.
 func loadKin(ctx context.Context, parts *kinParts) (*openapi3.T, error) {
 	doc := &openapi3.T{}
 	if err := json.Unmarshal(parts.root, doc); err != nil {
 		return nil, err
+	}
+	// Load reads no discriminator of kin-openapi's tree (the copies shown to the LLM leave it out; arguments are
+	// validated against the document as written), and kin-openapi copies every entry of a component's mapping each
+	// time it resolves the component (Microsoft Graph's entity: 90 MB per Load).
+	if doc.Components != nil {
+		for _, s := range doc.Components.Schemas {
+			if s != nil && s.Value != nil {
+				s.Value.Discriminator = nil
+			}
+		}
 	}
 	doc.Paths = openapi3.NewPathsWithCapacity(len(parts.items))
 	// A parameter written alike in many operations is decoded once and its value shared, as kin-openapi shares a
