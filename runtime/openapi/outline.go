@@ -348,8 +348,15 @@ type keptMember struct {
 // decoding it (Microsoft Graph: two thirds of its read): decoded piece by piece, each text is decoded by fewer
 // levels.
 type kinParts struct {
-	root  []byte // the root object, its paths empty
-	items []kinItem
+	root    []byte // the root object, its paths and component schemas empty
+	items   []kinItem
+	schemas []kinSchema // the component schemas kept
+}
+
+// kinSchema is a component schema.
+type kinSchema struct {
+	name string
+	text []byte
 }
 
 // kinItem is a path item: its members other than operations and parameters, its parameters, its operations.
@@ -460,6 +467,12 @@ func (t *trimmer) parts(root []member, comps *member, items []keptItem) *kinPart
 						keep = append(keep, n)
 					}
 				}
+				if k.key == "schemas" {
+					for _, n := range keep {
+						p.schemas = append(p.schemas, kinSchema{n.key, text[n.start:n.end]})
+					}
+					keep = nil
+				}
 				object(len(keep), func(i int) { raw(keep[i]) })
 			})
 		default:
@@ -506,12 +519,27 @@ func loadKin(ctx context.Context, parts *kinParts) (*openapi3.T, error) {
 	// Load reads no discriminator of kin-openapi's tree (the copies shown to the LLM leave it out; arguments are
 	// validated against the document as written), and kin-openapi copies every entry of a component's mapping each
 	// time it resolves the component (Microsoft Graph's entity: 90 MB per Load).
-	if doc.Components != nil {
-		for _, s := range doc.Components.Schemas {
-			if s != nil && s.Value != nil {
-				s.Value.Discriminator = nil
-			}
+	if len(parts.schemas) > 0 {
+		if doc.Components == nil {
+			doc.Components = &openapi3.Components{}
 		}
+		if doc.Components.Schemas == nil {
+			doc.Components.Schemas = make(openapi3.Schemas, len(parts.schemas))
+		}
+	}
+	for _, c := range parts.schemas {
+		if string(c.text) == "null" {
+			doc.Components.Schemas[c.name] = nil
+			continue
+		}
+		s := &openapi3.SchemaRef{}
+		if err := json.Unmarshal(c.text, s); err != nil {
+			return nil, err
+		}
+		if s.Value != nil {
+			s.Value.Discriminator = nil
+		}
+		doc.Components.Schemas[c.name] = s
 	}
 	doc.Paths = openapi3.NewPathsWithCapacity(len(parts.items))
 	// A parameter written alike in many operations is decoded once and its value shared, as kin-openapi shares a

@@ -77,6 +77,10 @@ func TestKinInputKeepsWhatLoadReads(t *testing.T) {
 func text(p *kinParts) string {
 	var b strings.Builder
 	b.Write(p.root)
+	for _, c := range p.schemas {
+		b.WriteString(`"` + c.name + `"`)
+		b.Write(c.text)
+	}
 	params := func(list *[][]byte) {
 		if list != nil {
 			for _, e := range *list {
