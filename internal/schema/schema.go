@@ -40,7 +40,9 @@ type Options struct {
 	// Against, when set, validates in place of the document's own compiled form: the document is a copy of the
 	// schema shown to an LLM (simplified, references inlined) and Against the schema as its source wrote it,
 	// compiled once per source (Document.Compile). The document is still checked and gives the properties; its
-	// defaults are checked against Against.
+	// defaults are checked against Against. The properties' schemas are then the document's own, not copies (a
+	// backend's schemas are large: Microsoft Graph's copies were 70 MB per Load): the caller gives the document
+	// away and must not modify it.
 	Against *Validator
 }
 
@@ -100,7 +102,7 @@ func compile(doc any, base *field.Path, opts Options) (*Schema, field.List) {
 	if opts.Parameters {
 		c.checkParameters(doc)
 	}
-	s := &Schema{doc: root, dialect: c.draft, properties: properties(written, opts.Parameters)}
+	s := &Schema{doc: root, dialect: c.draft, properties: properties(written, opts.Parameters, opts.Against == nil)}
 	s.uri, _ = written["$schema"].(string)
 	if opts.Parameters && root != nil {
 		if _, explicit := written["required"]; !explicit {
@@ -224,16 +226,21 @@ func (c *compiler) checkDefaults(jc *jsonschema.Compiler, s *Schema) {
 }
 
 // properties lists the top-level properties of the schema as written, sorted by name.
-func properties(doc map[string]any, parameters bool) []Property {
+// properties returns the top-level properties of doc; copied, their schemas and defaults are copies, else doc's own.
+func properties(doc map[string]any, parameters, copied bool) []Property {
+	cp := deepCopy
+	if !copied {
+		cp = func(v any) any { return v }
+	}
 	props, _ := doc["properties"].(map[string]any)
 	explicit, hasExplicit := doc["required"].([]any)
 	out := make([]Property, 0, len(props))
 	for _, name := range slices.Sorted(maps.Keys(props)) {
 		p := Property{Name: name}
 		if ps, ok := props[name].(map[string]any); ok {
-			p.Schema = deepCopy(ps).(map[string]any)
+			p.Schema = cp(ps).(map[string]any)
 			p.Default, p.HasDefault = ps["default"]
-			p.Default = deepCopy(p.Default)
+			p.Default = cp(p.Default)
 			p.RequireBinding = ps["require_binding"] == true
 			p.Secret = ps["format"] == "password" || ps["writeOnly"] == true
 		}

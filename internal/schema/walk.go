@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/commonagents-go/tool/field"
 	"github.com/commonagents-go/tool/internal/suggest"
@@ -260,7 +261,7 @@ func (c *compiler) schemaMap(v any, p *field.Path, r role, patterns bool) any {
 	out := make(map[string]any, len(m))
 	for _, name := range slices.Sorted(maps.Keys(m)) {
 		if patterns {
-			if _, err := regexp.Compile(name); err != nil {
+			if !validPattern(name) {
 				c.errs.Add(field.Invalid(p.Key(name), "property name pattern is not a valid regular expression"))
 				continue
 			}
@@ -364,8 +365,40 @@ func (c *compiler) regexp(v any, p *field.Path) bool {
 	if !c.expect(ok, p, "must be a string") {
 		return false
 	}
+	return c.expect(validPattern(s), p, "is not a valid regular expression")
+}
+
+// patterns remembers which patterns Go's regexp package compiles: the schemas a backend derives from one source
+// repeat the same patterns in every action (Microsoft Graph's: 200 MB of regexp compiles per Load). At most
+// maxPatterns, of at most maxPatternBytes each; past those a pattern is compiled each time.
+var patterns = struct {
+	sync.Mutex
+	valid map[string]bool
+}{valid: map[string]bool{}}
+
+const (
+	maxPatterns     = 4096
+	maxPatternBytes = 1024
+)
+
+// validPattern reports whether Go's regexp package compiles s.
+func validPattern(s string) bool {
+	patterns.Lock()
+	ok, known := patterns.valid[s]
+	patterns.Unlock()
+	if known {
+		return ok
+	}
 	_, err := regexp.Compile(s)
-	return c.expect(err == nil, p, "is not a valid regular expression")
+	ok = err == nil
+	if len(s) <= maxPatternBytes {
+		patterns.Lock()
+		if len(patterns.valid) < maxPatterns {
+			patterns.valid[s] = ok
+		}
+		patterns.Unlock()
+	}
+	return ok
 }
 
 // ref checks a `$ref` and records a local one for resolution once the whole document is walked.

@@ -161,13 +161,20 @@ func read(ctx context.Context, loc *url.URL, extra []string, limit int64) (*open
 		return nil, nil, nil, err
 	}
 	src := &rawSource{data: data}
-	doc, err := newLoader().LoadFromDataWithPath(data, loc)
-	if err != nil {
-		// kin-openapi resolves a 3.1 schema's references without $id, $anchor or $defs: read such a document
-		// without them, and validate against the document as written (src.strict).
-		if cp := kinCopy(data); cp != nil {
-			if d, e := newLoader().LoadFromDataWithPath(cp, loc); e == nil {
-				doc, err, src.strict = d, nil, true
+	// kin-openapi reads only what Load uses of its tree (kinInput), piece by piece (loadKin); should that fail, the
+	// whole document, whose error is the one to report.
+	var doc *openapi3.T
+	if parts := kinInput(data); parts != nil {
+		doc, _ = loadKin(ctx, parts)
+	}
+	if doc == nil {
+		if doc, err = newLoader().LoadFromDataWithPath(data, loc); err != nil {
+			// kin-openapi resolves a 3.1 schema's references without $id, $anchor or $defs: read such a document
+			// without them, and validate against the document as written (src.strict).
+			if cp := kinCopy(data); cp != nil {
+				if d, e := newLoader().LoadFromDataWithPath(cp, loc); e == nil {
+					doc, err, src.strict = d, nil, true
+				}
 			}
 		}
 	}

@@ -67,3 +67,37 @@ func TestArgumentsValidatedAgainstTheDocument(t *testing.T) {
 		}
 	}
 }
+
+// sharedParamsDoc is an OpenAPI 3.0 document whose two operations write the same parameters byte for byte: one
+// nullable with a type, one nullable without (3.0's nullable then wraps the schema in an anyOf).
+const sharedParamsDoc = `{"openapi":"3.0.3","info":{"title":"t","version":"1"},"paths":{
+"/a":{"get":{"operationId":"a","parameters":[
+  {"name":"n","in":"query","schema":{"type":"integer","nullable":true,"minimum":1,"description":"n"}},
+  {"name":"m","in":"query","schema":{"nullable":true,"minimum":1,"description":"m"}}],"responses":{"200":{"description":"ok"}}}},
+"/b":{"get":{"operationId":"b","parameters":[
+  {"name":"n","in":"query","schema":{"type":"integer","nullable":true,"minimum":1,"description":"n"}},
+  {"name":"m","in":"query","schema":{"nullable":true,"minimum":1,"description":"m"}}],"responses":{"200":{"description":"ok"}}}}}}`
+
+// TestParametersWrittenAlikeValidateAlike pins that parameters written alike in several operations, read once and
+// shared, keep their 3.0 meaning in each operation: null allowed (nullable), the minimum kept.
+func TestParametersWrittenAlikeValidateAlike(t *testing.T) {
+	t.Parallel()
+	srv := newServer(t)
+	tl := loadDoc(t, srv, sharedParamsDoc, "", "")
+	for _, action := range []string{"a", "b"} {
+		for _, c := range []struct {
+			args  map[string]any
+			valid bool
+		}{
+			{map[string]any{"n": nil, "m": nil}, true},
+			{map[string]any{"n": 2, "m": 2}, true},
+			{map[string]any{"n": 0}, false},
+			{map[string]any{"m": 0}, false},
+		} {
+			res := invokeOnce(t, tl, action, c.args)
+			if c.valid != !res.IsError {
+				t.Errorf("%s %v: accepted = %v, want %v (%+v)", action, c.args, !res.IsError, c.valid, res.Error)
+			}
+		}
+	}
+}

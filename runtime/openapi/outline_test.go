@@ -1,0 +1,186 @@
+package openapi
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"io"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/getkin/kin-openapi/openapi3"
+)
+
+// TestKinInputKeepsWhatLoadReads pins that kin-openapi, handed the trimmed document (kinInput), gives every
+// operation the same parameters schema and description as from the whole document, for each JSON document of the
+// directory sample and the smaller real ones; and that the trimmed document is smaller where responses are.
+func TestKinInputKeepsWhatLoadReads(t *testing.T) {
+	t.Parallel()
+	files, _ := filepath.Glob(filepath.Join("testdata", "directory", "*.json.gz"))
+	files = append(files, filepath.Join("testdata", "petstore3.json"), filepath.Join("testdata", "sendgrid-v3.json"),
+		filepath.Join("testdata", "swaggest-sample-3.1.json"))
+	if len(files) < 40 {
+		t.Fatalf("%d documents", len(files))
+	}
+	trimmed := 0
+	for _, f := range files {
+		data := readMaybeGzip(t, f)
+		input := kinInput(data)
+		if input == nil {
+			continue
+		}
+		trimmed++
+		if n := len(text(input)); n >= len(data) && bytes.Contains(data, []byte(`"responses"`)) {
+			t.Errorf("%s: trimmed to %d bytes of %d", f, n, len(data))
+		}
+		whole, err := openapi3.NewLoader().LoadFromDataWithPath(data, &url.URL{Path: f})
+		if err != nil {
+			continue // kin-openapi refuses it whole: read() falls back to the whole document anyway
+		}
+		part, err := loadKin(context.Background(), input)
+		if err != nil {
+			t.Errorf("%s: the trimmed document does not load: %v", f, err)
+			continue
+		}
+		dialect := schemaDialect(whole)
+		n := 0
+		walk(whole, func(path, method string, item *openapi3.PathItem, op *openapi3.Operation) {
+			n++
+			want, werr := convert(path, method, item, op, dialect)
+			pitem := part.Paths.Find(path)
+			if pitem == nil || pitem.GetOperation(method) == nil {
+				t.Errorf("%s: %s %s is missing from the trimmed document", f, method, path)
+				return
+			}
+			got, gerr := convert(path, method, pitem, pitem.GetOperation(method), dialect)
+			if (werr == nil) != (gerr == nil) || werr != nil && werr.Error() != gerr.Error() {
+				t.Errorf("%s: %s %s: error %v, want %v", f, method, path, gerr, werr)
+				return
+			}
+			if werr == nil && (encode(t, got.schema) != encode(t, want.schema) || got.description != want.description) {
+				t.Errorf("%s: %s %s: converted differently from the trimmed document", f, method, path)
+			}
+		})
+		if n == 0 {
+			t.Errorf("%s: no operations", f)
+		}
+	}
+	if trimmed < len(files)*3/4 {
+		t.Errorf("only %d of %d documents trimmed", trimmed, len(files))
+	}
+}
+
+// text is every piece of p, one after the other.
+func text(p *kinParts) string {
+	var b strings.Builder
+	b.Write(p.root)
+	for _, c := range p.schemas {
+		b.WriteString(`"` + c.name + `"`)
+		b.Write(c.text)
+	}
+	params := func(list *[][]byte) {
+		if list != nil {
+			for _, e := range *list {
+				b.Write(e)
+			}
+		}
+	}
+	for _, it := range p.items {
+		b.WriteString(it.path)
+		b.Write(it.rest)
+		params(it.params)
+		for _, o := range it.ops {
+			b.WriteString(o.method)
+			b.Write(o.rest)
+			params(o.params)
+			b.Write(o.body)
+		}
+	}
+	return b.String()
+}
+
+func readMaybeGzip(t *testing.T, name string) []byte {
+	t.Helper()
+	f, err := os.Open(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var r io.Reader = f
+	if strings.HasSuffix(name, ".gz") {
+		if r, err = gzip.NewReader(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	data, err := io.ReadAll(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// TestKinInputTrims pins what kinInput leaves out and where it declines.
+func TestKinInputTrims(t *testing.T) {
+	t.Parallel()
+	doc := `{"openapi":"3.1.0","info":{"title":"t","version":"1"},
+"paths":{"/a":{"parameters":[{"$ref":"#/components/parameters/P"}],
+  "post":{"operationId":"a","requestBody":{"$ref":"#/components/requestBodies/B"},
+    "responses":{"200":{"$ref":"#/components/responses/R"}},"callbacks":{"c":{"$ref":"#/components/callbacks/C"}}}},
+ "/b":{"$ref":"#/components/pathItems/I"}},
+"webhooks":{"w":{"post":{"requestBody":{"content":{"application/json":{"schema":{"$ref":"#/components/schemas/Hook"}}}}}}},
+"components":{
+ "parameters":{"P":{"name":"p","in":"query","schema":{"$ref":"#/components/schemas/Chain1"}},"Q":{"name":"q","in":"query"}},
+ "requestBodies":{"B":{"content":{"application/json":{"schema":{"$ref":"#/components/schemas/Body"}}}}},
+ "pathItems":{"I":{"get":{"parameters":[{"name":"x","in":"query","schema":{"$ref":"#/components/schemas/With%20Space"}}]}}},
+ "responses":{"R":{"description":"r","content":{"application/json":{"schema":{"$ref":"#/components/schemas/Out"}}}}},
+ "callbacks":{"C":{}},
+ "securitySchemes":{"s":{"type":"http","scheme":"bearer"}},
+ "schemas":{"Chain1":{"$ref":"#/components/schemas/Chain2"},"Chain2":{"type":"string"},
+  "Body":{"type":"object","properties":{"self":{"$ref":"#/components/schemas/Body"},"d":{"$ref":"#/components/schemas/Deep/properties/x"}}},
+  "Deep":{"properties":{"x":{"type":"integer"}}},"With Space":{"type":"string"},
+  "Out":{"type":"object"},"Hook":{"type":"object"},"Unused":{"type":"object"}}}}`
+	parts := kinInput([]byte(doc))
+	if parts == nil {
+		t.Fatal("not trimmed")
+	}
+	out := text(parts)
+	for _, kept := range []string{`"Chain1"`, `"Chain2"`, `"Body"`, `"Deep"`, `"With Space"`, `"P"`, `"B"`, `"I"`,
+		`"securitySchemes"`, `"operationId":"a"`} {
+		if !strings.Contains(out, kept) {
+			t.Errorf("%s left out: %s", kept, out)
+		}
+	}
+	for _, dropped := range []string{`"Out"`, `"Hook"`, `"Unused"`, `"responses":{"200"`, `"callbacks":{"c"`,
+		`"webhooks"`, `"Q"`, `"R"`} {
+		if strings.Contains(out, dropped) {
+			t.Errorf("%s kept: %s", dropped, out)
+		}
+	}
+	loaded, err := loadKin(context.Background(), parts)
+	if err != nil {
+		t.Fatalf("the trimmed document does not load: %v\n%s", err, out)
+	}
+	a := loaded.Paths.Find("/a")
+	if a == nil || a.Post == nil || len(a.Parameters) != 1 || a.Parameters[0].Value == nil ||
+		a.Parameters[0].Value.Schema.Value == nil || a.Post.RequestBody.Value == nil {
+		t.Fatalf("/a read as %+v", a)
+	}
+	if b := loaded.Paths.Find("/b"); b == nil || b.Get == nil {
+		t.Errorf("/b read as %+v", b)
+	}
+	for name, d := range map[string]string{
+		"another file":                      strings.Replace(doc, "#/components/schemas/Chain2", "other.json#/Chain2", 1),
+		"outside components":                strings.Replace(doc, "#/components/schemas/Chain2", "#/paths/~1a/parameters/0", 1),
+		"a repeated key":                    strings.Replace(doc, `"Unused":`, `"Out":`, 1),
+		"a path item that is not an object": strings.Replace(doc, `"/b":{"$ref":"#/components/pathItems/I"}`, `"/b":null`, 1),
+		"not JSON":                          "openapi: 3.1.0\n",
+		"invalid JSON":                      doc[:len(doc)-1],
+	} {
+		if out := kinInput([]byte(d)); out != nil {
+			t.Errorf("%s: trimmed, want nil: %s", name, text(out))
+		}
+	}
+}
