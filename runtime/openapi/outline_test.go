@@ -28,7 +28,7 @@ func TestKinInputKeepsWhatLoadReads(t *testing.T) {
 	trimmed := 0
 	for _, f := range files {
 		data := readMaybeGzip(t, f)
-		input := kinInput(data)
+		input, ops := sameAsWhole(t, f, data)
 		if input == nil {
 			continue
 		}
@@ -36,41 +36,70 @@ func TestKinInputKeepsWhatLoadReads(t *testing.T) {
 		if n := len(text(input)); n >= len(data) && bytes.Contains(data, []byte(`"responses"`)) {
 			t.Errorf("%s: trimmed to %d bytes of %d", f, n, len(data))
 		}
-		whole, err := openapi3.NewLoader().LoadFromDataWithPath(data, &url.URL{Path: f})
-		if err != nil {
-			continue // kin-openapi refuses it whole: read() falls back to the whole document anyway
-		}
-		part, err := loadKin(context.Background(), input)
-		if err != nil {
-			t.Errorf("%s: the trimmed document does not load: %v", f, err)
-			continue
-		}
-		dialect := schemaDialect(whole)
-		n := 0
-		walk(whole, func(path, method string, item *openapi3.PathItem, op *openapi3.Operation) {
-			n++
-			want, werr := convert(path, method, item, op, dialect)
-			pitem := part.Paths.Find(path)
-			if pitem == nil || pitem.GetOperation(method) == nil {
-				t.Errorf("%s: %s %s is missing from the trimmed document", f, method, path)
-				return
-			}
-			got, gerr := convert(path, method, pitem, pitem.GetOperation(method), dialect)
-			if (werr == nil) != (gerr == nil) || werr != nil && werr.Error() != gerr.Error() {
-				t.Errorf("%s: %s %s: error %v, want %v", f, method, path, gerr, werr)
-				return
-			}
-			if werr == nil && (encode(t, got.schema) != encode(t, want.schema) || got.description != want.description) {
-				t.Errorf("%s: %s %s: converted differently from the trimmed document", f, method, path)
-			}
-		})
-		if n == 0 {
+		if ops == 0 {
 			t.Errorf("%s: no operations", f)
 		}
 	}
 	if trimmed < len(files)*3/4 {
 		t.Errorf("only %d of %d documents trimmed", trimmed, len(files))
 	}
+}
+
+// sameAsWhole checks, where kinInput trims data and kin-openapi loads data whole, that kin-openapi loads the
+// trimmed document too and gives every operation the same parameters schema and description; it returns what
+// kinInput gave (nil: it declined) and how many operations the whole document has.
+func sameAsWhole(t *testing.T, name string, data []byte) (input *kinParts, ops int) {
+	t.Helper()
+	if input = kinInput(data); input == nil {
+		return nil, 0
+	}
+	whole, err := openapi3.NewLoader().LoadFromDataWithPath(data, &url.URL{Path: name})
+	if err != nil {
+		return input, 0 // kin-openapi refuses it whole: read() falls back to the whole document anyway
+	}
+	part, err := loadKin(context.Background(), input)
+	if err != nil {
+		t.Errorf("%s: the trimmed document does not load: %v", name, err)
+		return input, 0
+	}
+	dialect := schemaDialect(whole)
+	walk(whole, func(path, method string, item *openapi3.PathItem, op *openapi3.Operation) {
+		ops++
+		want, werr := convert(path, method, item, op, dialect)
+		pitem := part.Paths.Find(path)
+		if pitem == nil || pitem.GetOperation(method) == nil {
+			t.Errorf("%s: %s %s is missing from the trimmed document", name, method, path)
+			return
+		}
+		got, gerr := convert(path, method, pitem, pitem.GetOperation(method), dialect)
+		if (werr == nil) != (gerr == nil) || werr != nil && werr.Error() != gerr.Error() {
+			t.Errorf("%s: %s %s: error %v, want %v", name, method, path, gerr, werr)
+			return
+		}
+		if werr == nil && (encode(t, got.schema) != encode(t, want.schema) || got.description != want.description) {
+			t.Errorf("%s: %s %s: converted differently from the trimmed document", name, method, path)
+		}
+	})
+	return input, ops
+}
+
+// FuzzKinInput: kinInput never panics, and wherever it trims a document kin-openapi loads whole, every operation
+// converts as from the whole document (kinInput reads untrusted text with its own scanner).
+func FuzzKinInput(f *testing.F) {
+	for _, seed := range []string{trimsDoc, `{"openapi":"3.0.3","info":{"title":"t","version":"1"},"paths":{"/p/{id}":{
+"parameters":[{"name":"id","in":"path","required":true,"schema":{"type":"string"}}],"put":{"operationId":"put",
+"requestBody":{"content":{"application/json":{"schema":{"$ref":"#/components/schemas/S"}}}},
+"responses":{"200":{"description":"ok","content":{"application/json":{"schema":{"$ref":"#/components/schemas/R"}}}}}}}},
+"components":{"schemas":{"S":{"type":"object","properties":{"a":{"$ref":"#/components/schemas/R"}}},"R":{"type":"integer"}}}}`} {
+		f.Add([]byte(seed))
+	}
+	f.Add(readMaybeGzip(f, filepath.Join("testdata", "petstore3.json")))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) > 1<<16 {
+			return
+		}
+		sameAsWhole(t, "fuzz.json", data)
+	})
 }
 
 // text is every piece of p, one after the other.
@@ -102,7 +131,7 @@ func text(p *kinParts) string {
 	return b.String()
 }
 
-func readMaybeGzip(t *testing.T, name string) []byte {
+func readMaybeGzip(t testing.TB, name string) []byte {
 	t.Helper()
 	f, err := os.Open(name)
 	if err != nil {
@@ -122,10 +151,8 @@ func readMaybeGzip(t *testing.T, name string) []byte {
 	return data
 }
 
-// TestKinInputTrims pins what kinInput leaves out and where it declines.
-func TestKinInputTrims(t *testing.T) {
-	t.Parallel()
-	doc := `{"openapi":"3.1.0","info":{"title":"t","version":"1"},
+// trimsDoc has a part of each kind kinInput keeps or leaves out.
+const trimsDoc = `{"openapi":"3.1.0","info":{"title":"t","version":"1"},
 "paths":{"/a":{"parameters":[{"$ref":"#/components/parameters/P"}],
   "post":{"operationId":"a","requestBody":{"$ref":"#/components/requestBodies/B"},
     "responses":{"200":{"$ref":"#/components/responses/R"}},"callbacks":{"c":{"$ref":"#/components/callbacks/C"}}}},
@@ -142,6 +169,11 @@ func TestKinInputTrims(t *testing.T) {
   "Body":{"type":"object","properties":{"self":{"$ref":"#/components/schemas/Body"},"d":{"$ref":"#/components/schemas/Deep/properties/x"}}},
   "Deep":{"properties":{"x":{"type":"integer"}}},"With Space":{"type":"string"},
   "Out":{"type":"object"},"Hook":{"type":"object"},"Unused":{"type":"object"}}}}`
+
+// TestKinInputTrims pins what kinInput leaves out and where it declines.
+func TestKinInputTrims(t *testing.T) {
+	t.Parallel()
+	doc := trimsDoc
 	parts := kinInput([]byte(doc))
 	if parts == nil {
 		t.Fatal("not trimmed")
