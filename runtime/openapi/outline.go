@@ -162,13 +162,40 @@ var httpMethods = map[string]bool{"get": true, "put": true, "post": true, "delet
 var trimmedKinds = map[string]bool{"schemas": true, "responses": true, "parameters": true, "examples": true,
 	"requestBodies": true, "headers": true, "links": true, "callbacks": true, "pathItems": true}
 
+// knownKeys are the field names kin-openapi decodes at the levels kinInput cuts (the document, its components, a
+// path item, an operation), by their lower case. kin-openapi decodes with encoding/json, which also takes a key
+// that differs only in case ("Paths", "Parameters", "GET"), where kinInput reads keys exactly: a document that
+// spells one so is read whole (caseVariant).
+var knownKeys = lowerKeys("openapi", "info", "jsonSchemaDialect", "servers", "paths", "webhooks", "components",
+	"security", "tags", "externalDocs", "schemas", "responses", "parameters", "examples", "requestBodies", "headers",
+	"securitySchemes", "links", "callbacks", "pathItems", "$ref", "summary", "description", "get", "put", "post",
+	"delete", "options", "head", "patch", "trace", "operationId", "requestBody", "deprecated")
+
+func lowerKeys(names ...string) map[string]string {
+	out := make(map[string]string, len(names))
+	for _, n := range names {
+		out[strings.ToLower(n)] = n
+	}
+	return out
+}
+
+// caseVariant reports whether one of ms is a known key spelled in another case.
+func caseVariant(ms []member) bool {
+	for _, m := range ms {
+		if known, ok := knownKeys[strings.ToLower(m.key)]; ok && known != m.key {
+			return true
+		}
+	}
+	return false
+}
+
 // kinInput returns the JSON document data without what Load never reads of kin-openapi's tree (issue 31: reading
 // Microsoft Graph's responses and extensions was much of kin-openapi's cost inside Load): each operation's
 // responses, callbacks and externalDocs, the extensions (x-...) of path items and operations, the 3.1 webhooks, and
 // the components (schemas, responses, parameters, examples, ...) that no operation's parameters or request body
 // reach through `$ref`s. The rest is kept byte for byte, in order, cut into the pieces loadKin hands kin-openapi one
-// by one. nil when data is not a valid JSON object, repeats a key this reads, has a path item that is not an
-// object, or holds a `$ref` this does not follow (one to another file or to a place outside components):
+// by one. nil when data is not a valid JSON object, repeats a key this reads, spells a key kin-openapi decodes in
+// another case, has a path item that is not an object, or holds a `$ref` this does not follow (one to another file or to a place outside components):
 // kin-openapi then reads the whole document.
 func kinInput(data []byte) *kinParts {
 	start := skipSpace(data, 0)
@@ -176,7 +203,7 @@ func kinInput(data []byte) *kinParts {
 		return nil
 	}
 	root, ok := members(data, start)
-	if !ok {
+	if !ok || caseVariant(root) {
 		return nil
 	}
 	t := &trimmer{text: data, components: map[string]map[string]member{}}
@@ -200,6 +227,9 @@ func kinInput(data []byte) *kinParts {
 	}
 	if comps != nil {
 		kinds, _ := members(data, comps.start)
+		if caseVariant(kinds) {
+			return nil
+		}
 		for _, k := range kinds {
 			if _, dup := t.components[k.key]; dup {
 				return nil
@@ -228,7 +258,7 @@ func kinInput(data []byte) *kinParts {
 				continue // the paths object's extensions
 			}
 			ms, ok := members(data, item.start)
-			if !ok || repeats(ms) {
+			if !ok || repeats(ms) || caseVariant(ms) {
 				return nil
 			}
 			k := keptItem{item: item}
@@ -242,7 +272,7 @@ func kinInput(data []byte) *kinParts {
 					continue
 				}
 				parts, _ := members(data, m.start)
-				if repeats(parts) {
+				if repeats(parts) || caseVariant(parts) {
 					return nil
 				}
 				op := keptMember{member: m, op: []member{}}

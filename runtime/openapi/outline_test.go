@@ -93,6 +93,11 @@ func FuzzKinInput(f *testing.F) {
 "components":{"schemas":{"S":{"type":"object","properties":{"a":{"$ref":"#/components/schemas/R"}}},"R":{"type":"integer"}}}}`} {
 		f.Add([]byte(seed))
 	}
+	// kin-openapi decodes keys case-insensitively (encoding/json): kinInput must read such a document whole.
+	for _, variant := range [][2]string{{`"paths":`, `"Paths":`}, {`"post":{"operationId"`, `"Post":{"operationId"`},
+		{`"/a":{"parameters":`, `"/a":{"Parameters":`}} {
+		f.Add([]byte(strings.Replace(trimsDoc, variant[0], variant[1], 1)))
+	}
 	f.Add(readMaybeGzip(f, filepath.Join("testdata", "petstore3.json")))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if len(data) > 1<<16 {
@@ -208,6 +213,12 @@ func TestKinInputTrims(t *testing.T) {
 		"outside components":                strings.Replace(doc, "#/components/schemas/Chain2", "#/paths/~1a/parameters/0", 1),
 		"a repeated key":                    strings.Replace(doc, `"Unused":`, `"Out":`, 1),
 		"a path item that is not an object": strings.Replace(doc, `"/b":{"$ref":"#/components/pathItems/I"}`, `"/b":null`, 1),
+		"a root key in another case":        strings.Replace(doc, `"paths":`, `"Paths":`, 1),
+		"a component kind in another case":  strings.Replace(doc, `"schemas":{"Chain1"`, `"Schemas":{"Chain1"`, 1),
+		"a path item key in another case":   strings.Replace(doc, `"/a":{"parameters":`, `"/a":{"Parameters":`, 1),
+		"a method in another case":          strings.Replace(doc, `"post":{"operationId"`, `"POST":{"operationId"`, 1),
+		"an operation key in another case":  strings.Replace(doc, `"requestBody":{"$ref"`, `"RequestBody":{"$ref"`, 1),
+		"a $ref in another case":            strings.Replace(doc, `"/b":{"$ref"`, `"/b":{"$REF"`, 1),
 		"not JSON":                          "openapi: 3.1.0\n",
 		"invalid JSON":                      doc[:len(doc)-1],
 	} {
