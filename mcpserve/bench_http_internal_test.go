@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"testing"
 
 	"github.com/commonagents-go/tool"
@@ -17,20 +18,7 @@ import (
 // process, so that the wrapper's own cost shows apart from the machine's noise.
 func BenchmarkHTTPWrapper(b *testing.B) {
 	ctx := context.Background()
-	tl, err := tool.Load(ctx, []byte(`kind: commonagents.info/v1beta2/tool
-namespace: bench
-name: shout
-description: Returns a name in capitals.
-actions:
-  - name: shout
-    description: Returns the name in capitals.
-    parameters:
-      properties:
-        name: {type: string}
-    execute:
-      cel:
-        expression: "input.name.upperAscii()"
-`))
+	tl, err := tool.LoadFile(ctx, filepath.Join("..", "scripts", "shout.yaml")) // the manifest the serve-mcp scripts serve
 	if err != nil {
 		b.Fatal(err)
 	}

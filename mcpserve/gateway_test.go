@@ -67,8 +67,9 @@ func upstream(t *testing.T) string {
 // then (or after a minute), since notifications that arrive after the result are dropped.
 var stepsSeen = map[string]chan struct{}{}
 
-// steps sends three progress notifications and three log messages, then waits for the test's client to see them.
-func steps(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+// sendSteps sends the caller three progress notifications (on its progressToken, with the message "step N") and
+// three log messages from logger, logFormat of N, alternately.
+func sendSteps(ctx context.Context, req mcpgo.CallToolRequest, logger, logFormat string) {
 	srv := server.ServerFromContext(ctx)
 	var token mcpgo.ProgressToken
 	if req.Params.Meta != nil {
@@ -77,9 +78,14 @@ func steps(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResul
 	for n := 1; n <= 3; n++ {
 		_ = srv.SendNotificationToClient(ctx, string(mcpgo.MethodNotificationProgress),
 			map[string]any{"progressToken": token, "progress": n, "total": 3, "message": fmt.Sprintf("step %d", n)})
-		_ = srv.SendLogMessageToClient(ctx, mcpgo.NewLoggingMessageNotification(mcpgo.LoggingLevelInfo, "steps",
-			fmt.Sprintf("did step %d", n)))
+		_ = srv.SendLogMessageToClient(ctx, mcpgo.NewLoggingMessageNotification(mcpgo.LoggingLevelInfo, logger,
+			fmt.Sprintf(logFormat, n)))
 	}
+}
+
+// steps sends three progress notifications and three log messages, then waits for the test's client to see them.
+func steps(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+	sendSteps(ctx, req, "steps", "did step %d")
 	select {
 	case <-stepsSeen[req.GetString("test", "")]:
 	case <-time.After(time.Minute):

@@ -25,17 +25,7 @@ func burstUpstream(t *testing.T) string {
 	s := server.NewMCPServer("burst", "1.0.0", server.WithToolCapabilities(false), server.WithLogging())
 	s.AddTool(mcpgo.NewToolWithRawSchema("burst", "Reports three steps at once.", []byte(`{"type":"object"}`)),
 		func(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
-			srv := server.ServerFromContext(ctx)
-			var token mcpgo.ProgressToken
-			if req.Params.Meta != nil {
-				token = req.Params.Meta.ProgressToken
-			}
-			for n := 1; n <= 3; n++ {
-				_ = srv.SendNotificationToClient(ctx, string(mcpgo.MethodNotificationProgress),
-					map[string]any{"progressToken": token, "progress": n, "total": 3})
-				_ = srv.SendLogMessageToClient(ctx, mcpgo.NewLoggingMessageNotification(mcpgo.LoggingLevelInfo, "burst",
-					fmt.Sprintf("step %d", n)))
-			}
+			sendSteps(ctx, req, "burst", "step %d")
 			return mcpgo.NewToolResultText("done"), nil
 		})
 	h := server.NewStreamableHTTPServer(s, server.WithEventStore(server.NewInMemoryEventStore()))
