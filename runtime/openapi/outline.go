@@ -113,16 +113,27 @@ func members(text []byte, i int) (out []member, ok bool) {
 		m.start = skipSpace(text, i+1)
 		m.end = skipValue(text, m.start)
 		out = append(out, m)
-		switch i = skipSpace(text, m.end); {
-		case i < len(text) && text[i] == ',':
-			i = skipSpace(text, i+1)
-		case i < len(text) && text[i] == '}':
-			return out, true
-		default:
+		var closed bool
+		if i, closed, ok = afterValue(text, m.end, '}'); !ok {
 			return nil, false
+		}
+		if closed {
+			return out, true
 		}
 	}
 	return nil, false
+}
+
+// afterValue reads what follows a container's value that ends at e: a ',' (next is where the next value starts) or
+// the container's closing byte (closed); ok is false for anything else.
+func afterValue(text []byte, e int, closing byte) (next int, closed, ok bool) {
+	switch i := skipSpace(text, e); {
+	case i < len(text) && text[i] == ',':
+		return skipSpace(text, i+1), false, true
+	case i < len(text) && text[i] == closing:
+		return i, true, true
+	}
+	return 0, false, false
 }
 
 // isObject reports whether m's value is an object.
@@ -525,13 +536,12 @@ func elements(text []byte, i int) (out [][]byte, ok bool) {
 	for i < len(text) {
 		e := skipValue(text, i)
 		out = append(out, text[i:e])
-		switch i = skipSpace(text, e); {
-		case i < len(text) && text[i] == ',':
-			i = skipSpace(text, i+1)
-		case i < len(text) && text[i] == ']':
-			return out, true
-		default:
+		var closed, ok bool
+		if i, closed, ok = afterValue(text, e, ']'); !ok {
 			return nil, false
+		}
+		if closed {
+			return out, true
 		}
 	}
 	return nil, false
