@@ -44,7 +44,7 @@ type ApprovalRequest struct {
 	// parameters and settings replaced by "[redacted]".
 	Arguments map[string]any
 	// Traits are the action's catalog flags: read-only, destructive, idempotent, capabilities, owner.
-	Traits Traits
+	Traits runtime.Traits
 }
 
 // Approval is an Approver's decision.
@@ -55,9 +55,6 @@ type Approval struct {
 	// By names who decided (a person, a policy); it appears in the tool.approval.decided fact.
 	By string
 }
-
-// Traits describe what an action does: the flags of its catalog entry (SPEC §11).
-type Traits = runtime.Traits
 
 // approves reports whether calls of the named action need approval.
 func (c Capability) approves(action string) bool {
@@ -117,7 +114,7 @@ func (t *Task) approval(c *call, resolved map[string]any) (res *Result, err erro
 	if max := t.tool.opts.limits.MaxCalls; max > 0 {
 		t.callCount.Add(-1) // a call that never ran does not use up the task's calls
 	}
-	te := &ToolError{Kind: KindDenied, Message: "the call was denied"}
+	te := &ToolError{Kind: runtime.KindDenied, Message: "the call was denied"}
 	switch {
 	case err != nil:
 		te.Message, te.Retryable = "the call was not run: approval could not be obtained", true

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	tool "github.com/commonagents-go/tool"
+	"github.com/commonagents-go/tool/runtime"
 	"github.com/commonagents-go/tool/tooltest"
 )
 
@@ -87,12 +88,12 @@ func TestApprovalDeniedLeavesNoTrace(t *testing.T) {
 			return tool.Approval{Approved: !deny, Reason: "not on a Friday", By: "alice@example.com"}, nil
 		})})
 
-	ctx := tool.WithCallID(context.Background(), "llm-call-1")
+	ctx := tool.ContextWithCallID(context.Background(), "llm-call-1")
 	res, err := task.Invoke(ctx, "deploy", map[string]any{"service": "billing", "token": "s3cr3t-value"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !res.IsError || res.Error.Kind != tool.KindDenied || !strings.Contains(res.Error.Message, "not on a Friday") {
+	if !res.IsError || res.Error.Kind != runtime.KindDenied || !strings.Contains(res.Error.Message, "not on a Friday") {
 		t.Fatalf("result = %+v, want a denied result carrying the reason", res.Error)
 	}
 	if n := len(env.srv.Requests()); n != 0 {
@@ -107,7 +108,7 @@ func TestApprovalDeniedLeavesNoTrace(t *testing.T) {
 		t.Fatalf("Approver asked %d times, want 1", len(got))
 	}
 	traits := got[0].Traits
-	got[0].Traits = tool.Traits{}
+	got[0].Traits = runtime.Traits{}
 	if !reflect.DeepEqual(got[0], want) {
 		t.Fatalf("ApprovalRequest = %+v\nwant %+v", got[0], want)
 	}
@@ -153,7 +154,7 @@ func TestApprovalOnlyForMarkedActions(t *testing.T) {
 		t.Fatalf("status: %v %+v", err, res)
 	}
 	// Invalid arguments are refused before anyone is asked.
-	if res, err := task.Invoke(context.Background(), "deploy", map[string]any{}); err != nil || res.Error.Kind != tool.KindMissingFields {
+	if res, err := task.Invoke(context.Background(), "deploy", map[string]any{}); err != nil || res.Error.Kind != runtime.KindMissingFields {
 		t.Fatalf("deploy without service: %v %+v", err, res)
 	}
 	if asked != 0 {
@@ -183,7 +184,7 @@ func TestApproverErrorIsRecoverable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !res.IsError || res.Error.Kind != tool.KindDenied || !res.Error.Retryable ||
+	if !res.IsError || res.Error.Kind != runtime.KindDenied || !res.Error.Retryable ||
 		strings.Contains(string(res.OutputJSON), "internal-host-7") {
 		t.Fatalf("result = %s, want a retryable denied result without the approver's error", res.OutputJSON)
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/commonagents-go/tool/internal/schema"
+	"github.com/commonagents-go/tool/runtime"
 )
 
 // resolveArgs applies SPEC §3.4 to one call: for each root and action parameter, binding, then LLM argument, then
@@ -100,7 +101,7 @@ func (t *Task) argumentError(a *action, settings, unknown []string) *ToolError {
 		parts = append(parts, fmt.Sprintf("unknown arguments %s", quoteAll(unknown)))
 	}
 	accepted := t.acceptedNames(a)
-	return &ToolError{Kind: KindInvalidArguments, Message: strings.Join(parts, "; "),
+	return &ToolError{Kind: runtime.KindInvalidArguments, Message: strings.Join(parts, "; "),
 		Hint: &RetryHint{Message: "accepted arguments: " + strings.Join(accepted, ", ")}}
 }
 
@@ -125,7 +126,7 @@ func (t *Task) missingError(a *action, missing []string) *ToolError {
 			}
 		}
 	}
-	return &ToolError{Kind: KindMissingFields, Message: "missing required arguments " + quoteAll(missing), Hint: h}
+	return &ToolError{Kind: runtime.KindMissingFields, Message: "missing required arguments " + quoteAll(missing), Hint: h}
 }
 
 // validateArgs checks the resolved arguments against the root and the action schema, each seeing its own
@@ -155,7 +156,7 @@ func (t *Task) validateArgs(a *action, resolved map[string]any) *ToolError {
 		return nil
 	}
 	sort.Strings(violations)
-	return &ToolError{Kind: KindInvalidArguments, Message: "arguments do not match the schema: " +
+	return &ToolError{Kind: runtime.KindInvalidArguments, Message: "arguments do not match the schema: " +
 		strings.Join(violations, "; "), Hint: &RetryHint{Message: "fix the named arguments and call again"}}
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/commonagents-go/tool/events"
 	"github.com/commonagents-go/tool/events/poll"
 	"github.com/commonagents-go/tool/interp"
+	"github.com/commonagents-go/tool/store"
 )
 
 // workers are a task's running background events (subscriptions and polls, SPEC §9.3–9.4): started at NewTask
@@ -207,7 +208,7 @@ func (t *Task) host(i int) *events.Host {
 			PollInterval: o.limits.PollInterval, Timeout: t.events.timeouts[i],
 			RequestTimeout: o.limits.CallTimeout, ResponseBytes: o.limits.ResponseBytes},
 	}
-	if leases, ok := o.store.(LeaseStore); ok {
+	if leases, ok := o.store.(store.LeaseStore); ok {
 		key, owner := t.stateKey("leases/"+name), o.replicaID()
 		h.Lease = func(ctx context.Context, ttl time.Duration) (bool, error) {
 			held, err := leases.Lease(ctx, key, owner, ttl)

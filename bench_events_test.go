@@ -117,7 +117,7 @@ func BenchmarkRouterDispatch(b *testing.B) {
 	ctx := context.Background()
 	sink := tool.SinkFunc(func(context.Context, tool.Activation) error { return nil })
 	for _, n := range []int{100, 10_000, 100_000} {
-		r := tool.NewRouter()
+		r := tool.NewRouter(tool.RouterOptions{})
 		var target *tool.Task
 		tasks := make([]*tool.Task, 0, n)
 		for i := range n {
@@ -168,7 +168,7 @@ func BenchmarkRouterDispatchPing(b *testing.B) {
 	tl := githubPR(b)
 	ctx := context.Background()
 	const n = 10_000
-	r := tool.NewRouter()
+	r := tool.NewRouter(tool.RouterOptions{})
 	tasks := make([]*tool.Task, 0, n)
 	for i := range n {
 		task, err := tl.NewTask(ctx, tool.TaskConfig{

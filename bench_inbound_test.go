@@ -40,7 +40,7 @@ func BenchmarkRouterUnsignedPost(b *testing.B) {
 		}
 	})
 	b.Run("Router", func(b *testing.B) {
-		r := tool.NewRouter()
+		r := tool.NewRouter(tool.RouterOptions{})
 		if err := r.Add(signedTask(b)); err != nil {
 			b.Fatal(err)
 		}
@@ -48,7 +48,7 @@ func BenchmarkRouterUnsignedPost(b *testing.B) {
 		b.SetBytes(mib)
 		for b.Loop() {
 			w := httptest.NewRecorder()
-			r.ServeHTTP(w, httptest.NewRequest(http.MethodPost, tool.DefaultWebhookPrefix+"/tests/repo-events", bytes.NewReader(body)))
+			r.ServeHTTP(w, httptest.NewRequest(http.MethodPost, "/v1/webhooks/events"+"/tests/repo-events", bytes.NewReader(body)))
 			if w.Code != http.StatusUnauthorized {
 				b.Fatalf("status %d", w.Code)
 			}
@@ -60,7 +60,7 @@ func BenchmarkRouterUnsignedPost(b *testing.B) {
 // server and reports how far the live heap rose above where it started (heap-MiB), sampled while they run, and
 // how many were turned away with 503 (rejected/op).
 func BenchmarkRouterConcurrentUnsignedPosts(b *testing.B) {
-	r := tool.NewRouter()
+	r := tool.NewRouter(tool.RouterOptions{})
 	if err := r.Add(signedTask(b)); err != nil {
 		b.Fatal(err)
 	}
@@ -90,7 +90,7 @@ func BenchmarkRouterConcurrentUnsignedPosts(b *testing.B) {
 		var mu sync.Mutex
 		for range 200 {
 			wg.Go(func() {
-				resp, err := http.Post(srv.URL+tool.DefaultWebhookPrefix+"/tests/repo-events", "application/json", bytes.NewReader(body))
+				resp, err := http.Post(srv.URL+"/v1/webhooks/events"+"/tests/repo-events", "application/json", bytes.NewReader(body))
 				if err == nil {
 					resp.Body.Close()
 				}

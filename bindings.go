@@ -93,11 +93,8 @@ type BindingEnv struct {
 	Now time.Time
 }
 
-// ResolveBinding turns one binding as an agent manifest writes it into its value (SPEC §3.3): text containing a
-// {token} is a template over context and runtime; any other text is compiled as CEL over context, runtime and
-// now, and text that does not compile as CEL is a literal string ("octocat", "my-repo"). ctx bounds the CEL
-// evaluation. Errors name the binding's source, never a context value.
-func ResolveBinding(ctx context.Context, src string, env BindingEnv) (any, error) {
+// resolveBinding turns one binding as an agent manifest writes it into its value (see ResolveBindings).
+func resolveBinding(ctx context.Context, src string, env BindingEnv) (any, error) {
 	rt := map[string]any{"version": env.Runtime.Version, "api_root": env.Runtime.APIRoot,
 		"dashboard_url": env.Runtime.DashboardURL}
 	if tmpl, err := interp.Parse(src); err == nil && tmpl.HasRefs() {
@@ -129,14 +126,17 @@ func ResolveBinding(ctx context.Context, src string, env BindingEnv) (any, error
 	return v, nil
 }
 
-// ResolveBindings resolves every binding of an agent capability with ResolveBinding. The error names each
-// binding that failed.
+// ResolveBindings turns the bindings of an agent capability, as an agent manifest writes them, into their values
+// (SPEC §3.3): text containing a {token} is a template over context and runtime; any other text is compiled as
+// CEL over context, runtime and now, and text that does not compile as CEL is a literal string ("octocat",
+// "my-repo"). ctx bounds the CEL evaluations. The error names each binding that failed, by name and source,
+// never a context value.
 func ResolveBindings(ctx context.Context, bindings map[string]string, env BindingEnv) (map[string]any, error) {
 	out := make(map[string]any, len(bindings))
 	var failed []string
 	var first error
 	for _, name := range slices.Sorted(maps.Keys(bindings)) {
-		v, err := ResolveBinding(ctx, bindings[name], env)
+		v, err := resolveBinding(ctx, bindings[name], env)
 		if err != nil {
 			failed = append(failed, name)
 			if first == nil {

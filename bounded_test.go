@@ -10,6 +10,7 @@ import (
 
 	tool "github.com/commonagents-go/tool"
 	"github.com/commonagents-go/tool/facts"
+	"github.com/commonagents-go/tool/runtime"
 )
 
 // boundedManifest has stateless_http actions, whose backend states the bound of its calls (the task then makes one
@@ -64,7 +65,7 @@ func TestBoundedCalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	res, err := task.Invoke(ctx, "slow_read", nil)
-	if err != nil || res.Error == nil || res.Error.Kind != tool.KindTimeout || !strings.Contains(res.Error.Message, "outcome is unknown") {
+	if err != nil || res.Error == nil || res.Error.Kind != runtime.KindTimeout || !strings.Contains(res.Error.Message, "outcome is unknown") {
 		t.Fatalf("slow_read: %v %+v, want a timeout whose outcome is unknown", err, res)
 	}
 	if d := res.Telemetry.Duration; d < 200*time.Millisecond || d > 20*time.Second {

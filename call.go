@@ -87,7 +87,7 @@ func (c *call) setOutput(output any) {
 	r := c.result
 	b, err := encodeJSON(output)
 	if err != nil {
-		te := &ToolError{Kind: KindMalformedResponse, Message: "the output is not representable as JSON"}
+		te := &ToolError{Kind: runtime.KindMalformedResponse, Message: "the output is not representable as JSON"}
 		r.IsError, r.Error, output = true, te, map[string]any{"error": te}
 		b, _ = encodeJSON(output)
 	}
@@ -213,7 +213,7 @@ func (t *Task) Start(ctx context.Context, action string, args map[string]any) (*
 		return nil, err
 	}
 	id := t.nextCallID(ctx)
-	cctx, cancel := context.WithCancel(WithCallID(ctx, id))
+	cctx, cancel := context.WithCancel(ContextWithCallID(ctx, id))
 	c := &Call{id: id, cancel: cancel, done: make(chan struct{})}
 	run := func() {
 		defer t.leave()

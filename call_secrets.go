@@ -115,7 +115,7 @@ func (c *call) scrub(v any) any {
 }
 
 // scrubContent returns a copy of blocks with the secrets masked in every text and data field; nil for none.
-func (c *call) scrubContent(blocks []runtime.Content) []Content {
+func (c *call) scrubContent(blocks []runtime.Content) []runtime.Content {
 	if len(blocks) == 0 {
 		return nil
 	}
@@ -135,13 +135,13 @@ func (c *call) scrubContent(blocks []runtime.Content) []Content {
 		v, _ := c.scrub(m).(map[string]any)
 		return v
 	}
-	out := make([]Content, len(blocks))
+	out := make([]runtime.Content, len(blocks))
 	for n, b := range blocks {
 		b.Text, b.Data, b.URI, b.Name = str(b.Text), str(b.Data), str(b.URI), str(b.Name)
 		b.Title, b.Description = str(b.Title), str(b.Description)
 		b.Annotations, b.Meta = meta(b.Annotations), meta(b.Meta)
 		if r := b.Resource; r != nil {
-			b.Resource = &ResourceContents{URI: str(r.URI), MIMEType: r.MIMEType, Text: str(r.Text), Blob: str(r.Blob),
+			b.Resource = &runtime.ResourceContents{URI: str(r.URI), MIMEType: r.MIMEType, Text: str(r.Text), Blob: str(r.Blob),
 				Meta: meta(r.Meta)}
 		}
 		out[n] = b

@@ -11,11 +11,7 @@ import (
 type CatalogEntry struct {
 	// Function is the LLM-facing function name: Function.Name and Result.Function for the same action. Its JSON
 	// key is SPEC §11's tool_name.
-	Function string `json:"tool_name"`
-	// ToolName holds the same value as Function.
-	//
-	// Deprecated: use Function. ToolName is not encoded (tool_name is Function's key).
-	ToolName    string          `json:"-"`
+	Function    string          `json:"tool_name"`
 	Action      string          `json:"action"`
 	Description string          `json:"description"`
 	InputSchema json.RawMessage `json:"input_schema"`
@@ -64,7 +60,6 @@ func (t *Tool) Catalog(c Capability) []CatalogEntry {
 			IsOpenWorld:       tr.OpenWorld,
 			InterruptBehavior: "block",
 		}
-		e.ToolName = e.Function
 		if e.Capabilities == nil {
 			e.Capabilities = []string{}
 		}

@@ -36,7 +36,7 @@ func replicaPair(t *testing.T, store tool.Store, clock *manualClock, sinks [2]to
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { task.Detach(context.Background()) })
-		routers[i] = tool.NewRouter()
+		routers[i] = tool.NewRouter(tool.RouterOptions{})
 		if err := routers[i].Add(task); err != nil {
 			t.Fatal(err)
 		}
@@ -128,7 +128,7 @@ func TestDeadReplicasClaimExpires(t *testing.T) {
 	if code := post(routers[1], signed(hookSecret, "d-1", pushBody)); code != http.StatusServiceUnavailable {
 		t.Fatalf("retry within the claim timeout: %d, want 503", code)
 	}
-	clock.Advance(tool.ClaimTimeout)
+	clock.Advance(tool.DefaultLimits().ClaimTimeout)
 	if code := post(routers[1], signed(hookSecret, "d-1", pushBody)); code != http.StatusAccepted || b.accepted.Load() != 1 {
 		t.Errorf("retry past the claim timeout: %d with %d activations at r2, want 202 with one", code, b.accepted.Load())
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	tool "github.com/commonagents-go/tool"
+	"github.com/commonagents-go/tool/runtime"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -66,7 +67,7 @@ func suiteInvoke(t *testing.T, task *tool.Task, name, action, param string, data
 	if err != nil {
 		t.Fatalf("%s: Invoke: %v", name, err)
 	}
-	if res.IsError && res.Error.Kind != tool.KindInvalidArguments {
+	if res.IsError && res.Error.Kind != runtime.KindInvalidArguments {
 		t.Errorf("%s: %v, want a run or invalid_arguments", name, res.Error)
 	}
 	return res

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	tool "github.com/commonagents-go/tool"
+	"github.com/commonagents-go/tool/runtime"
 )
 
 type schemaGroup struct {
@@ -69,7 +70,7 @@ func TestJSONSchemaTestSuiteDraft7(t *testing.T) {
 					t.Fatalf("%s: Invoke: %v", name, err)
 				}
 				accepted := !res.IsError
-				if !accepted && res.Error.Kind != tool.KindInvalidArguments && res.Error.Kind != tool.KindMissingFields {
+				if !accepted && res.Error.Kind != runtime.KindInvalidArguments && res.Error.Kind != runtime.KindMissingFields {
 					t.Errorf("%s: %v, want a run or invalid_arguments", name, res.Error)
 				}
 				if accepted == c.Valid {

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/commonagents-go/tool/store"
 )
 
 // dedupeLog remembers the delivery ids a task activated, in the Store under "deliveries/<hash>" (SPEC §9.2,
@@ -56,8 +58,8 @@ const (
 // is a duplicate. A Store failure is reported (store.failed) and counts as taken: a rare duplicate beats a lost
 // event.
 //
-// Replicas share claims through the Store: a ClaimStore claims in one round trip, expiring on its own clock; a
-// SwapStore by compare-and-swap, with claim times on this host's clock. A claim older than ClaimTimeout is a
+// Replicas share claims through the Store: a store.ClaimStore claims in one round trip, expiring on its own clock; a
+// store.SwapStore by compare-and-swap, with claim times on this host's clock. A claim older than Limits.ClaimTimeout is a
 // dead replica's, and the id is taken over.
 func (e *taskEvents) claim(ctx context.Context, key string) claimOutcome {
 	log := &e.dedupe
@@ -92,8 +94,8 @@ func (e *taskEvents) claim(ctx context.Context, key string) claimOutcome {
 // claimIn claims key in the Store with value; claimed reports whether the Store holds the claim (to be removed
 // if the activation is refused).
 func (e *taskEvents) claimIn(ctx context.Context, key string, value []byte, now time.Time) (out claimOutcome, claimed bool) {
-	store := e.tool.opts.store
-	if cs, ok := store.(ClaimStore); ok {
+	st := e.tool.opts.store
+	if cs, ok := st.(store.ClaimStore); ok {
 		ok, current, err := cs.Claim(ctx, key, value, e.tool.opts.limits.ClaimTimeout)
 		switch {
 		case err != nil:
@@ -106,7 +108,7 @@ func (e *taskEvents) claimIn(ctx context.Context, key string, value []byte, now 
 		}
 		return claimDuplicate, false // a record lives as long as the dedupe window (PutTTL)
 	}
-	b, err := store.Get(ctx, key)
+	b, err := st.Get(ctx, key)
 	switch {
 	case errors.Is(err, ErrNotFound):
 		b = nil
@@ -125,7 +127,7 @@ func (e *taskEvents) claimIn(ctx context.Context, key string, value []byte, now 
 		}
 		// An expired claim (its replica died) or record: taken over below.
 	}
-	swap, ok := store.(SwapStore)
+	swap, ok := st.(store.SwapStore)
 	if !ok {
 		return claimTaken, false // a Store no replicas share: the in-process claim is enough
 	}
@@ -143,16 +145,16 @@ func (e *taskEvents) claimIn(ctx context.Context, key string, value []byte, now 
 // claimPrefix marks a delivery id that a replica is activating, not yet activated.
 const claimPrefix = "claim "
 
-// ClaimTimeout is the default of Limits.ClaimTimeout: how long a replica's claim on a delivery id holds off the same delivery at the other replicas
-// sharing the Store (SPEC §9.2, §13): meanwhile they answer the sender's retries 503 (in_flight); past it the
+// defaultClaimTimeout is the default of Limits.ClaimTimeout: how long a replica's claim on a delivery id holds off
+// the same delivery at the other replicas sharing the Store (SPEC §9.2, §13): meanwhile they answer the sender's retries 503 (in_flight); past it the
 // claimant is taken for dead and the next retry activates. A Sink that takes longer than this to accept can see a
-// retry activated by another replica. A ClaimStore measures it on its own clock.
-const ClaimTimeout = 5 * time.Minute
+// retry activated by another replica. A store.ClaimStore measures it on its own clock.
+const defaultClaimTimeout = 5 * time.Minute
 
 // unclaim removes the claim that claim took in a shared Store on a delivery that did not activate, so that a retry
 // activates it. Stores without compare-and-swap hold no claims.
 func (e *taskEvents) unclaim(ctx context.Context, key string) {
-	store := e.tool.opts.store
+	st := e.tool.opts.store
 	e.dedupe.mu.Lock()
 	claim := e.dedupe.claims[key]
 	delete(e.dedupe.claims, key)
@@ -163,19 +165,19 @@ func (e *taskEvents) unclaim(ctx context.Context, key string) {
 	}
 	ctx, cancel := e.settleContext(ctx)
 	defer cancel()
-	b, err := store.Get(ctx, key)
+	b, err := st.Get(ctx, key)
 	if err == nil && string(b) == string(claim) { // ours, not a later claimant's
-		err = store.Delete(ctx, key)
+		err = st.Delete(ctx, key)
 	}
 	if err != nil && !errors.Is(err, ErrNotFound) {
-		e.seam.storeFailed(ctx, "delete", recordDelivery, err) // the claim holds off retries until ClaimTimeout
+		e.seam.storeFailed(ctx, "delete", recordDelivery, err) // the claim holds off retries until Limits.ClaimTimeout
 	}
 }
 
 // settleContext bounds the Store calls that settle a claim (unclaim, remember): the store context of ctx, or
 // one of their own once ctx's deadline has passed. A Sink that accepted after the caller's deadline, or an
 // activation that did not happen because of it, must still reach the Store: a claim left in place holds off the
-// sender's retry until ClaimTimeout.
+// sender's retry until Limits.ClaimTimeout.
 func (e *taskEvents) settleContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	sctx, cancel := e.seam.storeContext(ctx)
 	if sctx.Err() == nil {
@@ -196,15 +198,15 @@ func (e *taskEvents) release(key string) {
 // remember records that the event activated for delivery id, and forgets the ids older than the window.
 func (e *taskEvents) remember(ctx context.Context, key string) {
 	now := e.tool.opts.clock.Now()
-	store := e.tool.opts.store
+	st := e.tool.opts.store
 	ctx, cancel := e.settleContext(ctx)
 	defer cancel()
 	value := []byte(now.UTC().Format(time.RFC3339Nano))
 	var err error
-	if exp, ok := store.(ExpiringStore); ok {
+	if exp, ok := st.(store.ExpiringStore); ok {
 		err = exp.PutTTL(ctx, key, value, e.tool.opts.limits.DedupeWindow)
 	} else {
-		err = store.Put(ctx, key, value)
+		err = st.Put(ctx, key, value)
 	}
 	if err != nil {
 		e.seam.storeFailed(ctx, "write", recordDelivery, err) // a retry within the window activates again
@@ -227,7 +229,7 @@ func (e *taskEvents) remember(ctx context.Context, key string) {
 	log.entries = log.entries[n:]
 	log.mu.Unlock()
 	for _, k := range old {
-		if err := store.Delete(ctx, k); err != nil && !errors.Is(err, ErrNotFound) {
+		if err := st.Delete(ctx, k); err != nil && !errors.Is(err, ErrNotFound) {
 			e.seam.storeFailed(ctx, "delete", recordDelivery, err)
 		}
 	}

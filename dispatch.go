@@ -37,7 +37,8 @@ func (heldTasks) task(_ context.Context, ref taskRef) (*Task, func(), error) {
 //
 // A task that cannot be brought into memory because of its stored state is handed to dead (when not nil) with
 // the payload; if dead takes it, the task counts as handled, else its error makes the answer 503.
-func dispatch(ctx context.Context, p *inbound, refs []taskRef, src taskSource, dead DeadLetter) ([]*Delivery, []error) {
+func dispatch(ctx context.Context, p *inbound, refs []taskRef, src taskSource,
+	dead func(context.Context, string, *Inbound, error) error) ([]*Delivery, []error) {
 	var out []*Delivery
 	var errs []error
 	next, stop := fetch(ctx, refs, src)

@@ -16,7 +16,7 @@
 //
 //	offer(task.Functions()) // name, description and a JSON Schema each; StrictSchema and AnthropicSchema adapt it
 //	for call := range model.ToolCalls() {
-//		res, err := task.InvokeFunction(tool.WithCallID(ctx, call.ID), call.Name, call.Arguments)
+//		res, err := task.InvokeFunction(tool.ContextWithCallID(ctx, call.ID), call.Name, call.Arguments)
 //		if err != nil { // unrecoverable: tell the user and end the conversation (the deferred Close ends the task)
 //			return err
 //		}

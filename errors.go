@@ -21,7 +21,7 @@ var (
 	// ErrClosed is returned by calls on a closed task.
 	ErrClosed = errors.New("tool: task is closed")
 	// ErrUnknownAction is returned when Invoke or Start names an action the capability does not include: a
-	// host's mistake. (A function name the LLM made up is a KindUnknownFunction result of InvokeFunction.)
+	// host's mistake. (A function name the LLM made up is a runtime.KindUnknownFunction result of InvokeFunction.)
 	ErrUnknownAction = errors.New("tool: unknown action")
 	// ErrNotFound is returned by Store.Get for an absent key (store.ErrNotFound).
 	ErrNotFound = store.ErrNotFound

@@ -75,7 +75,7 @@ actions:
 			return
 		}
 		for _, call := range calls {
-			res, err := task.InvokeFunction(tool.WithCallID(ctx, call.ID), call.Name, []byte(call.Arguments))
+			res, err := task.InvokeFunction(tool.ContextWithCallID(ctx, call.ID), call.Name, []byte(call.Arguments))
 			if err != nil {
 				fmt.Println("the tool cannot go on; ending the conversation:", err)
 				return

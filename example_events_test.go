@@ -83,7 +83,7 @@ func ExampleRouter() {
 		fmt.Println(err)
 		return
 	}
-	router := tool.NewRouter()
+	router := tool.NewRouter(tool.RouterOptions{})
 	mux := http.NewServeMux()
 	router.Register(mux) // POST /v1/webhooks/events/{namespace}/{tool}
 

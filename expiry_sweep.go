@@ -8,20 +8,21 @@ import (
 	"time"
 
 	"github.com/commonagents-go/tool/facts"
+	"github.com/commonagents-go/tool/store"
 )
 
 // Expiry in store mode (issue 28 with issue 32's TaskConfig.ExpiresAt): a task in memory ends at its expiry by a
 // timer (lifetime.go), and a stored task that a webhook brings into memory after its expiry is closed at once.
-// A task that nothing brings into memory would never end, so a Tool loaded WithRouteIndex over a TaskExpiryStore
+// A task that nothing brings into memory would never end, so a Tool loaded WithRouteIndex over a store.TaskExpiryStore
 // also records each task's expiry in the Store's expiry index, and Router.SweepExpired closes the tasks whose
 // expiry has passed, reading no other task.
 
 // taskExpiry is the Store's expiry index of a Tool loaded WithRouteIndex; nil when the Store has none.
-func (t *Tool) taskExpiry() TaskExpiryStore {
+func (t *Tool) taskExpiry() store.TaskExpiryStore {
 	if t.routing == nil {
 		return nil
 	}
-	es, _ := t.opts.store.(TaskExpiryStore)
+	es, _ := t.opts.store.(store.TaskExpiryStore)
 	return es
 }
 
@@ -68,9 +69,9 @@ func (t *Task) expiredAt(now time.Time) bool {
 // otherwise keep its state and routes for good; call SweepExpired periodically (docs/scaling.md), from any
 // replica or from several: a task is closed once.
 //
-// It reads the Store's expiry index (the Tool must be loaded WithRouteIndex over a TaskExpiryStore, such as
+// It reads the Store's expiry index (the Tool must be loaded WithRouteIndex over a store.TaskExpiryStore, such as
 // store/postgres; Tool.ReindexRoutes records the expiries of the tasks stored before), one query per page of
-// WithMaxFanOut tasks, and no task that has not expired. Each expired task is brought into memory with the
+// RouterOptions.MaxFanOut tasks, and no task that has not expired. Each expired task is brought into memory with the
 // Hydrator's configuration, so that what its backends recorded is torn down, and closed as by Task.Close (the
 // task.expired fact): its state, routes and expiry record go. A task the Hydrator declines is left stored and
 // not counted; a record whose task the Store no longer holds is removed. Tasks that cannot be closed are named
@@ -102,14 +103,14 @@ func (r *Router) SweepExpired(ctx context.Context) (int, error) {
 func (c *taskCache) sweepExpired(ctx context.Context, limit int) (int, error) {
 	es := c.tool.taskExpiry()
 	if es == nil {
-		return 0, fmt.Errorf("tool: router: sweep expired tasks of %s/%s: the Store keeps no expiry index (TaskExpiryStore)",
+		return 0, fmt.Errorf("tool: router: sweep expired tasks of %s/%s: the Store keeps no expiry index (store.TaskExpiryStore)",
 			c.tool.Namespace(), c.tool.Name())
 	}
 	prefix := toolPrefix(c.tool)
 	now := c.tool.opts.clock.Now()
 	n := 0
 	var errs []error
-	for after := (TaskExpiry{}); ; {
+	for after := (store.TaskExpiry{}); ; {
 		page, err := es.ExpiredTasks(ctx, prefix, now, after, limit)
 		if err != nil {
 			c.tool.observeTool(ctx, facts.StoreFailed, "", map[string]any{"operation": "read", "record": recordExpiry,
@@ -137,7 +138,7 @@ func (c *taskCache) sweepExpired(ctx context.Context, limit int) (int, error) {
 }
 
 // expire closes the task id, whose expiry record e has passed at now, and reports whether it did.
-func (c *taskCache) expire(ctx context.Context, id string, e TaskExpiry, now time.Time) (bool, error) {
+func (c *taskCache) expire(ctx context.Context, id string, e store.TaskExpiry, now time.Time) (bool, error) {
 	t, release, err := c.task(ctx, taskRef{id: id})
 	switch {
 	case errors.Is(err, errExpired):

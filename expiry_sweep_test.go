@@ -11,11 +11,12 @@ import (
 
 	"github.com/commonagents-go/tool"
 	"github.com/commonagents-go/tool/facts"
+	"github.com/commonagents-go/tool/store"
 	"github.com/commonagents-go/tool/tooltest"
 )
 
 // expiringReplicas is newReplicas with both replicas on one fake clock, b observed.
-func expiringReplicas(t *testing.T, ropts ...tool.RouterOption) (*replicas, *tooltest.Clock, *factRecorder) {
+func expiringReplicas(t *testing.T, ropts tool.RouterOptions) (*replicas, *tooltest.Clock, *factRecorder) {
 	t.Helper()
 	clock := tooltest.NewClock(time.Date(2026, 11, 27, 0, 0, 0, 0, time.UTC))
 	log := &factRecorder{}
@@ -26,11 +27,11 @@ func expiringReplicas(t *testing.T, ropts ...tool.RouterOption) (*replicas, *too
 		t.Fatal(err)
 	}
 	rp.b = issueTracker(t, tool.WithStore(rp.store), tool.WithRouteIndex(), tool.WithClock(clock), tool.WithObserver(log))
-	rp.router = tool.NewRouter(ropts...)
+	rp.router = tool.NewRouter(ropts)
 	hydrate := func(_ context.Context, id string) (tool.TaskConfig, bool) {
 		return tool.TaskConfig{Capability: tool.Capability{Bindings: map[string]any{"repo_id": 4242}}, Sink: rp.sink}, true
 	}
-	if err := rp.router.Serve(rp.b, tool.WithHydrator(hydrate)); err != nil {
+	if err := rp.router.Serve(rp.b, hydrate); err != nil {
 		t.Fatal(err)
 	}
 	return rp, clock, log
@@ -58,7 +59,7 @@ func gone(t *testing.T, rp *replicas, id string, at time.Time) {
 	if got := routedValues(t, rp.mem, prefix, "assignee", []string{"alice"}); len(got) != 0 {
 		t.Errorf("routes of %s: %v, want none", id, got)
 	}
-	recs, err := rp.mem.ExpiredTasks(context.Background(), prefix, at, tool.TaskExpiry{}, 10)
+	recs, err := rp.mem.ExpiredTasks(context.Background(), prefix, at, store.TaskExpiry{}, 10)
 	if err != nil || len(recs) != 0 {
 		t.Errorf("expiry records of %s: %v (%v), want none", id, recs, err)
 	}
@@ -68,7 +69,7 @@ func gone(t *testing.T, rp *replicas, id string, at time.Time) {
 // its state, routes and expiry record go, it gets nothing, and the webhook's other tasks activate (202, not 503).
 func TestStoreModeClosesAnExpiredTaskAWebhookReaches(t *testing.T) {
 	t.Parallel()
-	rp, clock, log := expiringReplicas(t)
+	rp, clock, log := expiringReplicas(t, tool.RouterOptions{})
 	storedTask(t, rp, "old", clock.Now().Add(time.Hour))
 	storedTask(t, rp, "live", time.Time{})
 	clock.Advance(2 * time.Hour)
@@ -76,7 +77,7 @@ func TestStoreModeClosesAnExpiredTaskAWebhookReaches(t *testing.T) {
 	rp.router.Register(mux)
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
-	url := srv.URL + tool.DefaultWebhookPrefix + "/engineering/issue-tracker"
+	url := srv.URL + "/v1/webhooks/events" + "/engineering/issue-tracker"
 	if status, body := postInbound(t, url, signed(hookSecret, "d1", assigned(4242, "alice"))); status != http.StatusAccepted {
 		t.Fatalf("webhook for alice: status %d (%s), want 202", status, body)
 	}
@@ -107,7 +108,7 @@ func TestStoreModeClosesAnExpiredTaskAWebhookReaches(t *testing.T) {
 // alone; the others stay, and a record whose task is gone is dropped.
 func TestRouterSweepExpired(t *testing.T) {
 	t.Parallel()
-	rp, clock, log := expiringReplicas(t, tool.WithMaxFanOut(1)) // a page per task
+	rp, clock, log := expiringReplicas(t, tool.RouterOptions{MaxFanOut: 1}) // a page per task
 	t0 := clock.Now()
 	storedTask(t, rp, "e1", t0.Add(time.Hour))
 	storedTask(t, rp, "e2", t0.Add(2*time.Hour))
@@ -146,7 +147,7 @@ func TestRouterSweepExpired(t *testing.T) {
 	if n, err := rp.router.SweepExpired(context.Background()); n != 0 || err != nil {
 		t.Errorf("sweep of a stale record = %d, %v; want 0, nil", n, err)
 	}
-	if recs, _ := rp.mem.ExpiredTasks(context.Background(), stale, clock.Now(), tool.TaskExpiry{}, 10); len(recs) != 0 {
+	if recs, _ := rp.mem.ExpiredTasks(context.Background(), stale, clock.Now(), store.TaskExpiry{}, 10); len(recs) != 0 {
 		t.Errorf("the stale record stays: %v", recs)
 	}
 	// "later" is in memory here (the webhook brought it): past its expiry, its timer or the sweep closes it.
@@ -168,7 +169,7 @@ func TestRouterSweepExpired(t *testing.T) {
 // brings it, pinned while lent (the cache's bound does not evict it), evictable again once released.
 func TestRouterTaskLendsAStoredTask(t *testing.T) {
 	t.Parallel()
-	rp, clock, _ := expiringReplicas(t, tool.WithTaskCache(1, time.Hour))
+	rp, clock, _ := expiringReplicas(t, tool.RouterOptions{TaskCacheSize: 1, TaskCacheIdle: time.Hour})
 	storedTask(t, rp, "t1", time.Time{})
 	storedTask(t, rp, "t2", time.Time{})
 	storedTask(t, rp, "old", clock.Now().Add(time.Minute))

@@ -1,6 +1,6 @@
 package tool
 
-// InFlightPeak is the most request-body bytes r ever held at once (WithInFlightBytes), for tests.
+// InFlightPeak is the most request-body bytes r ever held at once (RouterOptions.InFlightBytes), for tests.
 func InFlightPeak(r *Router) int64 {
 	r.inFlight.mu.Lock()
 	defer r.inFlight.mu.Unlock()

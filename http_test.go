@@ -19,6 +19,7 @@ import (
 	"time"
 
 	tool "github.com/commonagents-go/tool"
+	"github.com/commonagents-go/tool/runtime"
 )
 
 // recorded is one request as the server received it.
@@ -243,7 +244,7 @@ func TestStatelessHTTPInjection(t *testing.T) {
 			res := mustInvoke(t, task, "get_file", tc.args)
 			reqs := srv.requests()
 			if tc.refused {
-				if !res.IsError || res.Error.Kind != tool.KindInvalidArguments {
+				if !res.IsError || res.Error.Kind != runtime.KindInvalidArguments {
 					t.Errorf("result = %+v, want invalid_arguments", res)
 				}
 				if len(reqs) != before {
@@ -302,9 +303,9 @@ func TestStatelessHTTPStatus(t *testing.T) {
 		retryable bool
 		after     time.Duration
 	}{
-		{"429", tool.KindRateLimited, true, 7 * time.Second},
-		{"503", tool.KindUnavailable, true, 0},
-		{"404", tool.KindInvalidRequest, false, 0},
+		{"429", runtime.KindRateLimited, true, 7 * time.Second},
+		{"503", runtime.KindUnavailable, true, 0},
+		{"404", runtime.KindInvalidRequest, false, 0},
 	}
 	for _, tc := range tests {
 		res := mustInvoke(t, task, "get_file", map[string]any{"path": "x", "ref": tc.ref})
@@ -367,7 +368,7 @@ func TestAuthTokens(t *testing.T) {
 	}
 	task = newTask(t, filesTool(t, srv, tool.WithAuth(tokens{})), tool.TaskConfig{})
 	res = mustInvoke(t, task, "whoami", map[string]any{"path": "x"})
-	if !res.IsError || res.Error.Kind != tool.KindUnavailable || !res.Error.Retryable {
+	if !res.IsError || res.Error.Kind != runtime.KindUnavailable || !res.Error.Retryable {
 		t.Errorf("failing provider: %+v, want a retryable unavailable error", res.Error)
 	}
 	if n := len(srv.requests()); n != before {

@@ -6,13 +6,13 @@ import (
 	"time"
 )
 
-// DefaultConnsPerHost is how many idle connections per host the default HTTP client keeps: as many as the calls
+// defaultConnsPerHost is how many idle connections per host the default HTTP client keeps: as many as the calls
 // an MCP host runs at once (mcpserve.DefaultWorkers), so that concurrent calls to one backend reuse connections
 // instead of opening new ones (net/http's own default keeps 2).
-const DefaultConnsPerHost = 32
+const defaultConnsPerHost = 32
 
 // NewHTTPClient returns an HTTP client tuned for concurrent calls; Load uses NewHTTPClient(0) when the host passes
-// no WithHTTPClient. Its transport keeps connsPerHost idle connections per host (DefaultConnsPerHost when
+// no WithHTTPClient. Its transport keeps connsPerHost idle connections per host (defaultConnsPerHost when
 // connsPerHost ≤ 0) and four times as many in all, holds TCP connections open with keep-alive probes, speaks
 // HTTP/2 over TLS (ForceAttemptHTTP2: a transport with its own dialer needs it), takes proxies from the
 // environment and bounds dialing and TLS handshakes. It has no client-wide timeout: each call is bounded by its
@@ -23,7 +23,7 @@ const DefaultConnsPerHost = 32
 // to close.
 func NewHTTPClient(connsPerHost int) *http.Client {
 	if connsPerHost <= 0 {
-		connsPerHost = DefaultConnsPerHost
+		connsPerHost = defaultConnsPerHost
 	}
 	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
 	return &http.Client{Transport: &http.Transport{

@@ -91,9 +91,9 @@ func (v verdict) reason() (string, string) {
 	return ReasonBadSignature, v.detail
 }
 
-// staleGitHub returns why a GitHub delivery is refused for its age (WithGitHubMaxAge), or "".
+// staleGitHub returns why a GitHub delivery is refused for its age (Limits.GitHubMaxAge), or "".
 func (t *Tool) staleGitHub(p *inbound) string {
-	limit := t.opts.githubMaxAge
+	limit := t.opts.limits.GitHubMaxAge
 	if limit <= 0 || !webhook.IsGitHub(p.in.Headers) {
 		return ""
 	}

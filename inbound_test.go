@@ -68,14 +68,14 @@ func TestForgedPayloadIsNotParsed(t *testing.T) {
 // Through the Router, an unsigned 1 MiB POST allocates at most 1.5 times its size: the body is read into one
 // buffer of its Content-Length, and nothing else is built from it.
 func TestRouterUnsignedPostAllocation(t *testing.T) {
-	r := tool.NewRouter()
+	r := tool.NewRouter(tool.RouterOptions{})
 	task := newTask(t, repoTool(t), tool.TaskConfig{Capability: tool.Capability{Bindings: map[string]any{"repo": "o/r"}}})
 	if err := r.Add(task); err != nil {
 		t.Fatal(err)
 	}
 	body := nested(mib)
 	post := func() int {
-		req := httptest.NewRequest(http.MethodPost, tool.DefaultWebhookPrefix+"/tests/repo-events", bytes.NewReader(body))
+		req := httptest.NewRequest(http.MethodPost, "/v1/webhooks/events"+"/tests/repo-events", bytes.NewReader(body))
 		w := httptest.NewRecorder()
 		r.ServeHTTP(w, req)
 		return w.Code
@@ -113,13 +113,13 @@ func TestUnsignedPayloadParsingIsBounded(t *testing.T) {
 	// Text is one value whatever it holds.
 	wantOutcome(t, deliver(t, task, in(strings.Repeat("a,", 500))), "ping:activated")
 
-	r := tool.NewRouter()
+	r := tool.NewRouter(tool.RouterOptions{})
 	if err := r.Add(task); err != nil {
 		t.Fatal(err)
 	}
 	for body, want := range map[string]int{tests[0].body: 413, tests[1].body: 413, `{"kind":"y"}`: 202} {
 		w := httptest.NewRecorder()
-		r.ServeHTTP(w, httptest.NewRequest(http.MethodPost, tool.DefaultWebhookPrefix+"/tests/open-events", strings.NewReader(body)))
+		r.ServeHTTP(w, httptest.NewRequest(http.MethodPost, "/v1/webhooks/events"+"/tests/open-events", strings.NewReader(body)))
 		if w.Code != want {
 			t.Errorf("POST %.30s…: status %d, want %d", body, w.Code, want)
 		}
@@ -150,19 +150,19 @@ func (s *holdingSink) Accept(ctx context.Context, _ tool.Activation) error {
 	return nil
 }
 
-// The Router holds at most WithInFlightBytes of bodies at once; a request over the cap is answered 503 with
+// The Router holds at most RouterOptions.InFlightBytes of bodies at once; a request over the cap is answered 503 with
 // Retry-After before its body is read, and served once the cap has room.
 func TestRouterCapsBodiesInFlight(t *testing.T) {
 	sink := &holdingSink{entered: make(chan struct{}), release: make(chan struct{})}
 	task := newTask(t, openTool(t), tool.TaskConfig{Sink: sink})
-	r := tool.NewRouter(tool.WithInFlightBytes(3000))
+	r := tool.NewRouter(tool.RouterOptions{InFlightBytes: 3000})
 	if err := r.Add(task); err != nil {
 		t.Fatal(err)
 	}
 	body := `{"kind":"k","pad":"` + strings.Repeat("x", 2000) + `"}`
 	post := func() *httptest.ResponseRecorder {
 		w := httptest.NewRecorder()
-		r.ServeHTTP(w, httptest.NewRequest(http.MethodPost, tool.DefaultWebhookPrefix+"/tests/open-events", strings.NewReader(body)))
+		r.ServeHTTP(w, httptest.NewRequest(http.MethodPost, "/v1/webhooks/events"+"/tests/open-events", strings.NewReader(body)))
 		return w
 	}
 	first := make(chan int)
@@ -189,7 +189,7 @@ func TestRouterCapsBodiesInFlight(t *testing.T) {
 // BenchmarkRouterConcurrentUnsignedPosts.
 func TestRouterConcurrentUnsignedPosts(t *testing.T) {
 	const capBytes = 16 * mib
-	r := tool.NewRouter(tool.WithInFlightBytes(capBytes))
+	r := tool.NewRouter(tool.RouterOptions{InFlightBytes: capBytes})
 	task := newTask(t, repoTool(t), tool.TaskConfig{Capability: tool.Capability{Bindings: map[string]any{"repo": "o/r"}}})
 	if err := r.Add(task); err != nil {
 		t.Fatal(err)
@@ -201,7 +201,7 @@ func TestRouterConcurrentUnsignedPosts(t *testing.T) {
 	codes := make(chan int, 200)
 	for range 200 {
 		wg.Go(func() {
-			resp, err := http.Post(srv.URL+tool.DefaultWebhookPrefix+"/tests/repo-events", "application/json", bytes.NewReader(body))
+			resp, err := http.Post(srv.URL+"/v1/webhooks/events"+"/tests/repo-events", "application/json", bytes.NewReader(body))
 			if err != nil {
 				codes <- -1
 				return

@@ -7,22 +7,19 @@ import (
 
 	"github.com/commonagents-go/tool/allowlist"
 	"github.com/commonagents-go/tool/facts"
+	"github.com/commonagents-go/tool/store"
 )
 
 // The third step of a webhook's path in store mode: the tasks of one Tool value that a payload's eventRoutes
 // cannot rule out, from the routing index the replicas share in the Store (route_writes.go writes it).
 
-// DefaultMaxFanOut is how many tasks of one route a Router in store mode reads per Lookup unless WithMaxFanOut
-// says otherwise; a route with more is paged.
-const DefaultMaxFanOut = 1000
-
-// storeIndex looks a payload's routes up in the Store: every key of every event in one RouteStore.Lookup, then,
+// storeIndex looks a payload's routes up in the Store: every key of every event in one store.RouteStore.Lookup, then,
 // per event, the most selective key, exactly as memIndex narrows; only a key whose tasks exceed the fan-out bound
 // costs more round trips (one per page). It names tasks by ID, with the generation the index holds and the key
 // it found them by, for the task cache to bring into memory and to tell a stale cached allow list (task_cache.go).
 type storeIndex struct {
 	tool   *Tool
-	rs     RouteStore
+	rs     store.RouteStore
 	fanOut int
 	prefix string // of the tool's tasks' keys: "tasks/<namespace>/<tool>/"
 }
@@ -70,7 +67,7 @@ func (x *storeIndex) lookup(ctx context.Context, routes []eventRoute) ([]taskRef
 	}
 	var refs []taskRef
 	seen := map[string]int{} // task → its index in refs
-	add := func(h RouteHits, by []allowlist.Key) {
+	add := func(h store.RouteHits, by []allowlist.Key) {
 		for _, hit := range h.Hits {
 			id, ok := strings.CutPrefix(hit.Task, x.prefix)
 			if !ok {
@@ -103,7 +100,7 @@ func (x *storeIndex) lookup(ctx context.Context, routes []eventRoute) ([]taskRef
 }
 
 // narrower reports whether a names fewer tasks than b: a complete set before a paged one.
-func narrower(a, b RouteHits) bool {
+func narrower(a, b store.RouteHits) bool {
 	if a.More != b.More {
 		return !a.More
 	}

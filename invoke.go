@@ -17,16 +17,16 @@ type callIDKey struct{}
 
 type callObserverKey struct{}
 
-// WithCallObserver returns a context whose calls also report their facts to obs, besides the Tool's observer:
+// ContextWithCallObserver returns a context whose calls also report their facts to obs, besides the Tool's observer:
 // tool.progress and tool.log of an MCP server as they come, for a host that forwards them (mcpserve sends them to
 // its own client). Secrets are masked as for the Tool's observer. obs must not block.
-func WithCallObserver(ctx context.Context, obs Observer) context.Context {
+func ContextWithCallObserver(ctx context.Context, obs Observer) context.Context {
 	return context.WithValue(ctx, callObserverKey{}, obs)
 }
 
-// WithCallID returns a context that makes the next call made with it use id as its CallID (for example the
+// ContextWithCallID returns a context that makes the next call made with it use id as its CallID (for example the
 // LLM's tool-call id), instead of a generated one.
-func WithCallID(ctx context.Context, id string) context.Context {
+func ContextWithCallID(ctx context.Context, id string) context.Context {
 	return context.WithValue(ctx, callIDKey{}, id)
 }
 
@@ -49,7 +49,7 @@ func (t *Task) Invoke(ctx context.Context, action string, args map[string]any) (
 // InvokeFunction is Invoke by LLM-facing function name (Tool.Functions), with the arguments as the LLM's JSON
 // text. It handles the LLM's mistakes as results it can correct: arguments that are not a JSON object are a
 // recoverable invalid_arguments result, and a function the capability does not offer (a hallucinated name) is a
-// recoverable KindUnknownFunction result whose output lists the functions the LLM can call. Its errors are
+// recoverable runtime.KindUnknownFunction result whose output lists the functions the LLM can call. Its errors are
 // otherwise those of Invoke.
 func (t *Task) InvokeFunction(ctx context.Context, function string, argsJSON []byte) (*Result, error) {
 	a := t.functions[function]
@@ -61,7 +61,7 @@ func (t *Task) InvokeFunction(ctx context.Context, function string, argsJSON []b
 		v, err := decode.JSON(argsJSON)
 		obj, isObject := v.(map[string]any)
 		if err != nil || !isObject && v != nil {
-			return t.rejected(ctx, a, function, &ToolError{Kind: KindInvalidArguments,
+			return t.rejected(ctx, a, function, &ToolError{Kind: runtime.KindInvalidArguments,
 				Message: "arguments must be a JSON object", Hint: &RetryHint{Message: "send the arguments as one JSON object"}})
 		}
 		args = obj
@@ -92,7 +92,7 @@ func (t *Task) invoke(ctx context.Context, a *action, function string, args map[
 	}
 	if max := t.tool.opts.limits.MaxConsecutiveErrors; max > 0 && t.failures.Load() >= int64(max) {
 		t.failures.Add(-1) // the refusal itself is not one more failure
-		return c.finish(nil, &ToolError{Kind: KindDenied, Message: fmt.Sprintf(
+		return c.finish(nil, &ToolError{Kind: runtime.KindDenied, Message: fmt.Sprintf(
 			"the last %d calls failed; the task allows no more calls", max)}), nil
 	}
 	resolved, ignored, te := t.resolveArgs(a, args)
@@ -109,7 +109,7 @@ func (t *Task) invoke(ctx context.Context, a *action, function string, args map[
 	// The allow list grows before the backend runs, so an event the call causes routes even if it arrives
 	// before the response (SPEC §6).
 	if err := t.grow(ctx, c.id, resolved); err != nil { // store mode only: the routes or the list not stored
-		return c.finish(nil, &ToolError{Kind: KindUnavailable, Message: "the task's state could not be stored",
+		return c.finish(nil, &ToolError{Kind: runtime.KindUnavailable, Message: "the task's state could not be stored",
 			Hint: &RetryHint{Message: "retry the call"}}), nil
 	}
 	if t.cfg.Capability.approves(a.def.Name) {
@@ -275,9 +275,9 @@ func (c *call) interrupted(ctx context.Context, err error) (*Result, error) {
 		t.observe(ctx, facts.ToolCancelled, c.id, map[string]any{"action": c.a.def.Name, "reason": "task interrupted"})
 		return nil, fmt.Errorf("tool: call %s: %w", c.id, ErrInterrupted)
 	}
-	e := runtime.Errorf(KindTimeout, "the call exceeded the host's time limit for %s", c.a.def.Name)
+	e := runtime.Errorf(runtime.KindTimeout, "the call exceeded the host's time limit for %s", c.a.def.Name)
 	if c.sent {
-		e = runtime.LostReply(KindTimeout, "the call exceeded the host's time limit for %s", c.a.def.Name)
+		e = runtime.LostReply(runtime.KindTimeout, "the call exceeded the host's time limit for %s", c.a.def.Name)
 	}
 	return c.finish(nil, toolError(e, c.a.retrySafe)), nil
 }
@@ -322,7 +322,7 @@ func (t *Task) reportGrowth(ctx context.Context, callID string, resolved map[str
 	t.notifyGrown(resolved, evicted)
 }
 
-// nextCallID returns the call's ID from ctx (WithCallID) or a new one.
+// nextCallID returns the call's ID from ctx (ContextWithCallID) or a new one.
 func (t *Task) nextCallID(ctx context.Context) string {
 	if id, ok := ctx.Value(callIDKey{}).(string); ok && id != "" {
 		return id

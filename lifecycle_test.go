@@ -179,37 +179,6 @@ func TestLifecycleInitializeOnceTeardownOnce(t *testing.T) {
 	}
 }
 
-// The deprecated WithContextLifetime keeps the former rule: the starting context's end closes the task.
-func TestLifecycleContextEndsTask(t *testing.T) {
-	leakcheck.Check(t)
-	p := &probe{}
-	tl := loadProbe(t, p, tool.WithContextLifetime())
-	ctx, cancel := context.WithCancel(context.Background())
-	task, err := tl.NewTask(ctx, tool.TaskConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	started := make(chan struct{})
-	done := make(chan error, 1)
-	go func() {
-		close(started)
-		_, err := task.Invoke(context.Background(), "block", nil)
-		done <- err
-	}()
-	<-started
-	time.Sleep(20 * time.Millisecond)
-	cancel()
-	select {
-	case err := <-done:
-		if !errors.Is(err, tool.ErrClosed) {
-			t.Errorf("running call ended with %v, want ErrClosed", err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("a running call outlived the task's context")
-	}
-	waitFor(t, func() bool { return p.teardowns.Load() == 1 })
-}
-
 func TestLifecycleInitializeFailureIsUnrecoverable(t *testing.T) {
 	t.Parallel()
 	p := &probe{initErr: errors.New("backend down")}
@@ -258,7 +227,7 @@ func TestStartWaitCancel(t *testing.T) {
 	t.Parallel()
 	rec := &factRecorder{}
 	task := newTask(t, loadProbe(t, &probe{}, tool.WithObserver(rec)), tool.TaskConfig{})
-	c, err := task.Start(tool.WithCallID(context.Background(), "llm-call-1"), "read", map[string]any{"count": 3})
+	c, err := task.Start(tool.ContextWithCallID(context.Background(), "llm-call-1"), "read", map[string]any{"count": 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -301,11 +270,11 @@ func TestHostLimits(t *testing.T) {
 	t.Run("consecutive failures", func(t *testing.T) {
 		task := newTask(t, loadProbe(t, &probe{}, tool.WithLimits(tool.Limits{MaxConsecutiveErrors: 2})), tool.TaskConfig{})
 		for i := 0; i < 2; i++ {
-			if res := mustInvoke(t, task, "fail", nil); res.Error == nil || res.Error.Kind != tool.KindToolError {
+			if res := mustInvoke(t, task, "fail", nil); res.Error == nil || res.Error.Kind != runtime.KindToolError {
 				t.Fatalf("fail = %+v", res)
 			}
 		}
-		if res := mustInvoke(t, task, "read", nil); res.Error == nil || res.Error.Kind != tool.KindDenied {
+		if res := mustInvoke(t, task, "read", nil); res.Error == nil || res.Error.Kind != runtime.KindDenied {
 			t.Errorf("after 2 failures: %+v, want denied", res)
 		}
 	})
@@ -314,7 +283,7 @@ func TestHostLimits(t *testing.T) {
 			ActionTimeouts: map[string]time.Duration{"block": 30 * time.Millisecond}})), tool.TaskConfig{})
 		res := mustInvoke(t, task, "block", nil)
 		// The backend had the call, which is not marked idempotent: it may have acted.
-		if e := res.Error; e == nil || e.Kind != tool.KindTimeout || e.Retryable || !e.OutcomeUnknown || e.Hint == nil {
+		if e := res.Error; e == nil || e.Kind != runtime.KindTimeout || e.Retryable || !e.OutcomeUnknown || e.Hint == nil {
 			t.Errorf("block = %+v, want a timeout with the outcome unknown, not retryable, with a hint", res.Error)
 		}
 	})
@@ -405,37 +374,6 @@ func TestCloseTearsDownAnInitializeStillInFlight(t *testing.T) {
 		if s.inits.Load() != 1 || s.teardowns.Load() != 1 {
 			t.Errorf("inits %d, teardowns %d: a successful Initialize was never torn down", s.inits.Load(), s.teardowns.Load())
 		}
-	})
-}
-
-// cancellingStore cancels the NewTask context while NewTask writes the allow list.
-type cancellingStore struct {
-	tool.Store
-	cancel context.CancelFunc
-}
-
-func (s *cancellingStore) Put(ctx context.Context, k string, v []byte) error {
-	s.cancel()
-	synctest.Wait() // the task's AfterFunc goroutine runs now, while NewTask is still inside
-	return s.Store.Put(ctx, k, v)
-}
-
-// Once a bug: the NewTask context ending during NewTask races the write of task.stop (run with -race). Under
-// WithContextLifetime the task closes itself as its context ends; Close afterwards is then a no-op.
-func TestNewTaskContextEndingDuringNewTask(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		ctx, cancel := context.WithCancel(context.Background())
-		st := &cancellingStore{Store: tool.NewMemoryStore(), cancel: cancel}
-		tl := loadProbe(t, &probe{}, tool.WithStore(st), tool.WithContextLifetime())
-		task, err := tl.NewTask(ctx, tool.TaskConfig{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		synctest.Wait() // the self-close the ended context started has finished
-		if _, err := task.Invoke(context.Background(), "read", nil); !errors.Is(err, tool.ErrClosed) {
-			t.Errorf("Invoke on a task whose NewTask context ended: %v, want ErrClosed", err)
-		}
-		_ = task.Close(context.Background())
 	})
 }
 

@@ -10,62 +10,28 @@ import (
 )
 
 // A task's life (README, "The task's life"): it starts with NewTask, RestoreTask or RestoreTasks, whose ctx bounds
-// only that call, and ends with Close or Detach, or by itself at TaskConfig.ExpiresAt. WithContextLifetime keeps,
-// for one release, the earlier rule that the starting ctx's end closes the task.
+// only that call, and ends with Close or Detach, or by itself at TaskConfig.ExpiresAt.
 
 // ErrTaskExpired is returned by RestoreTask for a task whose ExpiresAt has passed: the task was closed (its
 // backends torn down, its state removed) instead of being restored.
 var ErrTaskExpired = errors.New("tool: task expired")
 
-// WithContextLifetime restores the former rule for the tasks of this Tool: the context given to NewTask,
-// RestoreTask or RestoreTasks bounds the task's life, and when it ends (a cancel, a deadline) the task closes itself
-// as by Close, deleting its stored state. Each task started so that way with a context that can end reports the
-// task.context_lifetime fact, and the Tool logs one warning.
-//
-// Deprecated: give the task an explicit end with TaskConfig.ExpiresAt, and end it with Task.Close. This option
-// goes in the next release.
-func WithContextLifetime() Option {
-	return func(o *options) error {
-		o.contextLifetime = true
-		return nil
-	}
-}
-
-// lifetime arms the task's end, once it has started: its expiry, and with WithContextLifetime the end of ctx. A
-// restored task whose expiry has passed is closed at once and ErrTaskExpired returned.
-func (t *Task) lifetime(ctx context.Context) error {
+// lifetime arms the task's end at its expiry, once it has started. A restored task whose expiry has passed is
+// closed at once and ErrTaskExpired returned.
+func (t *Task) lifetime() error {
 	exp := t.events.expiresAt
 	if !exp.IsZero() && !exp.After(t.tool.opts.clock.Now()) {
 		t.expire()
 		return fmt.Errorf("%w: %s of tool %s/%s at %s", ErrTaskExpired, t.id, t.tool.Namespace(), t.tool.Name(),
 			exp.UTC().Format(time.RFC3339))
 	}
-	watch := t.tool.opts.contextLifetime && ctx.Done() != nil // a context that can never end needs no watch
-	if watch {
-		t.tool.warnContextLifetime()
-		data := map[string]any{}
-		if dl, ok := ctx.Deadline(); ok {
-			data["deadline"] = dl.UTC().Format(time.RFC3339Nano)
-		}
-		t.observe(ctx, facts.TaskContextLifetime, "", data)
-	}
-	if exp.IsZero() && !watch {
+	if exp.IsZero() {
 		return nil
 	}
 	// Armed under mu, which close takes first: a timer that fires at once finds stop in place.
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	var stops []func() bool
-	if !exp.IsZero() {
-		stops = append(stops, afterFunc(t.tool.opts.clock, exp.Sub(t.tool.opts.clock.Now()), t.expire))
-	}
-	if watch {
-		stops = append(stops, context.AfterFunc(ctx, func() { t.closeBounded(nil) }))
-	}
-	t.stop = stops[0]
-	if len(stops) == 2 {
-		t.stop = func() bool { a, b := stops[0](), stops[1](); return a || b }
-	}
+	t.stop = afterFunc(t.tool.opts.clock, exp.Sub(t.tool.opts.clock.Now()), t.expire)
 	return nil
 }
 
@@ -87,14 +53,6 @@ func (t *Task) closeBounded(before func(ctx context.Context)) {
 			before(ctx)
 		}
 		t.closeErr = t.close(ctx, false)
-	})
-}
-
-// warnContextLifetime logs, once per Tool, that WithContextLifetime is in use.
-func (t *Tool) warnContextLifetime() {
-	t.contextLifetimeWarned.Do(func() {
-		t.opts.logger.Warn("tool: WithContextLifetime is deprecated: a task's starting context will no longer end "+
-			"it; give TaskConfig.ExpiresAt and call Task.Close", "tool", t.Namespace()+"/"+t.Name())
 	})
 }
 

@@ -166,30 +166,3 @@ func TestNewTaskRefusesAPastExpiry(t *testing.T) {
 		t.Fatalf("NewTask with a past ExpiresAt = %v, want one problem at expires_at", err)
 	}
 }
-
-// The deprecated path warns: a task started under WithContextLifetime with a context that can end reports the
-// task.context_lifetime fact with the deadline it will close at.
-func TestContextLifetimeWarns(t *testing.T) {
-	leakcheck.Check(t)
-	obs := tooltest.NewObserver()
-	tl := mustLoadSrc(t, calcManifest, tool.WithContextLifetime(), tool.WithObserver(obs))
-	deadline := time.Now().Add(time.Hour)
-	ctx, cancel := context.WithDeadline(context.Background(), deadline)
-	task, err := tl.NewTask(ctx, tool.TaskConfig{Context: calcContext, Capability: tool.Capability{Bindings: map[string]any{"owner": "o"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := obs.Facts(facts.TaskContextLifetime)
-	if len(got) != 1 || got[0].Data["deadline"] != deadline.UTC().Format(time.RFC3339Nano) {
-		t.Errorf("task.context_lifetime facts = %+v, want one with the deadline", got)
-	}
-	cancel()
-	obs.Wait(t, facts.TaskClosed, 1)
-	// A task that can only end by Close gives no warning.
-	quiet, _ := tl.NewTask(context.Background(), tool.TaskConfig{Context: calcContext, Capability: tool.Capability{Bindings: map[string]any{"owner": "o"}}})
-	if n := len(obs.Facts(facts.TaskContextLifetime)); n != 1 {
-		t.Errorf("task.context_lifetime facts = %d, want still 1", n)
-	}
-	_ = quiet.Close(context.Background())
-	_ = task.Close(context.Background())
-}

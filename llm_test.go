@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	tool "github.com/commonagents-go/tool"
+	"github.com/commonagents-go/tool/runtime"
 )
 
 const orderManifest = `kind: commonagents.info/v1beta2/tool
@@ -152,7 +153,7 @@ func TestNullForOptionalParameterIsAbsent(t *testing.T) {
 		t.Fatalf("output = %s", got)
 	}
 	res, err = task.InvokeFunction(context.Background(), "shop_order", []byte(`{"item":null}`))
-	if err != nil || !res.IsError || res.Error.Kind != tool.KindInvalidArguments {
+	if err != nil || !res.IsError || res.Error.Kind != runtime.KindInvalidArguments {
 		t.Fatalf("null for a required parameter = %v %+v, want invalid_arguments", err, res)
 	}
 }
@@ -164,7 +165,7 @@ func TestFunctionArgumentsAreOneJSONObject(t *testing.T) {
 	task := newTask(t, mustLoadSrc(t, orderManifest), tool.TaskConfig{})
 	for _, args := range []string{`{"item":"mug"}]`, `{"item":"mug"}}`, `{"item":"mug"} {"item":"cup"}`, `{"item":"mug"} x`, `["mug"]`} {
 		res, err := task.InvokeFunction(context.Background(), "shop_order", []byte(args))
-		if err != nil || !res.IsError || res.Error.Kind != tool.KindInvalidArguments {
+		if err != nil || !res.IsError || res.Error.Kind != runtime.KindInvalidArguments {
 			t.Errorf("arguments %s: %v %+v, want invalid_arguments", args, err, res)
 		}
 	}

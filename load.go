@@ -25,12 +25,12 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// MaxManifestBytes bounds the size of a manifest Load accepts.
-const MaxManifestBytes = 4 << 20
+// maxManifestBytes bounds the size of a manifest Load accepts.
+const maxManifestBytes = 4 << 20
 
-// MaxAliasNodes bounds how many nodes YAML aliases may add to a manifest once expanded. Load counts them before
+// maxAliasNodes bounds how many nodes YAML aliases may add to a manifest once expanded. Load counts them before
 // expanding anything, so a "billion laughs" manifest is refused at the cost of its own size.
-const MaxAliasNodes = 10_000
+const maxAliasNodes = 10_000
 
 // Load parses, validates and compiles a tool manifest given as YAML or JSON (SPEC §2). It checks everything before
 // returning and collects every problem: on bad input the error is a *ValidationError whose Problems carry field
@@ -80,7 +80,7 @@ func LoadFile(ctx context.Context, path string, opts ...Option) (*Tool, error) {
 	return Load(ctx, data, append([]Option{func(o *options) error { o.baseDir = dir; return nil }}, opts...)...)
 }
 
-// readManifest reads a manifest file; one larger than MaxManifestBytes is refused without being read.
+// readManifest reads a manifest file; one larger than maxManifestBytes is refused without being read.
 func readManifest(path string) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -90,14 +90,14 @@ func readManifest(path string) ([]byte, error) {
 	refuse := func(size int64) error {
 		return &ValidationError{Problems: []Problem{{Type: string(field.TypeInvalid), Detail: tooLarge(size)}}}
 	}
-	if fi, err := f.Stat(); err == nil && fi.Size() > MaxManifestBytes {
+	if fi, err := f.Stat(); err == nil && fi.Size() > maxManifestBytes {
 		return nil, refuse(fi.Size())
 	}
-	data, err := io.ReadAll(io.LimitReader(f, MaxManifestBytes+1)) // the size of a pipe or a device is not known
+	data, err := io.ReadAll(io.LimitReader(f, maxManifestBytes+1)) // the size of a pipe or a device is not known
 	switch {
 	case err != nil:
 		return nil, fmt.Errorf("tool: %w", err)
-	case len(data) > MaxManifestBytes:
+	case len(data) > maxManifestBytes:
 		return nil, refuse(int64(len(data)))
 	}
 	return data, nil
@@ -105,7 +105,7 @@ func readManifest(path string) ([]byte, error) {
 
 // tooLarge is the detail of a manifest refused for its size.
 func tooLarge(size int64) string {
-	return fmt.Sprintf("the manifest is %d bytes, larger than the limit of %d", size, MaxManifestBytes)
+	return fmt.Sprintf("the manifest is %d bytes, larger than the limit of %d", size, maxManifestBytes)
 }
 
 // loader holds the state of one Load.
@@ -174,7 +174,7 @@ func (l *loader) load() *Tool {
 
 // parse turns YAML or JSON into decoded JSON, reporting syntax errors, duplicate keys and YAML 1.1 boolean keys.
 func (l *loader) parse() any {
-	if len(l.src) > MaxManifestBytes {
+	if len(l.src) > maxManifestBytes {
 		l.unlocated = true
 		l.errs.Add(field.Invalid(nil, "%s", tooLarge(int64(len(l.src)))))
 		return nil
@@ -259,19 +259,19 @@ func (l *loader) positions() *yamlpos.Index {
 var mayAnchor, mayAlias = regexp.MustCompile(`(^|[\s\[{,])&[^\s,\[\]{}]`), regexp.MustCompile(`(^|[\s\[{,])\*[^\s,\[\]{}]`)
 
 // aliasesBounded counts what the source's aliases would add once expanded, before anything expands them, and
-// reports false (with a problem) when that is over MaxAliasNodes.
+// reports false (with a problem) when that is over maxAliasNodes.
 func (l *loader) aliasesBounded() bool {
 	if !mayAnchor.Match(l.src) || !mayAlias.Match(l.src) {
 		return true
 	}
 	l.doc = yamlpos.Parse(l.src)
-	e := l.doc.Expand(MaxAliasNodes)
+	e := l.doc.Expand(maxAliasNodes)
 	if !e.Over {
 		return true
 	}
 	l.unlocated = true
 	err := field.Invalid(nil, "YAML aliases would expand the manifest by more than %d nodes (the alias at line %d, column %d)",
-		MaxAliasNodes, e.At.Line, e.At.Column)
+		maxAliasNodes, e.At.Line, e.At.Column)
 	l.syntaxLines = map[*field.Error]int{err: e.At.Line}
 	l.errs.Add(err)
 	return false
@@ -283,7 +283,7 @@ func (l *loader) identity(root map[string]any) {
 	case root["kind"] != nil && m.Kind == "":
 	case m.Kind == "":
 		l.errs.Add(field.Required(field.NewPath("kind"), "kind is required: %q", ManifestKind))
-	case m.Kind != Kind:
+	case m.Kind != ManifestKind:
 		l.errs.Add(field.Unsupported(field.NewPath("kind"), "kind must be %q", ManifestKind))
 	}
 	if root["namespace"] == nil {

@@ -187,7 +187,7 @@ func (l *loader) prepareAction(root, doc map[string]any, p *field.Path, a *actio
 	block := &runtime.Block{
 		Kind: kind, Tool: l.m.Name, Action: a.def.Name, Path: bp, Value: value,
 		Shared: root[kind], SharedPath: field.NewPath(kind), Check: l.checkerFor(a.params, false), BaseDir: l.opts.baseDir,
-		RefOrigins: l.opts.refOrigins, DocumentBytes: l.opts.documentBytes,
+		RefOrigins: l.opts.refOrigins, DocumentBytes: l.opts.limits.DocumentBytes,
 	}
 	prepared, err := backend.Prepare(l.ctx, block)
 	l.errs = append(l.errs, blockErrors(bp, err)...)

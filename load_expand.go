@@ -20,7 +20,7 @@ import (
 
 // Skipped is an item of a top-level runtime block that did not become an action (an OpenAPI operation whose
 // request body cannot be sent, an MCP tool whose schema cannot be used), with the reason. Items a block's own
-// selection leaves out are not Skipped: FactActionsExpanded counts them. Load reports each one to the observer
+// selection leaves out are not Skipped: the facts.ActionsExpanded fact counts them. Load reports each one to the observer
 // as a "tool.action.skipped" fact and Tool.Skipped lists them: nothing is dropped silently.
 type Skipped struct {
 	// Kind is the backend of the block, e.g. "openapi".
@@ -32,14 +32,6 @@ type Skipped struct {
 
 // Skipped returns what the top-level blocks offered but Load could not turn into actions, in document order.
 func (t *Tool) Skipped() []Skipped { return append([]Skipped(nil), t.skipped...) }
-
-// FactActionSkipped is the fact Load reports for each Skipped item; its Data holds kind, name and reason.
-const FactActionSkipped = facts.ActionSkipped
-
-// FactActionsExpanded is the fact Load reports once per top-level block that expanded into actions. Its Data holds
-// kind, expanded (actions added), skipped (items listed in Tool.Skipped) and unselected (items the block's own
-// selection left out, e.g. an openapi block's select: only counted, never listed).
-const FactActionsExpanded = facts.ActionsExpanded
 
 type expansionCount struct {
 	kind                          string
@@ -71,7 +63,7 @@ func (l *loader) expand(root map[string]any, t *Tool) {
 		block := &runtime.Block{Kind: kind, Tool: l.m.Name, Shared: root[kind], SharedPath: p,
 			Check: l.checkerFor(l.rootProps(), false), BaseDir: l.opts.baseDir, Discover: l.opts.discover,
 			Used: used[kind], Declared: declared[kind], Values: loadValues{t}, RefOrigins: l.opts.refOrigins,
-			DocumentBytes: l.opts.documentBytes}
+			DocumentBytes: l.opts.limits.DocumentBytes}
 		exp, err := ex.Expand(l.ctx, block)
 		if err != nil {
 			l.errs = append(l.errs, blockErrors(p, err)...)
@@ -106,7 +98,7 @@ func (l *loader) annotate(root map[string]any, t *Tool, declared map[string][]ru
 		block := &runtime.Block{Kind: kind, Tool: l.m.Name, Shared: root[kind], SharedPath: field.NewPath(kind),
 			Check: l.checkerFor(l.rootProps(), false), BaseDir: l.opts.baseDir, Discover: l.opts.discover,
 			Used: true, Declared: declared[kind], Values: loadValues{t}, RefOrigins: l.opts.refOrigins,
-			DocumentBytes: l.opts.documentBytes}
+			DocumentBytes: l.opts.limits.DocumentBytes}
 		l.warns = append(l.warns, an.Annotate(l.ctx, block)...)
 	}
 }
@@ -435,11 +427,11 @@ func (t *Tool) reportSkipped(ctx context.Context) {
 		return
 	}
 	for _, s := range t.skipped {
-		obs.Observe(ctx, Fact{Name: FactActionSkipped, Tool: t.Name(), Time: t.opts.clock.Now(),
+		obs.Observe(ctx, Fact{Name: facts.ActionSkipped, Tool: t.Name(), Time: t.opts.clock.Now(),
 			Data: map[string]any{"kind": s.Kind, "name": s.Name, "reason": s.Reason}})
 	}
 	for _, e := range t.expansions {
-		obs.Observe(ctx, Fact{Name: FactActionsExpanded, Tool: t.Name(), Time: t.opts.clock.Now(),
+		obs.Observe(ctx, Fact{Name: facts.ActionsExpanded, Tool: t.Name(), Time: t.opts.clock.Now(),
 			Data: map[string]any{"kind": e.kind, "expanded": e.expanded, "skipped": e.skipped, "unselected": e.unselected}})
 	}
 }

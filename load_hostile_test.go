@@ -51,7 +51,7 @@ func TestLoadRefusesHostileManifestsCheaply(t *testing.T) {
 	}
 }
 
-// LoadFile refuses a file over MaxManifestBytes having read no more than the limit.
+// LoadFile refuses a file over maxManifestBytes having read no more than the limit.
 func TestLoadFileRefusesHugeFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "huge.yaml")
 	if err := os.WriteFile(path, bytes.Repeat([]byte("# xxxxxxxxxxxxxx\n"), 1<<20), 0o600); err != nil {

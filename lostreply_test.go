@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/commonagents-go/tool"
+	"github.com/commonagents-go/tool/runtime"
 )
 
 // lostReplyManifest has a POST (not idempotent), a PUT (idempotent by its method) and an annotated POST against
@@ -59,7 +60,7 @@ func TestLostHTTPReplyOutcomeUnknown(t *testing.T) {
 			t.Errorf("%s: the server got the request %d times, want once", c.action, n)
 		}
 		e := res.Error
-		if e == nil || e.Kind != tool.KindUnavailable || !e.OutcomeUnknown || e.Retryable != c.retryable ||
+		if e == nil || e.Kind != runtime.KindUnavailable || !e.OutcomeUnknown || e.Retryable != c.retryable ||
 			!strings.Contains(e.Message, "outcome is unknown") {
 			t.Errorf("%s: error %+v, want unavailable with the outcome unknown, retryable %t", c.action, e, c.retryable)
 			continue
@@ -87,7 +88,7 @@ func TestCutShortHTTPReplyOutcomeUnknown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e := res.Error; e == nil || e.Kind != tool.KindUnavailable || !e.OutcomeUnknown {
+	if e := res.Error; e == nil || e.Kind != runtime.KindUnavailable || !e.OutcomeUnknown {
 		t.Errorf("result %+v (error %+v), want unavailable with the outcome unknown", res.Output, res.Error)
 	}
 }

@@ -10,11 +10,6 @@ import (
 // ManifestKind is the only manifest kind this library loads: the value of a manifest's kind key.
 const ManifestKind = "commonagents.info/v1beta2/tool"
 
-// Kind is the former name of ManifestKind, which it equals.
-//
-// Deprecated: use ManifestKind. Kind read as an error kind beside KindTimeout and the other ToolError kinds.
-const Kind = ManifestKind
-
 // Manifest is a decoded tool manifest (SPEC §1). Load fills it strictly: every key of the source maps to a field
 // here, and unknown keys are load problems. A Manifest obtained from Tool.Manifest is shared and must not be
 // modified.

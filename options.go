@@ -15,6 +15,7 @@ import (
 	"github.com/commonagents-go/tool/events/webhook"
 	"github.com/commonagents-go/tool/internal/contain"
 	"github.com/commonagents-go/tool/runtime"
+	"github.com/commonagents-go/tool/store"
 )
 
 // Option configures Load. Options are applied in order; one that returns an error makes Load fail.
@@ -30,23 +31,19 @@ type options struct {
 	clock       Clock
 	replica     string // WithReplicaID
 	routeIndex  bool   // WithRouteIndex
-	// contextLifetime: the starting context's end closes a task (WithContextLifetime, deprecated).
-	contextLifetime bool
-	logger          *slog.Logger
-	observer        Observer
-	info            RuntimeInfo
-	runtimes        *runtime.Registry
-	receivers       *events.Registry
-	limits          Limits
-	baseDir         string
-	discover        bool     // WithDiscovery
-	refOrigins      []string // WithDocumentOrigins
-	documentBytes   int64    // WithDocumentBytes
-	cgroup          *string  // WithCgroupParent; nil = detect
+	logger      *slog.Logger
+	observer    Observer
+	info        RuntimeInfo
+	runtimes    *runtime.Registry
+	receivers   *events.Registry
+	limits      Limits
+	baseDir     string
+	discover    bool     // WithDiscovery
+	refOrigins  []string // WithDocumentOrigins
+	cgroup      *string  // WithCgroupParent; nil = detect
 	// Webhook signatures (SPEC §9.2).
 	webhookSecret []byte
 	verifiers     []webhook.Verifier
-	githubMaxAge  time.Duration // WithGitHubMaxAge; 0 = off
 }
 
 // RuntimeInfo is what {runtime.*} resolves to (SPEC §4.2).
@@ -76,8 +73,9 @@ type Limits struct {
 	// DedupeWindow is how long a delivery id is remembered, so a replay is discarded as duplicate (SPEC §9.2);
 	// default 24h.
 	DedupeWindow time.Duration
-	// ClaimTimeout is how long a replica's claim on a delivery id holds off the same delivery elsewhere (see the
-	// constant ClaimTimeout, its default). Lower it only as far as every Sink accepts within it.
+	// ClaimTimeout is how long a replica's claim on a delivery id holds off the same delivery elsewhere: meanwhile
+	// the other replicas answer the sender's retries 503 (in_flight), and past it the claimant is taken for dead
+	// (SPEC §9.2, §13); default 5 minutes. Lower it only as far as every Sink accepts within it.
 	ClaimTimeout time.Duration
 	// MaxEventTimeout caps every event's effective timeout (SPEC §9.5); 0 = no host cap.
 	MaxEventTimeout time.Duration
@@ -102,6 +100,22 @@ type Limits struct {
 	// operations, not bytes. Going over is a recoverable result_too_large for a cel action and a filter_error
 	// for a filter.
 	CELBytes int64
+	// MaxProcesses bounds the processes each task's backends have running at once: stdio MCP servers, exec
+	// programs and exec servers. A call that would start one more fails with a recoverable unavailable error
+	// naming the limit, and the task goes on. 0 means no bound. `tool serve-mcp` sets it (--max-processes).
+	MaxProcesses int
+	// DocumentBytes bounds each document Load reads (an OpenAPI document, or a file or URL its $refs name),
+	// instead of the backend's default (32 MiB for openapi: a size measured to fit a host's memory budget, since
+	// the manifest chooses the url). Raise it for documents such as Microsoft Graph's beta (47 MB).
+	DocumentBytes int64
+	// GitHubMaxAge refuses GitHub deliveries older than it, as bad_signature. GitHub's signature covers the body
+	// only: the X-GitHub-Delivery id is not signed, so a captured delivery replayed with a fresh id passes the
+	// signature and the dedupe window. The age is taken from the payload's own timestamps, which the signature
+	// does cover (the newest updated_at, created_at, submitted_at, completed_at or published_at of its top-level
+	// objects, or repository.pushed_at); a payload that states none is not refused. Pick it above GitHub's
+	// delivery delays and your own redelivery habits: a delivery redelivered by hand from GitHub's settings page
+	// keeps its payload, and so its age. 0 turns the check off (the default).
+	GitHubMaxAge time.Duration
 }
 
 // DefaultLimits returns the SPEC §14 defaults.
@@ -118,7 +132,7 @@ func DefaultLimits() Limits {
 		FilterAssignments: 4096,
 		TeardownTimeout:   runtime.DefaultTeardownTimeout,
 		DedupeWindow:      24 * time.Hour,
-		ClaimTimeout:      ClaimTimeout,
+		ClaimTimeout:      defaultClaimTimeout,
 		ChannelTTL:        24 * time.Hour,
 		RenewAt:           0.8,
 		PollInterval:      time.Minute,
@@ -173,6 +187,7 @@ func (l Limits) withDefaults() Limits {
 		d.PollInterval = l.PollInterval
 	}
 	d.MaxEventTimeout = l.MaxEventTimeout
+	d.MaxProcesses, d.DocumentBytes, d.GitHubMaxAge = l.MaxProcesses, l.DocumentBytes, l.GitHubMaxAge
 	d.MaxCalls, d.MaxConsecutiveErrors, d.ResultBytes, d.ActionTimeouts = l.MaxCalls, l.MaxConsecutiveErrors, l.ResultBytes, l.ActionTimeouts
 	return d
 }
@@ -222,20 +237,6 @@ func WithDocumentOrigins(origins ...string) Option {
 			}
 			o.refOrigins = append(o.refOrigins, u.Scheme+"://"+strings.ToLower(u.Host))
 		}
-		return nil
-	}
-}
-
-// WithDocumentBytes bounds each document Load reads (an OpenAPI document, or a file or URL its $refs name) to n
-// bytes, instead of the backend's default (32 MiB for openapi: a size measured to fit a host's memory budget,
-// since the manifest chooses the url). Raise it for documents such as Microsoft Graph's beta (47 MB). n must be
-// positive.
-func WithDocumentBytes(n int64) Option {
-	return func(o *options) error {
-		if n <= 0 {
-			return fmt.Errorf("WithDocumentBytes: %d is not a positive size", n)
-		}
-		o.documentBytes = n
 		return nil
 	}
 }
@@ -373,17 +374,6 @@ func WithWebhookVerifiers(v ...webhook.Verifier) Option {
 	}
 }
 
-// WithGitHubMaxAge refuses GitHub deliveries older than d, as bad_signature. GitHub's signature covers the body
-// only: the X-GitHub-Delivery id is not signed, so a captured delivery replayed with a fresh id passes the
-// signature and the dedupe window. The age is taken from the payload's own timestamps, which the signature does
-// cover (the newest updated_at, created_at, submitted_at, completed_at or published_at of its top-level objects,
-// or repository.pushed_at); a payload that states none is not refused. Pick d above GitHub's delivery delays
-// and your own redelivery habits: a delivery redelivered by hand from GitHub's settings page keeps its
-// payload, and so its age. d <= 0 turns the check off (the default).
-func WithGitHubMaxAge(d time.Duration) Option {
-	return func(o *options) error { o.githubMaxAge = max(d, 0); return nil }
-}
-
 // WithLimits sets the host's limits; zero fields keep their defaults.
 func WithLimits(l Limits) Option {
 	return func(o *options) error {
@@ -391,7 +381,8 @@ func WithLimits(l Limits) Option {
 			l.CELBytes < 0 ||
 			l.AllowListValues < 0 ||
 			l.FilterAssignments < 0 || l.TeardownTimeout < 0 || l.MaxCalls < 0 || l.MaxConsecutiveErrors < 0 ||
-			l.ResultBytes < 0 || l.DedupeWindow < 0 || l.MaxEventTimeout < 0 || l.ChannelTTL < 0 || l.PollInterval < 0 {
+			l.ResultBytes < 0 || l.DedupeWindow < 0 || l.MaxEventTimeout < 0 || l.ChannelTTL < 0 || l.PollInterval < 0 ||
+			l.MaxProcesses < 0 || l.DocumentBytes < 0 || l.GitHubMaxAge < 0 {
 			return errors.New("tool: WithLimits: limits must not be negative")
 		}
 		if l.RenewAt < 0 || l.RenewAt >= 1 {
@@ -442,7 +433,7 @@ func newOptions(opts []Option) (*options, error) {
 	if o.store == nil {
 		o.store = NewMemoryStore()
 	}
-	if _, ok := o.store.(RouteStore); o.routeIndex && !ok {
+	if _, ok := o.store.(store.RouteStore); o.routeIndex && !ok {
 		return nil, errors.New("tool: WithRouteIndex needs a Store that implements store.RouteStore " +
 			"(the memory store and store/postgres do)")
 	}

@@ -46,7 +46,7 @@ func TestReadmeFirstProgramVets(t *testing.T) {
 	if !strings.HasPrefix(prog, "package main\n") || !strings.Contains(prog, "\nfunc main() {") {
 		t.Fatalf("the README's first ```go block is not a whole program (package main with func main):\n%s", prog)
 	}
-	for _, want := range []string{"task.Functions()", "task.InvokeFunction(tool.WithCallID(ctx, ", "res.Text()", "task.Close(ctx)"} {
+	for _, want := range []string{"task.Functions()", "task.InvokeFunction(tool.ContextWithCallID(ctx, ", "res.Text()", "task.Close(ctx)"} {
 		if !strings.Contains(prog, want) {
 			t.Errorf("the README's program does not use %s", want)
 		}

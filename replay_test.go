@@ -9,12 +9,12 @@ import (
 	"github.com/commonagents-go/tool"
 )
 
-// WithGitHubMaxAge refuses a GitHub delivery whose payload's own (signed) timestamps are older than the limit:
+// Limits.GitHubMaxAge refuses a GitHub delivery whose payload's own (signed) timestamps are older than the limit:
 // a replay with a fresh X-GitHub-Delivery id passes the signature and the dedupe window, not this.
 func TestGitHubMaxAge(t *testing.T) {
 	clock := newManualClock()
 	now := clock.Now()
-	tl := repoTool(t, tool.WithGitHubMaxAge(10*time.Minute), tool.WithClock(clock))
+	tl := repoTool(t, tool.WithLimits(tool.Limits{GitHubMaxAge: 10 * time.Minute}), tool.WithClock(clock))
 	task := newTask(t, tl, tool.TaskConfig{Capability: tool.Capability{Bindings: map[string]any{"repo": "o/r"}}})
 	push := func(at time.Time) string {
 		return fmt.Sprintf(`{"ref":"refs/heads/main","repository":{"full_name":"o/r","pushed_at":%d,"updated_at":"2020-01-01T00:00:00Z"}}`, at.Unix())

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/commonagents-go/tool/facts"
+	"github.com/commonagents-go/tool/store"
 )
 
 // A Router in eager mode holds every task in memory and reads a task's allow list from the Store only when it
@@ -56,7 +57,7 @@ func (p *presence) announce(ctx context.Context, t *Tool) {
 	self := o.replicaID()
 	value := []byte(now.UTC().Format(time.RFC3339Nano))
 	var err error
-	if exp, ok := o.store.(ExpiringStore); ok {
+	if exp, ok := o.store.(store.ExpiringStore); ok {
 		err = exp.PutTTL(ctx, presenceKey(t, self), value, presenceWindow)
 	} else {
 		err = o.store.Put(ctx, presenceKey(t, self), value)

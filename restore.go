@@ -27,20 +27,12 @@ import (
 //     is subscribed again and the old one removed), a poll continues from its watermark and seen items.
 //
 // A task the Store does not hold is an error wrapping ErrNotFound. Several replicas sharing a Store may each
-// restore the same task: with a LeaseStore only one of them fetches and renews at a time.
+// restore the same task: with a store.LeaseStore only one of them fetches and renews at a time.
 func (t *Tool) RestoreTask(ctx context.Context, cfg TaskConfig) (*Task, error) {
 	if cfg.ID == "" {
 		return nil, errors.New("tool: restore task: TaskConfig.ID must name the stored task")
 	}
 	return t.startTask(ctx, cfg, true, nil)
-}
-
-// ResumeTask is the former name of RestoreTask.
-//
-// Deprecated: use RestoreTask. ResumeTask read as the restore-side twin of Task.Resume, which instead lifts an
-// Interrupt.
-func (t *Tool) ResumeTask(ctx context.Context, cfg TaskConfig) (*Task, error) {
-	return t.RestoreTask(ctx, cfg)
 }
 
 // ErrTaskExists is returned by NewTask for an ID the Store already holds a task under: restore it (RestoreTask) or

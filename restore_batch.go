@@ -9,12 +9,14 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/commonagents-go/tool/store"
 )
 
 // RestoreTasks restores every task of the tool that the Store holds, as RestoreTask restores one (SPEC §13): for each
 // stored task ID, in order, configure returns the configuration to restore it with (its ID field is ignored), or
 // false to leave the task stored and not restore it; it is called from the calling goroutine, then the tasks are
-// rebuilt on GOMAXPROCS goroutines. With a ScanStore the state of all the tasks is read with one
+// rebuilt on GOMAXPROCS goroutines. With a store.ScanStore the state of all the tasks is read with one
 // Scan and a task whose stored allow list is unchanged is not written back, so restoring costs one range scan and
 // the CPU to rebuild the tasks; with another Store each task is restored by RestoreTask. Task IDs that contain "/"
 // are not found: restore those with RestoreTask.
@@ -25,7 +27,7 @@ import (
 func (t *Tool) RestoreTasks(ctx context.Context, configure func(id string) (TaskConfig, bool)) ([]*Task, error) {
 	prefix := "tasks/" + t.Namespace() + "/" + t.Name() + "/"
 	var snaps []*stateSnapshot
-	if scan, ok := t.opts.store.(ScanStore); ok {
+	if scan, ok := t.opts.store.(store.ScanStore); ok {
 		entries, err := scan.Scan(ctx, prefix)
 		if err != nil {
 			return nil, fmt.Errorf("tool: restore tasks: %w", err)
@@ -74,23 +76,16 @@ func (t *Tool) RestoreTasks(ctx context.Context, configure func(id string) (Task
 	return tasks, errors.Join(errs...)
 }
 
-// ResumeTasks is the former name of RestoreTasks.
-//
-// Deprecated: use RestoreTasks.
-func (t *Tool) ResumeTasks(ctx context.Context, configure func(id string) (TaskConfig, bool)) ([]*Task, error) {
-	return t.RestoreTasks(ctx, configure)
-}
-
 // stateSnapshot is a task's stored state read ahead by RestoreTasks: its parts (the keys without the task's
 // prefix) and their values, sorted. A task resumed from it reads its state there instead of from the Store.
 type stateSnapshot struct {
 	id    string
-	parts []Entry
+	parts []store.Entry
 }
 
 // groupSnapshots splits the entries of a tool's tasks, sorted, by task ID; tasks without an allow list (state a
 // Close left behind) are left out.
-func groupSnapshots(prefix string, entries []Entry) []*stateSnapshot {
+func groupSnapshots(prefix string, entries []store.Entry) []*stateSnapshot {
 	var out []*stateSnapshot
 	var cur *stateSnapshot
 	for _, e := range entries {
@@ -102,14 +97,14 @@ func groupSnapshots(prefix string, entries []Entry) []*stateSnapshot {
 			cur = &stateSnapshot{id: id}
 			out = append(out, cur)
 		}
-		cur.parts = append(cur.parts, Entry{Key: part, Value: e.Value})
+		cur.parts = append(cur.parts, store.Entry{Key: part, Value: e.Value})
 	}
 	return slices.DeleteFunc(out, func(s *stateSnapshot) bool { _, ok := s.get("allowlist"); return !ok })
 }
 
 // get returns part's value.
 func (s *stateSnapshot) get(part string) ([]byte, bool) {
-	i, ok := slices.BinarySearchFunc(s.parts, part, func(e Entry, p string) int { return strings.Compare(e.Key, p) })
+	i, ok := slices.BinarySearchFunc(s.parts, part, func(e store.Entry, p string) int { return strings.Compare(e.Key, p) })
 	if !ok {
 		return nil, false
 	}

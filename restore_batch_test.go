@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/commonagents-go/tool"
+	"github.com/commonagents-go/tool/store"
 )
 
 // resumeManifest binds a repository and has an action that adds labels to the allow list.
@@ -65,9 +66,9 @@ func (s *countingStore) Put(ctx context.Context, key string, value []byte) error
 // scanning is a countingStore that is a ScanStore.
 type scanning struct{ *countingStore }
 
-func (s scanning) Scan(ctx context.Context, prefix string) ([]tool.Entry, error) {
+func (s scanning) Scan(ctx context.Context, prefix string) ([]store.Entry, error) {
 	s.scans.Add(1)
-	return s.Store.(tool.ScanStore).Scan(ctx, prefix)
+	return s.Store.(store.ScanStore).Scan(ctx, prefix)
 }
 
 // storeTasks starts n tasks of resumeManifest on store, tags each, and detaches them; it returns their allow lists.

@@ -7,26 +7,11 @@ import (
 	"github.com/commonagents-go/tool/runtime"
 )
 
-// The kinds of ToolError (SPEC §8).
-const (
-	KindInvalidArguments  = runtime.KindInvalidArguments
-	KindMissingFields     = runtime.KindMissingFields
-	KindInvalidRequest    = runtime.KindInvalidRequest
-	KindUnavailable       = runtime.KindUnavailable
-	KindRateLimited       = runtime.KindRateLimited
-	KindTimeout           = runtime.KindTimeout
-	KindResultTooLarge    = runtime.KindResultTooLarge
-	KindMalformedResponse = runtime.KindMalformedResponse
-	KindToolError         = runtime.KindToolError
-	KindDenied            = runtime.KindDenied
-	KindInternal          = runtime.KindInternal
-)
-
 // Result is the outcome of one call (SPEC §8). A call that failed in a way the LLM can correct or retry still
 // has a Result: IsError is true, Error says why, and Output holds the same error as a JSON object for the LLM.
 // Nothing in a Result holds a secret value.
 type Result struct {
-	// CallID identifies the call (see WithCallID); Action is the manifest name, Function the LLM-facing name.
+	// CallID identifies the call (see ContextWithCallID); Action is the manifest name, Function the LLM-facing name.
 	CallID, Action, Function string
 	// Output is the JSON value for the LLM: nil, bool, string, float64, json.Number, int64, []any or
 	// map[string]any. When Omitted it is {"omitted": OmittedReason}.
@@ -44,31 +29,16 @@ type Result struct {
 	// audio, resource links and embedded resources, for a host to hand to an LLM SDK as they are (an image block
 	// in an Anthropic tool result, say). Output and Text() stay as they are: the structured content, else the
 	// text blocks joined. Secrets are masked in every block, their encoded forms too. nil for other backends.
-	Content   []Content
+	Content   []runtime.Content
 	IsError   bool
 	Error     *ToolError
 	Telemetry Telemetry
 }
 
-// Content is one block of an MCP tool result (see Result.Content).
-type Content = runtime.Content
-
-// ResourceContents is an embedded resource's contents.
-type ResourceContents = runtime.ResourceContents
-
-// The types of Content blocks.
-const (
-	ContentText         = runtime.ContentText
-	ContentImage        = runtime.ContentImage
-	ContentAudio        = runtime.ContentAudio
-	ContentResourceLink = runtime.ContentResourceLink
-	ContentResource     = runtime.ContentResource
-)
-
 // ToolError is a recoverable failure of one call: the task goes on and the LLM may correct or retry its call.
 // Message is safe to show the LLM.
 type ToolError struct {
-	// Kind is one of the Kind constants, such as KindMissingFields or KindRateLimited.
+	// Kind is one of the runtime package's Kind constants (SPEC §8), such as runtime.KindMissingFields or runtime.KindRateLimited.
 	Kind       string        `json:"kind"`
 	Message    string        `json:"message"`
 	Retryable  bool          `json:"retryable,omitempty"`

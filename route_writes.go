@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/commonagents-go/tool/allowlist"
+	"github.com/commonagents-go/tool/store"
 )
 
 // Store mode, the task's side (issue 28): a task of a Tool loaded WithRouteIndex keeps its routes in the Store's
@@ -24,7 +25,7 @@ import (
 // routing is what a Tool loaded WithRouteIndex writes: for each event pushed to tasks, the parameters its
 // filter compares with equality. Routes of events that are not pushed (polls) are never looked up.
 type routing struct {
-	rs     RouteStore
+	rs     store.RouteStore
 	events []routedEvent // by event index
 }
 
@@ -38,7 +39,7 @@ type routedEvent struct {
 
 // newRouting reads t's filters; nil when t does not write routes.
 func newRouting(t *Tool) *routing {
-	rs, ok := t.opts.store.(RouteStore)
+	rs, ok := t.opts.store.(store.RouteStore)
 	if !t.opts.routeIndex || !ok {
 		return nil
 	}

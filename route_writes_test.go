@@ -12,11 +12,13 @@ import (
 
 	"github.com/commonagents-go/tool"
 	"github.com/commonagents-go/tool/allowlist"
+	"github.com/commonagents-go/tool/runtime"
+	"github.com/commonagents-go/tool/store"
 )
 
 // routedValues returns the values of param that the routing index of rs routes to task (its key prefix) for the
 // issue tracker's issue_assigned event, among candidates.
-func routedValues(t *testing.T, rs tool.RouteStore, task, param string, candidates []string) []string {
+func routedValues(t *testing.T, rs store.RouteStore, task, param string, candidates []string) []string {
 	t.Helper()
 	routes := make([][]byte, len(candidates))
 	for i, c := range candidates {
@@ -28,7 +30,7 @@ func routedValues(t *testing.T, rs tool.RouteStore, task, param string, candidat
 	}
 	var out []string
 	for i, h := range hits {
-		if slices.ContainsFunc(h.Hits, func(x tool.RouteHit) bool { return x.Task == task }) {
+		if slices.ContainsFunc(h.Hits, func(x store.RouteHit) bool { return x.Task == task }) {
 			out = append(out, candidates[i])
 		}
 	}
@@ -58,7 +60,7 @@ func TestRoutesFollowAllowList(t *testing.T) {
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(uint64(seed), 0))
 	ms := tool.NewMemoryStore()
-	rs := ms.(tool.RouteStore)
+	rs := ms.(store.RouteStore)
 	tl := issueTracker(t, tool.WithStore(ms), tool.WithRouteIndex(), tool.WithLimits(tool.Limits{AllowListValues: 4}))
 	task := newTask(t, tl, tool.TaskConfig{Capability: tool.Capability{Bindings: map[string]any{"repo_id": 4242}}})
 	prefix := "tasks/engineering/issue-tracker/" + task.ID() + "/"
@@ -86,7 +88,7 @@ func TestRoutesFollowAllowList(t *testing.T) {
 // routeFaultStore is a memory store whose routing index fails while down (or, for the generation, bumpDown) is
 // set.
 type routeFaultStore struct {
-	tool.RouteStore
+	store.RouteStore
 	down     atomic.Bool // every route write fails
 	bumpDown atomic.Bool // BumpGeneration fails
 }
@@ -111,12 +113,12 @@ func (s *routeFaultStore) BumpGeneration(ctx context.Context, task string) (uint
 // does not join the allow list; the retry after the index is back grows it and runs.
 func TestRouteWriteFailureFailsTheCallBeforeTheBackend(t *testing.T) {
 	t.Parallel()
-	fs := &routeFaultStore{RouteStore: tool.NewMemoryStore().(tool.RouteStore)}
+	fs := &routeFaultStore{RouteStore: tool.NewMemoryStore().(store.RouteStore)}
 	tl := issueTracker(t, tool.WithStore(fs), tool.WithRouteIndex())
 	task := newTask(t, tl, tool.TaskConfig{Capability: tool.Capability{Bindings: map[string]any{"repo_id": 4242}}})
 	fs.down.Store(true)
 	res := mustInvoke(t, task, "create_issue", map[string]any{"title": "x", "assignee": "alice"})
-	if !res.IsError || res.Error.Kind != tool.KindUnavailable {
+	if !res.IsError || res.Error.Kind != runtime.KindUnavailable {
 		t.Fatalf("create_issue with the index down = %+v, want a recoverable unavailable result", res)
 	}
 	if got := task.AllowList()["assignee"]; len(got) != 0 {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/commonagents-go/tool/store"
 )
 
 // A webhook's path reads in one direction through these files: router_http.go (the endpoint) → Router.Dispatch
@@ -16,77 +18,42 @@ import (
 // tasks it cannot rule out) → dispatch (dispatch.go: a taskSource brings each into memory, and its own pipeline
 // runs: Task.deliver, deliver.go).
 
-// DefaultWebhookPrefix is where a Router serves webhooks unless WithPrefix says otherwise (SPEC §9.6).
-const DefaultWebhookPrefix = "/v1/webhooks/events"
-
-// RouterOption configures NewRouter.
-type RouterOption func(*Router)
-
-// WithPrefix sets the path prefix of the webhook endpoint (default DefaultWebhookPrefix); payloads for a tool
-// are POSTed to {prefix}/{namespace}/{tool}.
-func WithPrefix(prefix string) RouterOption {
-	return func(r *Router) {
-		if p := strings.Trim(prefix, "/"); p != "" {
-			r.prefix = "/" + p
-		} else {
-			r.prefix = "" // the root: /{namespace}/{tool}
-		}
-	}
+// RouterOptions configure NewRouter. The zero value serves the defaults.
+type RouterOptions struct {
+	// Prefix is the path prefix of the webhook endpoint: payloads for a tool are POSTed to
+	// {Prefix}/{namespace}/{tool}. "" is the default, /v1/webhooks/events (SPEC §9.6); "/" serves at the root.
+	Prefix string
+	// InFlightBytes caps the bytes of request bodies the Router holds at once, from the moment it starts reading
+	// a body until it has answered (default 16 MiB). A request that would go over the cap is answered 503 with
+	// Retry-After before its body is read; a request alone in flight is always served. A body's share is its
+	// Content-Length, or the tool's Limits.InboundBytes when the length is unknown.
+	InFlightBytes int64
+	// TaskCacheSize and TaskCacheIdle bound the tasks a Router in store mode (Serve with a Hydrator) keeps in
+	// memory per served Tool: at most TaskCacheSize (default 100,000), and none idle for longer than
+	// TaskCacheIdle (default 15 minutes). A task leaves as by Task.Detach: its state stays in the Store, and the
+	// next webhook that needs it brings it back. Tasks that are active or pinned (docs/scaling.md) never leave,
+	// so the bound can be exceeded while they are.
+	TaskCacheSize int
+	TaskCacheIdle time.Duration
+	// MaxFanOut is how many tasks of one route a Router in store mode reads per Store lookup (default 1,000); a
+	// route with more is read in pages.
+	MaxFanOut int
+	// DeadLetter takes a webhook's payload for a task that a Router in store mode cannot bring into memory
+	// because of its stored state (it does not decode, or the Hydrator's configuration fails NewTask's checks):
+	// taskID names it, in is the payload as received, err says why. Returning nil means the host has kept the
+	// payload (to repair the task and deliver it later with Task.Deliver), and the task counts as handled; an
+	// error, or no DeadLetter, makes the webhook's answer 503 so that the sender retries. ctx is the webhook's.
+	DeadLetter func(ctx context.Context, taskID string, in *Inbound, err error) error
 }
 
-// DefaultInFlightBytes is how many bytes of request bodies a Router holds at once unless WithInFlightBytes says
-// otherwise.
-const DefaultInFlightBytes = 16 << 20
-
-// WithInFlightBytes caps the bytes of request bodies the Router holds at once, from the moment it starts reading
-// a body until it has answered. A request that would go over the cap is answered 503 with Retry-After before
-// its body is read; a request alone in flight is always served. A body's share is its Content-Length, or the
-// tool's Limits.InboundBytes when the length is unknown. n <= 0 keeps DefaultInFlightBytes.
-func WithInFlightBytes(n int64) RouterOption {
-	return func(r *Router) {
-		if n > 0 {
-			r.inFlight.limit = n
-		}
-	}
-}
-
-// WithTaskCache bounds the tasks a Router in store mode (WithHydrator) keeps in memory per served Tool: at most
-// max (default DefaultTaskCacheSize), and none idle for longer than idle (default DefaultTaskCacheIdle). A task
-// leaves as by Task.Detach: its state stays in the Store, and the next webhook that needs it brings it back.
-// Tasks that are active or pinned (activity.go, docs/scaling.md) never leave, so the bound can be exceeded while
-// they are. Values <= 0 keep the defaults.
-func WithTaskCache(max int, idle time.Duration) RouterOption {
-	return func(r *Router) {
-		if max > 0 {
-			r.cacheMax = max
-		}
-		if idle > 0 {
-			r.cacheIdle = idle
-		}
-	}
-}
-
-// WithMaxFanOut sets how many tasks of one route a Router in store mode reads per Store lookup (default
-// DefaultMaxFanOut); a route with more is read in pages of n. n <= 0 keeps the default.
-func WithMaxFanOut(n int) RouterOption {
-	return func(r *Router) {
-		if n > 0 {
-			r.fanOut = n
-		}
-	}
-}
-
-// DeadLetter takes a webhook's payload for a task that a Router in store mode cannot bring into memory because
-// of its stored state (it does not decode, or the Hydrator's configuration fails NewTask's checks): taskID names
-// it, in is the payload as received, err says why. Returning nil means the host has kept the payload (to repair
-// the task and deliver it later with Task.Deliver), and the task counts as handled; an error, or no DeadLetter,
-// makes the webhook's answer 503 so that the sender retries. ctx is the webhook's.
-type DeadLetter func(ctx context.Context, taskID string, in *Inbound, err error) error
-
-// WithDeadLetter sets the DeadLetter of a Router in store mode.
-func WithDeadLetter(d DeadLetter) RouterOption {
-	return func(r *Router) { r.deadLetter = d }
-}
+// The defaults of RouterOptions.
+const (
+	defaultWebhookPrefix = "/v1/webhooks/events"
+	defaultInFlightBytes = 16 << 20
+	defaultTaskCacheSize = 100_000
+	defaultTaskCacheIdle = 15 * time.Minute
+	defaultMaxFanOut     = 1000
+)
 
 // Router routes pushed payloads to the tasks they are for (SPEC §9.6). It holds tasks of any number of tools,
 // serves the webhook endpoint, and fans each payload out to the tool's tasks. It indexes tasks by their
@@ -96,10 +63,10 @@ func WithDeadLetter(d DeadLetter) RouterOption {
 type Router struct {
 	prefix     string
 	inFlight   budget
-	cacheMax   int           // WithTaskCache
-	cacheIdle  time.Duration // WithTaskCache
-	fanOut     int           // WithMaxFanOut
-	deadLetter DeadLetter    // WithDeadLetter
+	cacheMax   int           // RouterOptions.TaskCacheSize
+	cacheIdle  time.Duration // RouterOptions.TaskCacheIdle
+	fanOut     int           // RouterOptions.MaxFanOut
+	deadLetter func(ctx context.Context, taskID string, in *Inbound, err error) error
 
 	mu    sync.RWMutex
 	tools map[string]*routes // by "namespace/name"; kept after the last task leaves, so the tool stays known
@@ -123,7 +90,7 @@ type group struct {
 	mem      *memIndex // eager mode: the index of the tasks given to Add; nil in store mode
 	index    taskIndex
 	source   taskSource
-	cache    *taskCache // store mode (Router.Serve WithHydrator); nil in eager mode
+	cache    *taskCache // store mode (Router.Serve with a Hydrator); nil in eager mode
 	served   bool       // Router.Serve named the Tool: the group stays without tasks
 	presence presence   // this replica's record in the Tool's Store
 }
@@ -134,15 +101,25 @@ type routed struct {
 	group *group
 }
 
-// NewRouter returns an empty Router.
-func NewRouter(opts ...RouterOption) *Router {
-	r := &Router{prefix: DefaultWebhookPrefix, tools: map[string]*routes{}, tasks: map[string]*routed{},
-		inFlight: budget{limit: DefaultInFlightBytes}, cacheMax: DefaultTaskCacheSize, cacheIdle: DefaultTaskCacheIdle,
-		fanOut: DefaultMaxFanOut}
-	for _, o := range opts {
-		if o != nil {
-			o(r)
-		}
+// NewRouter returns an empty Router; zero fields of opts keep their defaults.
+func NewRouter(opts RouterOptions) *Router {
+	r := &Router{prefix: defaultWebhookPrefix, tools: map[string]*routes{}, tasks: map[string]*routed{},
+		inFlight: budget{limit: defaultInFlightBytes}, cacheMax: defaultTaskCacheSize, cacheIdle: defaultTaskCacheIdle,
+		fanOut: defaultMaxFanOut, deadLetter: opts.DeadLetter}
+	if opts.Prefix != "" {
+		r.prefix = strings.TrimRight("/"+strings.Trim(opts.Prefix, "/"), "/") // "/" is the root: /{namespace}/{tool}
+	}
+	if opts.InFlightBytes > 0 {
+		r.inFlight.limit = opts.InFlightBytes
+	}
+	if opts.TaskCacheSize > 0 {
+		r.cacheMax = opts.TaskCacheSize
+	}
+	if opts.TaskCacheIdle > 0 {
+		r.cacheIdle = opts.TaskCacheIdle
+	}
+	if opts.MaxFanOut > 0 {
+		r.fanOut = opts.MaxFanOut
 	}
 	return r
 }
@@ -174,45 +151,26 @@ func (r *Router) Add(t *Task) error {
 	return nil
 }
 
-// ServeOption configures Router.Serve.
-type ServeOption func(*serveConfig)
-
-// serveConfig is what ServeOptions set.
-type serveConfig struct {
-	hydrate Hydrator
-}
-
-// WithHydrator serves the Tool in store mode (docs/scaling.md): the Router finds a webhook's tasks in the
-// Store's routing index, whatever tasks it holds, and brings those not in memory there with h's configuration,
-// one Scan each, into a bounded cache (WithTaskCache). A task another replica grew is re-read when the index
-// says so. The Tool must be loaded WithRouteIndex over a Store that is a ScanStore (store/postgres: also a
-// SwapStore, ClaimStore and ExpiringStore, which replicas need), and Tool.ReindexRoutes must have completed
-// (ErrNotReindexed).
-func WithHydrator(h Hydrator) ServeOption {
-	return func(c *serveConfig) { c.hydrate = h }
-}
-
 // Serve makes the Router serve t's webhooks before it holds any task of t, and after its last task leaves: a
 // payload for a served tool that no task wants is answered 202, not 404 (a sender such as GitHub does not retry a
-// 404, so a replica that starts behind a load balancer must not answer it). Without WithHydrator, tasks of t are
+// 404, so a replica that starts behind a load balancer must not answer it). With a nil hydrate, tasks of t are
 // routed only once given to Add; serving the same Tool again does nothing.
 //
-// WithHydrator turns store mode on for t. Serve then reads the marker of Tool.ReindexRoutes (one Store read,
+// A hydrate function turns store mode on for t (docs/scaling.md): the Router finds a webhook's tasks in the
+// Store's routing index, whatever tasks it holds, and brings those not in memory there with hydrate's
+// configuration, one Scan each, into a bounded cache (RouterOptions.TaskCacheSize). A task another replica grew
+// is re-read when the index says so. The Tool must be loaded WithRouteIndex over a Store that is a
+// store.ScanStore (store/postgres: also a store.SwapStore, store.ClaimStore and store.ExpiringStore, which
+// replicas need), and Tool.ReindexRoutes must have completed. Serve then reads the marker of Tool.ReindexRoutes (one Store read,
 // bounded by the Tool's CallTimeout) and fails with ErrNotReindexed without it; it also fails for a Tool loaded
-// without WithRouteIndex, a Store that is not a ScanStore, and a Tool already served, or given to Add, in eager
+// without WithRouteIndex, a Store that is not a store.ScanStore, and a Tool already served, or given to Add, in eager
 // mode. It reads no task state: a restarted replica serves at once. Tasks given to Add are then kept in memory
 // (pinned) and not indexed by the Router: they write their routes themselves.
-func (r *Router) Serve(t *Tool, opts ...ServeOption) error {
+func (r *Router) Serve(t *Tool, hydrate Hydrator) error {
 	if t == nil {
 		return errors.New("tool: router: Serve of a nil Tool")
 	}
-	var cfg serveConfig
-	for _, o := range opts {
-		if o != nil {
-			o(&cfg)
-		}
-	}
-	if cfg.hydrate != nil {
+	if hydrate != nil {
 		if err := storeMode(t); err != nil {
 			return err
 		}
@@ -224,12 +182,12 @@ func (r *Router) Serve(t *Tool, opts ...ServeOption) error {
 	g := rs.group(t)
 	g.served = true
 	switch {
-	case cfg.hydrate == nil || g.cache != nil:
+	case hydrate == nil || g.cache != nil:
 	case exists:
-		return errors.New("tool: router: Serve WithHydrator of a Tool the Router already serves in eager mode")
+		return errors.New("tool: router: Serve with a Hydrator of a Tool the Router already serves in eager mode")
 	default:
 		g.mem, g.index = nil, newStoreIndex(t, r.fanOut)
-		g.cache = newTaskCache(t, cfg.hydrate, r.cacheMax, r.cacheIdle)
+		g.cache = newTaskCache(t, hydrate, r.cacheMax, r.cacheIdle)
 		g.source = g.cache
 	}
 	return nil
@@ -240,8 +198,8 @@ func storeMode(t *Tool) error {
 	if t.routing == nil {
 		return errors.New("tool: router: store mode needs a Tool loaded WithRouteIndex")
 	}
-	if _, ok := t.opts.store.(ScanStore); !ok {
-		return errors.New("tool: router: store mode needs a Store that implements ScanStore")
+	if _, ok := t.opts.store.(store.ScanStore); !ok {
+		return errors.New("tool: router: store mode needs a Store that implements store.ScanStore")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), t.opts.limits.CallTimeout)
 	defer cancel()
@@ -249,7 +207,7 @@ func storeMode(t *Tool) error {
 }
 
 // CloseTask closes the task id of namespace/tool that a Router in store mode serves, whether or not any replica
-// holds it in memory: it is brought into memory here (WithHydrator's configuration, so that what its backends
+// holds it in memory: it is brought into memory here (the Hydrator's configuration, so that what its backends
 // recorded is torn down) and closed as by Task.Close, which removes its state and its routes. Copies other
 // replicas hold are no longer named by the index, so no webhook reaches them, and they leave their caches when
 // idle. A task whose ExpiresAt has passed is closed as it is brought into memory (nil). A task the Store does

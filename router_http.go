@@ -14,11 +14,6 @@ import (
 // Register registers the webhook endpoint on m: the subtree {prefix}/, so any Mux works.
 func (r *Router) Register(m Mux) { m.Handle(r.prefix+"/", r) }
 
-// Mount is the former name of Register.
-//
-// Deprecated: use Register. Mount is also the name of a task's storage (TaskConfig.Mount).
-func (r *Router) Mount(m Mux) { r.Register(m) }
-
 // ServeHTTP serves POST {prefix}/{namespace}/{tool}. It answers 202 once every activation the payload caused
 // was accepted by its task's Sink (also when no task wanted it), 503 when a Sink refused one, an earlier attempt
 // with the same delivery id is still with a Sink (in_flight), or the request's context ended before every task's
@@ -26,7 +21,7 @@ func (r *Router) Mount(m Mux) { r.Register(m) }
 // sender gives a delivery id), 401 when the signature was bad for every event, 500 when the events are
 // misconfigured (a missing secret setting) and nothing else happened, 413 for a body over the limit or a JSON
 // payload over Limits.InboundDepth or Limits.InboundValues that no event took otherwise, 503 with Retry-After
-// when the bodies in flight are at their cap (WithInFlightBytes), 404 for a path that names no tool the Router
+// when the bodies in flight are at their cap (RouterOptions.InFlightBytes), 404 for a path that names no tool the Router
 // ever held or served (Serve), 405 for other methods and 400 for an event name the tool does not have.
 func (r *Router) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	rest, ok := strings.CutPrefix(req.URL.Path, r.prefix+"/")

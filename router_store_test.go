@@ -15,17 +15,18 @@ import (
 
 	"github.com/commonagents-go/tool"
 	"github.com/commonagents-go/tool/facts"
+	"github.com/commonagents-go/tool/store"
 	"github.com/commonagents-go/tool/tooltest"
 )
 
 // memStore is what the memory store implements, for wrappers that keep its upgrades.
 type memStore interface {
-	tool.SwapStore
-	tool.LeaseStore
-	tool.ExpiringStore
-	tool.ScanStore
-	tool.RouteStore
-	tool.TaskExpiryStore
+	store.SwapStore
+	store.LeaseStore
+	store.ExpiringStore
+	store.ScanStore
+	store.RouteStore
+	store.TaskExpiryStore
 }
 
 // readCounter counts the reads of task state (Get, List, Scan under "tasks/") and the route lookups of a
@@ -51,7 +52,7 @@ func (s *readCounter) List(ctx context.Context, prefix string) ([]string, error)
 	return s.memStore.List(ctx, prefix)
 }
 
-func (s *readCounter) Scan(ctx context.Context, prefix string) ([]tool.Entry, error) {
+func (s *readCounter) Scan(ctx context.Context, prefix string) ([]store.Entry, error) {
 	if strings.HasPrefix(prefix, "tasks/") {
 		s.taskReads.Add(1)
 		s.scans.Add(1)
@@ -62,7 +63,7 @@ func (s *readCounter) Scan(ctx context.Context, prefix string) ([]tool.Entry, er
 	return s.memStore.Scan(ctx, prefix)
 }
 
-func (s *readCounter) Lookup(ctx context.Context, routes [][]byte, after string, limit int) ([]tool.RouteHits, error) {
+func (s *readCounter) Lookup(ctx context.Context, routes [][]byte, after string, limit int) ([]store.RouteHits, error) {
 	s.lookups.Add(1)
 	if s.lookupDown.Load() {
 		return nil, errStoreDown
@@ -80,7 +81,7 @@ type replicas struct {
 	sink   *countingSink
 }
 
-func newReplicas(t *testing.T, ropts []tool.RouterOption, bopts ...tool.Option) *replicas {
+func newReplicas(t *testing.T, ropts tool.RouterOptions, bopts ...tool.Option) *replicas {
 	t.Helper()
 	ms := tool.NewMemoryStore().(memStore)
 	rp := &replicas{store: &readCounter{memStore: ms}, sink: &countingSink{}, mem: ms}
@@ -90,11 +91,11 @@ func newReplicas(t *testing.T, ropts []tool.RouterOption, bopts ...tool.Option) 
 	}
 	rp.b = issueTracker(t, append([]tool.Option{tool.WithStore(rp.store), tool.WithRouteIndex(), tool.WithReplicaID("b")},
 		bopts...)...)
-	rp.router = tool.NewRouter(ropts...)
+	rp.router = tool.NewRouter(ropts)
 	hydrate := func(_ context.Context, id string) (tool.TaskConfig, bool) {
 		return tool.TaskConfig{Capability: tool.Capability{Bindings: map[string]any{"repo_id": 4242}}, Sink: rp.sink}, true
 	}
-	if err := rp.router.Serve(rp.b, tool.WithHydrator(hydrate)); err != nil {
+	if err := rp.router.Serve(rp.b, hydrate); err != nil {
 		t.Fatal(err)
 	}
 	return rp
@@ -125,7 +126,7 @@ func (rp *replicas) dispatch(t *testing.T, id, login string) int {
 // replica reads no task state until a webhook needs a task, and then one Scan.
 func TestStoreModeSeesAnotherReplicasGrowth(t *testing.T) {
 	t.Parallel()
-	rp := newReplicas(t, nil)
+	rp := newReplicas(t, tool.RouterOptions{})
 	if n := rp.store.taskReads.Load(); n != 0 {
 		t.Fatalf("task-state reads at start-up (Load, NewRouter, Serve) = %d, want 0", n)
 	}
@@ -155,7 +156,7 @@ func TestStoreModeSeesAnotherReplicasGrowth(t *testing.T) {
 // Concurrent webhooks for a task not in memory load it once.
 func TestStoreModeHydratesATaskOnce(t *testing.T) {
 	t.Parallel()
-	rp := newReplicas(t, nil)
+	rp := newReplicas(t, tool.RouterOptions{})
 	task := newTask(t, rp.a, tool.TaskConfig{Capability: tool.Capability{Bindings: map[string]any{"repo_id": 4242}}})
 	mustInvoke(t, task, "create_issue", map[string]any{"title": "x", "assignee": "bob"})
 	const n = 8
@@ -182,7 +183,7 @@ func TestStoreModeHydratesATaskOnce(t *testing.T) {
 // webhook, with one more Scan.
 func TestStoreModeEvictsIdleTasksAndBringsThemBack(t *testing.T) {
 	t.Parallel()
-	rp := newReplicas(t, []tool.RouterOption{tool.WithTaskCache(2, 0)})
+	rp := newReplicas(t, tool.RouterOptions{TaskCacheSize: 2, TaskCacheIdle: 0})
 	const n = 5
 	for i := range n {
 		task := newTask(t, rp.a, tool.TaskConfig{ID: fmt.Sprintf("t%d", i), Capability: tool.Capability{Bindings: map[string]any{"repo_id": 4242}}})
@@ -211,18 +212,18 @@ func TestStoreModeNeedsTheReindexMarker(t *testing.T) {
 	ms := tool.NewMemoryStore()
 	hydrate := func(context.Context, string) (tool.TaskConfig, bool) { return tool.TaskConfig{}, false }
 	plain := issueTracker(t, tool.WithStore(ms))
-	if err := tool.NewRouter().Serve(plain, tool.WithHydrator(hydrate)); err == nil {
-		t.Error("Serve WithHydrator of a Tool without WithRouteIndex: nil error")
+	if err := tool.NewRouter(tool.RouterOptions{}).Serve(plain, hydrate); err == nil {
+		t.Error("Serve with a Hydrator of a Tool without WithRouteIndex: nil error")
 	}
 	tl := issueTracker(t, tool.WithStore(ms), tool.WithRouteIndex())
-	if err := tool.NewRouter().Serve(tl, tool.WithHydrator(hydrate)); !errors.Is(err, tool.ErrNotReindexed) {
-		t.Errorf("Serve WithHydrator before ReindexRoutes = %v, want ErrNotReindexed", err)
+	if err := tool.NewRouter(tool.RouterOptions{}).Serve(tl, hydrate); !errors.Is(err, tool.ErrNotReindexed) {
+		t.Errorf("Serve with a Hydrator before ReindexRoutes = %v, want ErrNotReindexed", err)
 	}
 	if _, err := tl.ReindexRoutes(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if err := tool.NewRouter().Serve(tl, tool.WithHydrator(hydrate)); err != nil {
-		t.Errorf("Serve WithHydrator after ReindexRoutes: %v", err)
+	if err := tool.NewRouter(tool.RouterOptions{}).Serve(tl, hydrate); err != nil {
+		t.Errorf("Serve with a Hydrator after ReindexRoutes: %v", err)
 	}
 }
 
@@ -263,14 +264,14 @@ func TestCorruptStoredTaskIsNotLost(t *testing.T) {
 	t.Parallel()
 	clock := tooltest.NewClock(time.Date(2026, 11, 27, 0, 0, 0, 0, time.UTC))
 	log := &factRecorder{}
-	rp := newReplicas(t, nil, tool.WithClock(clock), tool.WithObserver(log))
+	rp := newReplicas(t, tool.RouterOptions{}, tool.WithClock(clock), tool.WithObserver(log))
 	was := twoTasksForAlice(t, rp)
 	mux := http.NewServeMux()
 	rp.router.Register(mux)
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	post := func() int {
-		status, _ := postInbound(t, srv.URL+tool.DefaultWebhookPrefix+"/engineering/issue-tracker", signed(hookSecret, "d1", assigned(4242, "alice")))
+		status, _ := postInbound(t, srv.URL+"/v1/webhooks/events"+"/engineering/issue-tracker", signed(hookSecret, "d1", assigned(4242, "alice")))
 		return status
 	}
 	if status := post(); status != http.StatusServiceUnavailable {
@@ -313,7 +314,7 @@ func TestCorruptStoredTaskGoesToTheDeadLetter(t *testing.T) {
 		kept = append(kept, id)
 		return nil
 	}
-	rp := newReplicas(t, []tool.RouterOption{tool.WithDeadLetter(dead)})
+	rp := newReplicas(t, tool.RouterOptions{DeadLetter: dead})
 	twoTasksForAlice(t, rp)
 	if _, err := rp.send("d1", "alice"); err != nil {
 		t.Fatalf("Dispatch with a DeadLetter that kept the payload: %v", err)
@@ -329,7 +330,7 @@ func TestCorruptStoredTaskGoesToTheDeadLetter(t *testing.T) {
 func TestStoreOutageOnTheWebhookPathIs503(t *testing.T) {
 	t.Parallel()
 	log := &factRecorder{}
-	rp := newReplicas(t, nil, tool.WithObserver(log))
+	rp := newReplicas(t, tool.RouterOptions{}, tool.WithObserver(log))
 	task := newTask(t, rp.a, tool.TaskConfig{Capability: tool.Capability{Bindings: map[string]any{"repo_id": 4242}}})
 	mustInvoke(t, task, "create_issue", map[string]any{"title": "x", "assignee": "alice"})
 	rp.store.lookupDown.Store(true)
@@ -350,7 +351,7 @@ func TestStoreOutageOnTheWebhookPathIs503(t *testing.T) {
 func TestVerifyStoredNamesCorruptTasks(t *testing.T) {
 	t.Parallel()
 	log := &factRecorder{}
-	rp := newReplicas(t, nil, tool.WithObserver(log))
+	rp := newReplicas(t, tool.RouterOptions{}, tool.WithObserver(log))
 	twoTasksForAlice(t, rp)
 	err := rp.b.VerifyStored(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "task bad:") || strings.Contains(err.Error(), "task good") {
@@ -365,7 +366,7 @@ func TestVerifyStoredNamesCorruptTasks(t *testing.T) {
 // webhooks no longer reach it.
 func TestCloseTaskNotInMemory(t *testing.T) {
 	t.Parallel()
-	rp := newReplicas(t, nil)
+	rp := newReplicas(t, tool.RouterOptions{})
 	task, err := rp.a.NewTask(context.Background(), tool.TaskConfig{ID: "t1", Capability: tool.Capability{Bindings: map[string]any{"repo_id": 4242}}})
 	if err != nil {
 		t.Fatal(err)
@@ -396,7 +397,7 @@ func TestCloseTaskNotInMemory(t *testing.T) {
 // cached copy that the index found by a value it does not hold re-reads its list.
 func TestStoreModeSeesGrowthWithoutItsGeneration(t *testing.T) {
 	t.Parallel()
-	rp := newReplicas(t, nil)
+	rp := newReplicas(t, tool.RouterOptions{})
 	fs := &routeFaultStore{RouteStore: rp.mem}
 	a := issueTracker(t, tool.WithStore(fs), tool.WithRouteIndex(), tool.WithReplicaID("a2"))
 	task := newTask(t, a, tool.TaskConfig{Capability: tool.Capability{Bindings: map[string]any{"repo_id": 4242}}})
@@ -417,7 +418,7 @@ func TestStoreModeSeesGrowthWithoutItsGeneration(t *testing.T) {
 // A payload without the fields of the equality conjuncts looks nothing up and visits no task.
 func TestStoreModePagesPastTheFanOutBound(t *testing.T) {
 	t.Parallel()
-	rp := newReplicas(t, []tool.RouterOption{tool.WithMaxFanOut(2)})
+	rp := newReplicas(t, tool.RouterOptions{MaxFanOut: 2})
 	for i := range 5 {
 		task := newTask(t, rp.a, tool.TaskConfig{ID: fmt.Sprintf("t%d", i), Capability: tool.Capability{Bindings: map[string]any{"repo_id": 4242}}})
 		mustInvoke(t, task, "create_issue", map[string]any{"title": "x", "assignee": "alice"})
@@ -441,7 +442,7 @@ func TestStoreModePagesPastTheFanOutBound(t *testing.T) {
 // to 5 s, for a second to start), and every task is still visited once.
 func TestStoreModeHydratesAhead(t *testing.T) {
 	t.Parallel()
-	rp := newReplicas(t, []tool.RouterOption{tool.WithMaxFanOut(2)})
+	rp := newReplicas(t, tool.RouterOptions{MaxFanOut: 2})
 	for i := range 5 {
 		task := newTask(t, rp.a, tool.TaskConfig{ID: fmt.Sprintf("t%d", i), Capability: tool.Capability{Bindings: map[string]any{"repo_id": 4242}}})
 		mustInvoke(t, task, "create_issue", map[string]any{"title": "x", "assignee": "alice"})
@@ -505,7 +506,7 @@ func TestStoreModeHydratesAhead(t *testing.T) {
 func TestStoreModeEvictsByIdleAgeButNotPinnedTasks(t *testing.T) {
 	t.Parallel()
 	clock := tooltest.NewClock(time.Date(2026, 11, 27, 0, 0, 0, 0, time.UTC))
-	rp := newReplicas(t, []tool.RouterOption{tool.WithTaskCache(100, time.Minute)}, tool.WithClock(clock))
+	rp := newReplicas(t, tool.RouterOptions{TaskCacheSize: 100, TaskCacheIdle: time.Minute}, tool.WithClock(clock))
 	for i := range 2 {
 		task := newTask(t, rp.a, tool.TaskConfig{ID: fmt.Sprintf("t%d", i), Capability: tool.Capability{Bindings: map[string]any{"repo_id": 4242}}})
 		mustInvoke(t, task, "create_issue", map[string]any{"title": "x", "assignee": fmt.Sprintf("user%d", i)})
@@ -552,18 +553,18 @@ func (s *putCounter) Put(ctx context.Context, key string, value []byte) error {
 // A task that a webhook visited without activating leaves the cache without a write: its state did not change.
 func TestStoreModeEvictionOfAnUnchangedTaskWritesNothing(t *testing.T) {
 	t.Parallel()
-	rp := newReplicas(t, nil)
+	rp := newReplicas(t, tool.RouterOptions{})
 	for i := range 2 {
 		task := newTask(t, rp.a, tool.TaskConfig{ID: fmt.Sprintf("t%d", i), Capability: tool.Capability{Bindings: map[string]any{"repo_id": 4242}}})
 		mustInvoke(t, task, "create_issue", map[string]any{"title": "x", "assignee": "alice"})
 	}
 	pc := &putCounter{memStore: rp.mem}
 	b := issueTracker(t, tool.WithStore(pc), tool.WithRouteIndex(), tool.WithReplicaID("b2"))
-	r := tool.NewRouter(tool.WithTaskCache(1, 0))
+	r := tool.NewRouter(tool.RouterOptions{TaskCacheSize: 1, TaskCacheIdle: 0})
 	hydrate := func(_ context.Context, id string) (tool.TaskConfig, bool) {
 		return tool.TaskConfig{Capability: tool.Capability{Bindings: map[string]any{"repo_id": 4242}}}, true
 	}
-	if err := r.Serve(b, tool.WithHydrator(hydrate)); err != nil {
+	if err := r.Serve(b, hydrate); err != nil {
 		t.Fatal(err)
 	}
 	// Both tasks follow alice, but the payload's action is not "assigned": both are visited, neither activates,

@@ -18,6 +18,7 @@ import (
 
 	"github.com/commonagents-go/tool"
 	"github.com/commonagents-go/tool/facts"
+	"github.com/commonagents-go/tool/store"
 )
 
 // countingSink counts accepted activations and refuses while refuse is set.
@@ -41,7 +42,7 @@ func pushFor(repo string) string {
 func TestRouterFansOutToMatchingTasksOnly(t *testing.T) {
 	t.Parallel()
 	tl := repoTool(t)
-	r := tool.NewRouter()
+	r := tool.NewRouter(tool.RouterOptions{})
 	sinks := map[string]*countingSink{}
 	ids := map[string]string{}
 	for i := range 5 {
@@ -76,7 +77,7 @@ func TestRouterFansOutToMatchingTasksOnly(t *testing.T) {
 func TestRouterIndexFollowsAllowListGrowth(t *testing.T) {
 	t.Parallel()
 	tl := issueTracker(t)
-	r := tool.NewRouter()
+	r := tool.NewRouter(tool.RouterOptions{})
 	sink := &countingSink{}
 	task := newTask(t, tl, tool.TaskConfig{Capability: tool.Capability{Bindings: map[string]any{"repo_id": 4242}}, Sink: sink})
 	if err := r.Add(task); err != nil {
@@ -124,7 +125,7 @@ func postInbound(t *testing.T, url string, in *tool.Inbound) (int, string) {
 func TestRouterHTTP(t *testing.T) {
 	t.Parallel()
 	tl := repoTool(t, tool.WithLimits(tool.Limits{InboundBytes: 1024}))
-	r := tool.NewRouter(tool.WithPrefix("/hooks/"))
+	r := tool.NewRouter(tool.RouterOptions{Prefix: "/hooks/"})
 	mux := http.NewServeMux()
 	r.Register(mux)
 	srv := httptest.NewServer(mux)
@@ -183,7 +184,7 @@ func TestRouterHTTP(t *testing.T) {
 func TestRouterTaskMembership(t *testing.T) {
 	t.Parallel()
 	tl := repoTool(t)
-	r := tool.NewRouter()
+	r := tool.NewRouter(tool.RouterOptions{})
 	bind := tool.Capability{Bindings: map[string]any{"repo": "o/r"}}
 	a := newTask(t, tl, tool.TaskConfig{ID: "same", Capability: bind})
 	b := newTask(t, repoTool(t), tool.TaskConfig{ID: "same", Capability: bind}) // its own Store
@@ -227,7 +228,7 @@ func TestRouterTaskMembership(t *testing.T) {
 func TestRouterConcurrent(t *testing.T) {
 	t.Parallel()
 	tl := issueTracker(t)
-	r := tool.NewRouter()
+	r := tool.NewRouter(tool.RouterOptions{})
 	var wg sync.WaitGroup
 	for i := range 4 {
 		task := newTask(t, tl, tool.TaskConfig{Capability: tool.Capability{Bindings: map[string]any{"repo_id": 4242}}})
@@ -264,7 +265,7 @@ func TestRouterConcurrent(t *testing.T) {
 func TestRouterRootPrefixAndMissingSecret(t *testing.T) {
 	t.Parallel()
 	tl := mustLoadSrc(t, repoEvents("")) // no settings: the secret renders empty
-	r := tool.NewRouter(tool.WithPrefix("/"))
+	r := tool.NewRouter(tool.RouterOptions{Prefix: "/"})
 	mux := http.NewServeMux()
 	r.Register(mux)
 	srv := httptest.NewServer(mux)
@@ -328,7 +329,7 @@ events:
 func TestRouterIndexAgreesWithVisitingEveryTask(t *testing.T) {
 	t.Parallel()
 	tl := routedEvents(t)
-	r := tool.NewRouter()
+	r := tool.NewRouter(tool.RouterOptions{})
 	var tasks []*tool.Task
 	for i := range 24 {
 		task := newTask(t, tl, tool.TaskConfig{Capability: tool.Capability{Bindings: map[string]any{"repo": fmt.Sprintf("r%d", i%4)}}})
@@ -404,11 +405,11 @@ func TestRouterIndexAgreesWithVisitingEveryTask(t *testing.T) {
 func TestRouterServesToolWithoutTasks(t *testing.T) {
 	t.Parallel()
 	tl := repoTool(t)
-	r := tool.NewRouter()
-	if err := r.Serve(nil); err == nil {
+	r := tool.NewRouter(tool.RouterOptions{})
+	if err := r.Serve(nil, nil); err == nil {
 		t.Error("Serve(nil) did not fail")
 	}
-	if err := r.Serve(tl); err != nil {
+	if err := r.Serve(tl, nil); err != nil {
 		t.Fatal(err)
 	}
 	mux := http.NewServeMux()
@@ -419,11 +420,11 @@ func TestRouterServesToolWithoutTasks(t *testing.T) {
 		t.Helper()
 		return postInbound(t, srv.URL+path, signed(hookSecret, "", pushFor("o/r")))
 	}
-	const path = tool.DefaultWebhookPrefix + "/tests/repo-events"
+	const path = "/v1/webhooks/events" + "/tests/repo-events"
 	if code, body := post(path); code != http.StatusAccepted || !strings.Contains(body, `"activations":0`) {
 		t.Errorf("served, no task: %d %s, want 202 with no activation", code, body)
 	}
-	if code, _ := post(tool.DefaultWebhookPrefix + "/tests/other"); code != http.StatusNotFound {
+	if code, _ := post("/v1/webhooks/events" + "/tests/other"); code != http.StatusNotFound {
 		t.Errorf("a tool never served: status %d, want 404", code)
 	}
 	sink := &countingSink{}
@@ -444,14 +445,14 @@ func TestRouterServesToolWithoutTasks(t *testing.T) {
 // too large for a limit that no Tool value gives any more.
 func TestRouterToolStaysKnownAfterItsLastTask(t *testing.T) {
 	t.Parallel()
-	r := tool.NewRouter()
+	r := tool.NewRouter(tool.RouterOptions{})
 	task := newTask(t, repoTool(t), tool.TaskConfig{Capability: tool.Capability{Bindings: map[string]any{"repo": "o/r"}}})
 	if err := r.Add(task); err != nil {
 		t.Fatal(err)
 	}
 	r.Remove(task.ID())
 	in := signed(hookSecret, "", pushFor("o/r"))
-	req := httptest.NewRequest(http.MethodPost, tool.DefaultWebhookPrefix+"/tests/repo-events", bytes.NewReader(in.Body))
+	req := httptest.NewRequest(http.MethodPost, "/v1/webhooks/events"+"/tests/repo-events", bytes.NewReader(in.Body))
 	req.Header = in.Headers
 	rec := httptest.NewRecorder()
 	r.ServeHTTP(rec, req)
@@ -475,7 +476,7 @@ func wantOncePerTask(t *testing.T, accepted map[string]int, n int) {
 
 // serveInbound serves in to r at path under the default prefix, with ctx as the request's context.
 func serveInbound(ctx context.Context, r *tool.Router, path string, in *tool.Inbound) *httptest.ResponseRecorder {
-	req := httptest.NewRequestWithContext(ctx, http.MethodPost, tool.DefaultWebhookPrefix+path, bytes.NewReader(in.Body))
+	req := httptest.NewRequestWithContext(ctx, http.MethodPost, "/v1/webhooks/events"+path, bytes.NewReader(in.Body))
 	req.Header = in.Headers
 	rec := httptest.NewRecorder()
 	r.ServeHTTP(rec, req)
@@ -488,7 +489,7 @@ func serveInbound(ctx context.Context, r *tool.Router, path string, in *tool.Inb
 func TestRouterContextEndingMidDispatchAnswers503(t *testing.T) {
 	t.Parallel()
 	tl := repoTool(t)
-	r := tool.NewRouter()
+	r := tool.NewRouter(tool.RouterOptions{})
 	var mu sync.Mutex
 	var cancel context.CancelFunc
 	accepted := map[string]int{}
@@ -547,7 +548,7 @@ func TestDeliverEndedContextIsNotAnOutcome(t *testing.T) {
 		t.Errorf("discards = %+v, want labeled:empty_allow_list", d.Discarded)
 	}
 	// Dispatch with an ended context answers no task as handled.
-	r := tool.NewRouter()
+	r := tool.NewRouter(tool.RouterOptions{})
 	if err := r.Add(task); err != nil {
 		t.Fatal(err)
 	}
@@ -566,8 +567,8 @@ func TestRouterWarnsEagerReplicasSharingAStore(t *testing.T) {
 	replica := func(id string) (*tool.Router, *factRecorder) {
 		obs := &factRecorder{}
 		tl := repoTool(t, tool.WithStore(store), tool.WithClock(clock), tool.WithReplicaID(id), tool.WithObserver(obs))
-		r := tool.NewRouter()
-		if err := r.Serve(tl); err != nil {
+		r := tool.NewRouter(tool.RouterOptions{})
+		if err := r.Serve(tl, nil); err != nil {
 			t.Fatal(err)
 		}
 		return r, obs
@@ -621,7 +622,7 @@ func TestRouterWarnsEagerReplicasSharingAStore(t *testing.T) {
 // deadlineStore is a shared Store that honours its context as a database does, and whose claim of a delivery id
 // lands once the request's context (block) has ended: the filter then cannot run.
 type deadlineStore struct {
-	tool.SwapStore
+	store.SwapStore
 	block atomic.Pointer[context.Context]
 }
 
@@ -653,11 +654,11 @@ func (s *deadlineStore) CompareAndSwap(ctx context.Context, key string, old, nex
 // answered in_flight until ClaimTimeout.
 func TestRouterRetryAfterDeadlineMidDeliveryActivates(t *testing.T) {
 	t.Parallel()
-	store := &deadlineStore{SwapStore: tool.NewMemoryStore().(tool.SwapStore)}
+	store := &deadlineStore{SwapStore: tool.NewMemoryStore().(store.SwapStore)}
 	tl := repoTool(t, tool.WithStore(store))
 	sink := &countingSink{}
 	task := newTask(t, tl, tool.TaskConfig{Capability: tool.Capability{Bindings: map[string]any{"repo": "o/r"}}, Sink: sink})
-	r := tool.NewRouter()
+	r := tool.NewRouter(tool.RouterOptions{})
 	if err := r.Add(task); err != nil {
 		t.Fatal(err)
 	}
@@ -690,7 +691,7 @@ func (s *deadlineStore) Put(ctx context.Context, key string, value []byte) error
 // sender's retry (the request is answered 503: the other task was not handled) does not activate it again.
 func TestRouterSinkAcceptingAfterTheDeadlineIsRemembered(t *testing.T) {
 	t.Parallel()
-	store := &deadlineStore{SwapStore: tool.NewMemoryStore().(tool.SwapStore)}
+	store := &deadlineStore{SwapStore: tool.NewMemoryStore().(store.SwapStore)}
 	tl := repoTool(t, tool.WithStore(store))
 	var mu sync.Mutex
 	accepted := map[string]int{}
@@ -703,7 +704,7 @@ func TestRouterSinkAcceptingAfterTheDeadlineIsRemembered(t *testing.T) {
 		accepted[a.TaskID]++
 		return nil
 	})
-	r := tool.NewRouter()
+	r := tool.NewRouter(tool.RouterOptions{})
 	for range 2 {
 		if err := r.Add(newTask(t, tl, tool.TaskConfig{Capability: tool.Capability{Bindings: map[string]any{"repo": "o/r"}}, Sink: sink})); err != nil {
 			t.Fatal(err)

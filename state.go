@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/commonagents-go/tool/store"
 )
 
 // Task state lives in the Store under "tasks/<namespace>/<tool>/<task>/" (SPEC §10, §13):
@@ -20,7 +22,7 @@ func (t *Task) stateKey(part string) string {
 func (t *Task) statePrefix() string { return t.prefix }
 
 // saveAllowList writes the allow list to the Store. Concurrent calls that grew it are written in order, each
-// writing at least the state it saw. With a SwapStore, which replicas share (SPEC §13), the stored list is merged
+// writing at least the state it saw. With a store.SwapStore, which replicas share (SPEC §13), the stored list is merged
 // in first and written back by compare-and-swap, so that values another replica added are neither lost nor
 // overwritten; they join this task's list (and the routers holding it learn them).
 func (t *Task) saveAllowList(ctx context.Context) error {
@@ -29,7 +31,7 @@ func (t *Task) saveAllowList(ctx context.Context) error {
 	ctx, cancel := t.storeContext(ctx)
 	defer cancel()
 	key := t.stateKey("allowlist")
-	swap, shared := t.tool.opts.store.(SwapStore)
+	swap, shared := t.tool.opts.store.(store.SwapStore)
 	if !shared {
 		b, err := t.allow.MarshalJSON()
 		if err != nil {

@@ -9,11 +9,12 @@ import (
 
 	"github.com/commonagents-go/tool/allowlist"
 	"github.com/commonagents-go/tool/facts"
+	"github.com/commonagents-go/tool/store"
 )
 
 // The rollout of store mode (docs/scaling.md): every replica first runs with WithRouteIndex, so that every
 // growth writes its routes; then one replica calls ReindexRoutes, which writes the routes of the tasks stored
-// before and records a marker; a Router turns store mode on (WithHydrator) only for a Tool whose marker is
+// before and records a marker; a Router turns store mode on (Serve with a Hydrator) only for a Tool whose marker is
 // there. An index that a replica without WithRouteIndex could still narrow is never trusted.
 
 // routesMarker is the key of the marker ReindexRoutes records for t.
@@ -25,7 +26,7 @@ var ErrNotReindexed = errors.New("tool: the Store's routing index was not built 
 	"once every replica runs WithRouteIndex")
 
 // ReindexRoutes writes the routes of every task of the tool that the Store holds (WithRouteIndex; the Store must
-// be a ScanStore), reading their state with one Scan, and then records that the index is complete, which a
+// be a store.ScanStore), reading their state with one Scan, and then records that the index is complete, which a
 // Router needs before it serves the tool in store mode. Run it once every replica runs WithRouteIndex, so that no
 // replica still grows an allow list without writing its routes; running it again is harmless. A task's routes
 // are written for every event pushed to tasks, whatever its capability includes (the index may name too many
@@ -35,9 +36,9 @@ func (t *Tool) ReindexRoutes(ctx context.Context) (int, error) {
 	if t.routing == nil {
 		return 0, errors.New("tool: ReindexRoutes needs WithRouteIndex")
 	}
-	scan, ok := t.opts.store.(ScanStore)
+	scan, ok := t.opts.store.(store.ScanStore)
 	if !ok {
-		return 0, errors.New("tool: ReindexRoutes needs a ScanStore")
+		return 0, errors.New("tool: ReindexRoutes needs a store.ScanStore")
 	}
 	prefix := toolPrefix(t)
 	entries, err := scan.Scan(ctx, prefix)
@@ -79,14 +80,14 @@ func (t *Tool) reindexed(ctx context.Context) error {
 	return nil
 }
 
-// VerifyStored decodes the stored state of every task of the tool (one Scan; the Store must be a ScanStore)
+// VerifyStored decodes the stored state of every task of the tool (one Scan; the Store must be a store.ScanStore)
 // without starting any, for operators of store mode who want the early failure that eager RestoreTasks gave: a
 // Router in store mode reads a task only when a webhook needs it. Each task whose allow list or event state does
 // not decode is reported (task.hydration_failed) and named in the error; nothing is changed. ctx bounds the call.
 func (t *Tool) VerifyStored(ctx context.Context) error {
-	scan, ok := t.opts.store.(ScanStore)
+	scan, ok := t.opts.store.(store.ScanStore)
 	if !ok {
-		return errors.New("tool: VerifyStored needs a ScanStore")
+		return errors.New("tool: VerifyStored needs a store.ScanStore")
 	}
 	prefix := toolPrefix(t)
 	entries, err := scan.Scan(ctx, prefix)
@@ -119,7 +120,7 @@ func verifySnapshot(snap *stateSnapshot) error {
 	return nil
 }
 
-// reindexExpiry records the expiry a stored task's event state holds, over a TaskExpiryStore.
+// reindexExpiry records the expiry a stored task's event state holds, over a store.TaskExpiryStore.
 func (t *Tool) reindexExpiry(ctx context.Context, task string, snap *stateSnapshot) error {
 	es := t.taskExpiry()
 	b, ok := snap.get("events")

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/commonagents-go/tool"
+	"github.com/commonagents-go/tool/store"
 	"github.com/commonagents-go/tool/tooltest"
 )
 
@@ -50,11 +51,11 @@ func (s leasedStore) Lease(ctx context.Context, key, owner string, ttl time.Dura
 	if s.all.Load() {
 		return false, errStoreDown
 	}
-	return s.Store.(tool.LeaseStore).Lease(ctx, key, owner, ttl)
+	return s.Store.(store.LeaseStore).Lease(ctx, key, owner, ttl)
 }
 
 func (s leasedStore) Release(ctx context.Context, key, owner string) error {
-	return s.Store.(tool.LeaseStore).Release(ctx, key, owner)
+	return s.Store.(store.LeaseStore).Release(ctx, key, owner)
 }
 
 // feed serves the items published so far at /feed/{feed}.

@@ -44,11 +44,6 @@ type TaskConfig struct {
 	// it; at RestoreTask a zero ExpiresAt keeps the stored one and a set one replaces it. The Tool's Clock tells
 	// when it has come. Zero means the task lives until Close.
 	ExpiresAt time.Time
-	// MaxProcesses bounds the processes the task's backends have running at once: stdio MCP servers, exec
-	// programs and exec servers. A call that would start one more fails with a recoverable unavailable error
-	// naming the limit, and the task goes on. 0 means no bound. `tool serve-mcp` sets it per session
-	// (--max-processes).
-	MaxProcesses int
 }
 
 // AgentInfo is what {agent.*} resolves to.
@@ -110,13 +105,13 @@ type Task struct {
 	values    taskValues
 	events    taskEvents         // the event side: timeouts, interruption, delivery ids, background receivers
 	snap      *stateSnapshot     // the state RestoreTasks read ahead, while the task is being resumed; else nil
-	procs     *runtime.Processes // TaskConfig.MaxProcesses
+	procs     *runtime.Processes // Limits.MaxProcesses
 	allowKept bool               // the resumed allow list holds exactly the stored one
 
 	gate   gate
 	ctx    context.Context // ends when the task closes; calls derive their cancellation from it
 	cancel context.CancelFunc
-	stop   func() bool // stops the expiry timer (and, WithContextLifetime, closing on the NewTask context)
+	stop   func() bool // stops the expiry timer
 
 	mu        sync.Mutex
 	closed    bool
@@ -152,8 +147,7 @@ type instance struct {
 //
 // ctx bounds this call only (the Store operations that start the task), as in any Go API: the task outlives it, so
 // a task made inside an HTTP handler with the request's context lives on after the response. It keeps ctx's
-// values. The task lives until Close, or until cfg.ExpiresAt when the host gives one. (Before, ctx's end closed the
-// task; WithContextLifetime keeps that rule for one release.)
+// values. The task lives until Close, or until cfg.ExpiresAt when the host gives one.
 func (t *Tool) NewTask(ctx context.Context, cfg TaskConfig) (*Task, error) {
 	return t.startTask(ctx, cfg, false, nil)
 }
@@ -181,7 +175,7 @@ func (t *Tool) startTask(ctx context.Context, cfg TaskConfig, resume bool, snap 
 		secrets:   t.secrets.Clone(),
 		instances: map[string]*instance{},
 		snap:      snap,
-		procs:     runtime.NewProcesses(cfg.MaxProcesses),
+		procs:     runtime.NewProcesses(t.opts.limits.MaxProcesses),
 	}
 	if task.id == "" {
 		task.id = newID("task_")
@@ -240,7 +234,7 @@ func (t *Tool) startTask(ctx context.Context, cfg TaskConfig, resume bool, snap 
 		task.observe(ctx, facts.CatalogResolved, "", map[string]any{"catalog": t.Catalog(cfg.Capability)})
 	}
 	t.openTasks.Add(1) // from here on the task ends only by close
-	if err := task.lifetime(ctx); err != nil {
+	if err := task.lifetime(); err != nil {
 		return nil, err
 	}
 	task.events.started() // the start is the first activity: a resumed task's timeouts count from it

@@ -9,23 +9,18 @@ import (
 	"time"
 
 	"github.com/commonagents-go/tool/facts"
+	"github.com/commonagents-go/tool/store"
 )
 
 // The task source of store mode: a bounded cache of the tasks a Router brings into memory from the Store as
 // webhooks need them (hydration), and sends back to the Store (eviction, as Task.Detach) when they are idle.
 
 // Hydrator gives the configuration of the stored task id that a Router in store mode brings into memory
-// (WithHydrator): the same contract as RestoreTasks' configure (the ID field is ignored). False leaves the task
+// (Router.Serve): the same contract as RestoreTasks' configure (the ID field is ignored). False leaves the task
 // stored and not routed here; the webhook's other tasks are not affected. Every replica must be able to give the
 // configuration of any task ID (docs/scaling.md). ctx bounds the call; it may be called concurrently for
 // different IDs.
 type Hydrator func(ctx context.Context, id string) (TaskConfig, bool)
-
-// Defaults of WithTaskCache.
-const (
-	DefaultTaskCacheSize = 100_000
-	DefaultTaskCacheIdle = 15 * time.Minute
-)
 
 // errSkip is a task source's answer for a task the index named that is not to be visited: the host's Hydrator
 // declined it, or the Store no longer holds it (it was closed).
@@ -199,7 +194,7 @@ func (c *taskCache) hydrateTask(ctx context.Context, id string) (*Task, error) {
 	}
 	cfg.ID = id
 	prefix := toolPrefix(c.tool)
-	entries, err := c.tool.opts.store.(ScanStore).Scan(ctx, prefix+id+"/")
+	entries, err := c.tool.opts.store.(store.ScanStore).Scan(ctx, prefix+id+"/")
 	if err != nil {
 		c.tool.observeTool(ctx, facts.StoreFailed, id, map[string]any{"operation": "scan", "record": recordTask,
 			"error": err.Error()})

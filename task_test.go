@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/commonagents-go/tool"
+	"github.com/commonagents-go/tool/runtime"
 	"github.com/commonagents-go/tool/tooltest"
 	"github.com/mark3labs/mcp-go/mcp"
 )
@@ -128,7 +129,7 @@ func TestInvokeCEL(t *testing.T) {
 	}
 
 	res = mustInvoke(t, task, "fail", nil)
-	if !res.IsError || res.Error.Kind != tool.KindToolError {
+	if !res.IsError || res.Error.Kind != runtime.KindToolError {
 		t.Errorf("fail = %+v, want a recoverable tool_error", res)
 	}
 
@@ -137,8 +138,8 @@ func TestInvokeCEL(t *testing.T) {
 		t.Errorf("InvokeFunction = %+v, %v; want 6", fres, err)
 	}
 	// A hallucinated function name is the LLM's mistake: a result listing what it can call.
-	fres, err = task.InvokeFunction(tool.WithCallID(context.Background(), "c9"), "calc_nope", []byte(`{"a": 1}`))
-	if err != nil || !fres.IsError || fres.Error.Kind != tool.KindUnknownFunction || fres.Function != "calc_nope" ||
+	fres, err = task.InvokeFunction(tool.ContextWithCallID(context.Background(), "c9"), "calc_nope", []byte(`{"a": 1}`))
+	if err != nil || !fres.IsError || fres.Error.Kind != runtime.KindUnknownFunction || fres.Function != "calc_nope" ||
 		fres.Action != "" || fres.CallID != "c9" {
 		t.Fatalf("unknown function = %+v, %v; want a recoverable unknown_function result", fres, err)
 	}
@@ -156,7 +157,7 @@ func TestInvokeCEL(t *testing.T) {
 		t.Errorf("unknown action: err = %v, want ErrUnknownAction", err)
 	}
 	fres, err = task.InvokeFunction(context.Background(), "calc_add", []byte(`[1,2]`))
-	if err != nil || !fres.IsError || fres.Error.Kind != tool.KindInvalidArguments {
+	if err != nil || !fres.IsError || fres.Error.Kind != runtime.KindInvalidArguments {
 		t.Errorf("array arguments = %+v, %v; want invalid_arguments", fres, err)
 	}
 }
@@ -190,16 +191,16 @@ actions:
 		contains []string
 		missing  []string
 	}{
-		{name: "missing", args: map[string]any{"region": "eu"}, kind: tool.KindMissingFields,
+		{name: "missing", args: map[string]any{"region": "eu"}, kind: runtime.KindMissingFields,
 			contains: []string{`"key"`, `"value"`}, missing: []string{"key", "value"}},
 		{name: "unknown", args: map[string]any{"region": "eu", "key": "ab", "value": 1, "colour": "red"},
-			kind: tool.KindInvalidArguments, contains: []string{`unknown arguments "colour"`}},
+			kind: runtime.KindInvalidArguments, contains: []string{`unknown arguments "colour"`}},
 		{name: "setting", args: map[string]any{"region": "eu", "key": "ab", "value": 1, "api_key": "x"},
-			kind: tool.KindInvalidArguments, contains: []string{`"api_key" cannot be passed`}},
+			kind: runtime.KindInvalidArguments, contains: []string{`"api_key" cannot be passed`}},
 		{name: "schema", args: map[string]any{"region": "mars", "key": "a", "value": 1000},
-			kind: tool.KindInvalidArguments, contains: []string{"key: ", "region: must be one of", "value: must be less than or equal to 100"}},
+			kind: runtime.KindInvalidArguments, contains: []string{"key: ", "region: must be one of", "value: must be less than or equal to 100"}},
 		{name: "type", args: map[string]any{"region": "eu", "key": "ab", "value": "ten"},
-			kind: tool.KindInvalidArguments, contains: []string{"value: must be of type integer"}},
+			kind: runtime.KindInvalidArguments, contains: []string{"value: must be of type integer"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -302,7 +303,7 @@ events:
 	}
 }
 
-func TestResolveBinding(t *testing.T) {
+func TestResolveBindings(t *testing.T) {
 	t.Parallel()
 	env := tool.BindingEnv{Context: map[string]any{"repo": map[string]any{"owner": "octo", "id": 42}},
 		Runtime: tool.RuntimeInfo{Version: "1.2"}}
@@ -319,13 +320,14 @@ func TestResolveBinding(t *testing.T) {
 		{"1 + 2", int64(3)},
 	}
 	for _, tc := range tests {
-		got, err := tool.ResolveBinding(context.Background(), tc.src, env)
-		if err != nil || !reflect.DeepEqual(got, tc.want) {
-			t.Errorf("ResolveBinding(%q) = %#v, %v; want %#v", tc.src, got, err, tc.want)
+		got, err := tool.ResolveBindings(context.Background(), map[string]string{"b": tc.src}, env)
+		if err != nil || !reflect.DeepEqual(got["b"], tc.want) {
+			t.Errorf("ResolveBindings(b: %q) = %#v, %v; want %#v", tc.src, got, err, tc.want)
 		}
 	}
-	if _, err := tool.ResolveBinding(context.Background(), "context.nope.deeper", env); err == nil {
-		t.Errorf("a failing CEL binding must be an error")
+	_, err := tool.ResolveBindings(context.Background(), map[string]string{"deep": "context.nope.deeper", "ok": "1"}, env)
+	if err == nil || !strings.Contains(err.Error(), "bindings deep could not") {
+		t.Errorf("a failing CEL binding must be an error naming it: %v", err)
 	}
 	got, err := tool.ResolveBindings(context.Background(), map[string]string{"owner": "context.repo.owner", "n": "7"}, env)
 	if err != nil || !reflect.DeepEqual(got, map[string]any{"owner": "octo", "n": int64(7)}) {
@@ -355,22 +357,6 @@ func TestClosedTask(t *testing.T) {
 	}
 }
 
-// Under the deprecated WithContextLifetime, a task ends with the context it started with.
-func TestTaskEndsWithItsContext(t *testing.T) {
-	tl := mustLoadSrc(t, calcManifest, tool.WithContextLifetime())
-	ctx, cancel := context.WithCancel(context.Background())
-	task, err := tl.NewTask(ctx, tool.TaskConfig{Context: calcContext, Capability: tool.Capability{Bindings: map[string]any{"owner": "o"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	mustInvoke(t, task, "add", map[string]any{"a": 1})
-	cancel()
-	waitFor(t, func() bool {
-		_, err := task.Invoke(context.Background(), "add", map[string]any{"a": 1})
-		return errors.Is(err, tool.ErrClosed)
-	})
-}
-
 // fixedClock is a Clock stopped at one instant.
 type fixedClock struct{ t time.Time }
 
@@ -398,7 +384,7 @@ func TestInvokeFunctionOutsideCapability(t *testing.T) {
 	task := newTask(t, tl, tool.TaskConfig{Capability: tool.Capability{Include: []string{"add"},
 		Bindings: map[string]any{"owner": "octo"}}})
 	res, err := task.InvokeFunction(context.Background(), "calc_fail", nil)
-	if err != nil || !res.IsError || res.Error.Kind != tool.KindUnknownFunction ||
+	if err != nil || !res.IsError || res.Error.Kind != runtime.KindUnknownFunction ||
 		!reflect.DeepEqual(res.Error.Hint.Functions, []string{"calc_add"}) {
 		t.Fatalf("excluded function = %+v, %v; want unknown_function listing calc_add", res, err)
 	}
@@ -481,7 +467,7 @@ func TestBackendSchemaDecidesExtraArguments(t *testing.T) {
 		switch {
 		case tc.sent != "" && (res.IsError || res.Text() != tc.sent):
 			t.Errorf("%s: result %+v (%s), want the server to receive %s", tc.name, res.Error, res.Text(), tc.sent)
-		case tc.sent == "" && (!res.IsError || res.Error.Kind != tool.KindInvalidArguments ||
+		case tc.sent == "" && (!res.IsError || res.Error.Kind != runtime.KindInvalidArguments ||
 			!strings.Contains(res.Error.Message, tc.refusal)):
 			t.Errorf("%s: result %+v, want invalid_arguments containing %q", tc.name, res.Error, tc.refusal)
 		case res.IsError && strings.Contains(res.Error.Message, "s3cret"):

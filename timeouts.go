@@ -44,15 +44,15 @@ func (e *taskEvents) touchAt(t time.Time) {
 	e.mu.Unlock()
 	e.expiredNow(newly)
 	// Persist the activity now and then, so that a task resumed after a crash does not time out early.
-	if saved := e.savedActivity.Load(); now-saved > int64(ActivitySaveInterval) &&
+	if saved := e.savedActivity.Load(); now-saved > int64(activitySaveInterval) &&
 		e.savedActivity.CompareAndSwap(saved, now) {
 		_ = e.save(e.ctx)
 	}
 }
 
-// ActivitySaveInterval is how often, at most, task activity is written to the Store for events with a timeout: a
+// activitySaveInterval is how often, at most, task activity is written to the Store for events with a timeout: a
 // task resumed after a crash counts its idle time from at most this much before the last activity.
-const ActivitySaveInterval = time.Minute
+const activitySaveInterval = time.Minute
 
 // expiredAt reports whether event i has expired, expiring it (and any other event) when its timeout has passed.
 func (e *taskEvents) expiredAt(i int) bool {

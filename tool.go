@@ -28,7 +28,7 @@ type Tool struct {
 	runtimeRoot    map[string]any   // runtimeValues
 	warnings       func() []Problem // nil when there are none
 	skipped        []Skipped        // what top-level blocks offered but could not become actions
-	expansions     []expansionCount // per expanded block, for FactActionsExpanded
+	expansions     []expansionCount // per expanded block, for facts.ActionsExpanded
 
 	// Derived at load for tasks.
 	levels       []*schema.Schema           // parameter schemas of every level: root, actions, events
@@ -38,8 +38,6 @@ type Tool struct {
 	httpClient   *http.Client               // the host's client with the redirect policy of SPEC §4.4
 	openTasks    atomic.Int64               // tasks started and not yet closed or detached
 	routing      *routing                   // WithRouteIndex: what tasks write to the routing index; else nil
-	// contextLifetimeWarned logs WithContextLifetime's warning once.
-	contextLifetimeWarned sync.Once
 }
 
 func (t *Tool) index() {

@@ -4,11 +4,9 @@ import (
 	"context"
 	"fmt"
 	"strings"
-)
 
-// KindUnknownFunction is the ToolError kind of a call to a function the capability does not offer: the LLM named
-// a function that does not exist (or that the capability leaves out). Hint.Functions lists the ones it can call.
-const KindUnknownFunction = "unknown_function"
+	"github.com/commonagents-go/tool/runtime"
+)
 
 // noAction stands for the action of a call that names none: its Result has an empty Action.
 var noAction = &action{def: &Action{}}
@@ -21,6 +19,6 @@ func (t *Task) unknownFunction(ctx context.Context, function string) (*Result, e
 	} else {
 		msg += "; the functions are " + strings.Join(t.funcNames, ", ")
 	}
-	return t.rejected(ctx, noAction, function, &ToolError{Kind: KindUnknownFunction, Message: msg,
+	return t.rejected(ctx, noAction, function, &ToolError{Kind: runtime.KindUnknownFunction, Message: msg,
 		Hint: &RetryHint{Functions: t.funcNames, Message: "call one of the listed functions by its exact name"}})
 }

@@ -62,9 +62,6 @@ const (
 	TaskClosed = "task.closed"
 	// TaskExpired: the task reached TaskConfig.ExpiresAt and closes as by Task.Close. Data: expires_at.
 	TaskExpired = "task.expired"
-	// TaskContextLifetime: a task started under the deprecated WithContextLifetime with a context that can end;
-	// that end will close it. Data: deadline (optional: the context's deadline).
-	TaskContextLifetime = "task.context_lifetime"
 	// StoreFailed: a Store operation of the task failed. Data: operation, record (what it held), error.
 	StoreFailed = "store.failed"
 	// RuntimeTeardownFailed: a backend's teardown failed at Close. Data: backend, error.
@@ -158,7 +155,7 @@ var All = []string{
 	ActionSkipped, ActionsExpanded,
 	CatalogResolved, ToolStarted, ToolResult, ToolFailed, ToolCancelled, ToolProgress, ToolLog, ApprovalRequested,
 	ApprovalDecided, AllowListEvicted,
-	TaskRestored, TaskInterrupted, TaskResumed, TaskDetached, TaskClosed, TaskExpired, TaskContextLifetime,
+	TaskRestored, TaskInterrupted, TaskResumed, TaskDetached, TaskClosed, TaskExpired,
 	StoreFailed, RuntimeTeardownFailed,
 	RuntimeStateOrphaned,
 	EventActivated, EventDiscarded, EventRefused, SubscriptionCreated, SubscriptionRenewed, SubscriptionFailed,

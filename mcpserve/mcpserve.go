@@ -22,6 +22,7 @@ import (
 
 	"github.com/commonagents-go/tool"
 	"github.com/commonagents-go/tool/facts"
+	"github.com/commonagents-go/tool/runtime"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 )
@@ -114,7 +115,7 @@ func (s *Server) Task() *tool.Task { return s.calls.task }
 // DefaultWorkers is how many tools/call requests ServeStdio runs at once unless an option says otherwise (mcp-go's
 // own default is 5): enough for the parallel calls an agent makes in one turn, which a task runs in parallel when
 // they are read-only and concurrency-safe (SPEC §11); a write call waits for the others in the task, not in the
-// server. It matches tool.DefaultConnsPerHost, the connections the default HTTP client keeps per host.
+// server. It matches the idle connections per host the default HTTP client of a Tool keeps (32).
 const DefaultWorkers = 32
 
 // DefaultQueue is how many tools/call requests ServeStdio holds while every worker is busy (mcp-go's default).
@@ -187,7 +188,7 @@ func forwarding(ctx context.Context, req mcp.CallToolRequest) context.Context {
 	if req.Params.Meta != nil {
 		token = req.Params.Meta.ProgressToken
 	}
-	return tool.WithCallObserver(ctx, tool.ObserverFunc(func(_ context.Context, f tool.Fact) {
+	return tool.ContextWithCallObserver(ctx, tool.ObserverFunc(func(_ context.Context, f tool.Fact) {
 		switch f.Name {
 		case facts.ToolProgress:
 			if token == nil {
@@ -252,7 +253,7 @@ func Result(res *tool.Result) *mcp.CallToolResult {
 }
 
 // blocks converts content blocks into mcp-go's through their JSON, which keeps annotations and _meta.
-func blocks(cs []tool.Content) []mcp.Content {
+func blocks(cs []runtime.Content) []mcp.Content {
 	out := make([]mcp.Content, 0, len(cs))
 	for _, c := range cs {
 		raw, err := json.Marshal(c)

@@ -12,6 +12,7 @@ import (
 
 	tool "github.com/commonagents-go/tool"
 	"github.com/commonagents-go/tool/oteltool"
+	"github.com/commonagents-go/tool/runtime"
 	"github.com/commonagents-go/tool/tooltest"
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"go.opentelemetry.io/otel/attribute"
@@ -106,15 +107,15 @@ func TestCallSpansAndMetrics(t *testing.T) {
 	clock.BlockUntil(t, 1) // the first poll ran
 
 	ctx, parent := tm.tp.Tracer("host").Start(context.Background(), "agent turn")
-	res, err := task.InvokeFunction(tool.WithCallID(ctx, "call_abc"), "news_read_post", []byte(`{"post_id":"post-secret-42"}`))
+	res, err := task.InvokeFunction(tool.ContextWithCallID(ctx, "call_abc"), "news_read_post", []byte(`{"post_id":"post-secret-42"}`))
 	if err != nil || res.IsError {
 		t.Fatalf("read_post: %v %+v", err, res)
 	}
 	res, _ = task.InvokeFunction(ctx, "news_read_post", []byte(`{}`))
-	if res.Error.Kind != tool.KindMissingFields {
+	if res.Error.Kind != runtime.KindMissingFields {
 		t.Fatalf("read_post without post_id = %+v", res.Error)
 	}
-	if res, _ = task.InvokeFunction(ctx, "news_translate", nil); res.Error.Kind != tool.KindUnknownFunction {
+	if res, _ = task.InvokeFunction(ctx, "news_translate", nil); res.Error.Kind != runtime.KindUnknownFunction {
 		t.Fatalf("unknown function = %+v", res.Error)
 	}
 	in := &tool.Inbound{Body: []byte(`{"feed":"tech","note":"payload-secret-7"}`)}
@@ -235,7 +236,7 @@ func TestApprovalAndUnrecoverableSpans(t *testing.T) {
 		Approver: tool.ApproverFunc(func(context.Context, tool.ApprovalRequest) (tool.Approval, error) {
 			return tool.Approval{Approved: false, Reason: "no", By: "carol"}, nil
 		})})
-	if res, _ := task.Invoke(context.Background(), "read_post", map[string]any{"post_id": "x"}); res.Error.Kind != tool.KindDenied {
+	if res, _ := task.Invoke(context.Background(), "read_post", map[string]any{"post_id": "x"}); res.Error.Kind != runtime.KindDenied {
 		t.Fatalf("read_post = %+v", res)
 	}
 	for range 2 {

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// The kinds of recoverable error (SPEC §8).
+// The kinds of recoverable error (SPEC §8): the values of a call's ToolError.Kind, for the host and for the LLM.
 const (
 	KindInvalidArguments  = "invalid_arguments"
 	KindMissingFields     = "missing_fields"
@@ -19,6 +19,9 @@ const (
 	KindToolError         = "tool_error"
 	KindDenied            = "denied"
 	KindInternal          = "internal"
+	// KindUnknownFunction is a call to a function the capability does not offer: the LLM named a function that
+	// does not exist (or that the capability leaves out). The error's hint lists the ones it can call.
+	KindUnknownFunction = "unknown_function"
 )
 
 // ErrUnrecoverable marks a failure after which the task cannot go on (SPEC §7.1): invalid configuration found at

@@ -4,7 +4,7 @@ import (
 	"sync"
 )
 
-// Processes bounds the processes the backends of one task have running at once (tool.TaskConfig.MaxProcesses):
+// Processes bounds the processes the backends of one task have running at once (tool.Limits.MaxProcesses):
 // stdio MCP servers, exec programs and exec servers. A backend takes a slot before it starts a process and gives
 // it back once the process has exited. A nil *Processes bounds nothing. It is safe for concurrent use.
 type Processes struct {

@@ -113,7 +113,7 @@ type Block struct {
 	// RefOrigins are the origins (scheme://host[:port]) the host lets documents read at load refer to beyond
 	// their own (tool.WithDocumentOrigins).
 	RefOrigins []string
-	// DocumentBytes bounds one document read at load (tool.WithDocumentBytes); 0 is the backend's default.
+	// DocumentBytes bounds one document read at load (tool.Limits.DocumentBytes); 0 is the backend's default.
 	DocumentBytes int64
 }
 
@@ -165,7 +165,7 @@ type Init struct {
 	// stdio MCP server) runs in a child cgroup of its own, so that everything it starts ends with it; "" = none
 	// writable, a process group of its own only. The host chooses it (tool.WithCgroupParent).
 	CgroupParent string
-	// Processes bounds the processes the task's backends have running at once (tool.TaskConfig.MaxProcesses); a
+	// Processes bounds the processes the task's backends have running at once (tool.Limits.MaxProcesses); a
 	// backend takes a slot before it starts one. nil: no bound.
 	Processes *Processes
 	// Elicit asks the host's user for input a server requests during a call (tool.TaskConfig.Elicitor); nil when

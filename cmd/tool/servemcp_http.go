@@ -65,12 +65,13 @@ func serveHTTP(ctx context.Context, fs *flag.FlagSet, stderr io.Writer, hf *http
 		return usageError(fs, "--http %s is not a loopback address: give --token-env, or --insecure to serve "+
 			"it without a token", hf.addr)
 	}
+	opts = append(opts[:len(opts):len(opts)], tool.WithLimits(tool.Limits{MaxProcesses: hf.maxProcesses}))
 	t, c, code := loadChecked(ctx, fs, stderr, file, opts, bindings, "")
 	if t == nil {
 		return code
 	}
 	start := func(ctx context.Context) (*tool.Task, error) {
-		return t.NewTask(ctx, tool.TaskConfig{Capability: c, Context: taskContext, MaxProcesses: hf.maxProcesses})
+		return t.NewTask(ctx, tool.TaskConfig{Capability: c, Context: taskContext})
 	}
 	cfg := mcpserve.SessionConfig{Capability: c, MaxSessions: hf.maxSessions, IdleTimeout: hf.idle,
 		ActionNames: hf.actionNames}

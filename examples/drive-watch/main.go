@@ -43,7 +43,7 @@ func wait(name string) {
 
 func main() {
 	ctx := context.Background()
-	router := tool.NewRouter()
+	router := tool.NewRouter(tool.RouterOptions{})
 	mux := http.NewServeMux()
 	router.Register(mux)
 	host := httptest.NewServer(mux) // the host's public endpoint: runtime.api_root

@@ -142,7 +142,7 @@ func webhooks(ctx context.Context, t *tool.Tool) {
 	}
 	defer task.Close(ctx)
 
-	router := tool.NewRouter()
+	router := tool.NewRouter(tool.RouterOptions{})
 	if err := router.Add(task); err != nil {
 		log.Fatal(err)
 	}
@@ -150,7 +150,7 @@ func webhooks(ctx context.Context, t *tool.Tool) {
 	router.Register(mux) // POST {prefix}/{namespace}/{tool}
 	host := httptest.NewServer(mux)
 	defer host.Close()
-	endpoint := tool.DefaultWebhookPrefix + "/" + t.Namespace() + "/" + t.Name()
+	endpoint := "/v1/webhooks/events" + "/" + t.Namespace() + "/" + t.Name()
 
 	fmt.Printf("\nwebhooks (POST %s):\n", endpoint)
 	ours, theirs := pushPayload("hello-world"), pushPayload("other-repo")

@@ -54,7 +54,7 @@ func anthropicLoop(ctx context.Context, t *tool.Tool, baseURL string) (string, e
 			case anthropic.TextBlock:
 				text.WriteString(b.Text)
 			case anthropic.ToolUseBlock:
-				res, err := task.InvokeFunction(tool.WithCallID(ctx, b.ID), b.Name, b.Input)
+				res, err := task.InvokeFunction(tool.ContextWithCallID(ctx, b.ID), b.Name, b.Input)
 				if err != nil { // unrecoverable (or ErrClosed, ctx's end): the host ends the conversation
 					return "", endConversation(err)
 				}

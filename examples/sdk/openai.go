@@ -46,7 +46,7 @@ func openAILoop(ctx context.Context, t *tool.Tool, baseURL string) (string, erro
 		}
 		params.Messages = append(params.Messages, msg.ToParam())
 		for _, call := range msg.ToolCalls {
-			res, err := task.InvokeFunction(tool.WithCallID(ctx, call.ID), call.Function.Name, []byte(call.Function.Arguments))
+			res, err := task.InvokeFunction(tool.ContextWithCallID(ctx, call.ID), call.Function.Name, []byte(call.Function.Arguments))
 			if err != nil { // unrecoverable (or ErrClosed, ctx's end): the host ends the conversation
 				return "", endConversation(err)
 			}

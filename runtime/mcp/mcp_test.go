@@ -18,6 +18,7 @@ import (
 
 	"github.com/commonagents-go/tool"
 	"github.com/commonagents-go/tool/internal/leakcheck"
+	"github.com/commonagents-go/tool/runtime"
 )
 
 // TestTransports runs the same calls over every transport, each against the test server in its own process.
@@ -104,8 +105,8 @@ func TestContentBlocksReachTheResult(t *testing.T) {
 	if res.Output != "a dot" || res.Text() != "a dot" {
 		t.Errorf("output = %v, text %q, want the text part", res.Output, res.Text())
 	}
-	want := []tool.Content{{Type: tool.ContentText, Text: "a dot"},
-		{Type: tool.ContentImage, Data: "iVBORw0KGgo=", MIMEType: "image/png"}}
+	want := []runtime.Content{{Type: runtime.ContentText, Text: "a dot"},
+		{Type: runtime.ContentImage, Data: "iVBORw0KGgo=", MIMEType: "image/png"}}
 	if !reflect.DeepEqual(res.Content, want) {
 		t.Errorf("content = %+v, want %+v", res.Content, want)
 	}

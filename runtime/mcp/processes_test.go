@@ -10,7 +10,7 @@ import (
 	"github.com/commonagents-go/tool/runtime"
 )
 
-// TestStdioServersCountAgainstMaxProcesses: a task's stdio servers take slots of TaskConfig.MaxProcesses while they
+// TestStdioServersCountAgainstMaxProcesses: a task's stdio servers take slots of Limits.MaxProcesses while they
 // run. At the bound, a call that would start another fails with a recoverable unavailable error naming the limit
 // and starts nothing; the task goes on.
 func TestStdioServersCountAgainstMaxProcesses(t *testing.T) {
@@ -18,9 +18,9 @@ func TestStdioServersCountAgainstMaxProcesses(t *testing.T) {
 	src := manifest(stdioServer(), "echo") + "  - name: echo2\n    description: Echoes through a server of its own.\n" +
 		"    parameters:\n      properties:\n        text: {type: string}\n" +
 		"    execute:\n      mcp:\n        tool_name: echo\n" + indent(stdioServer(), "      ")
-	tl := load(t, src)
 	for _, bound := range []int{1, 2} {
-		task, err := tl.NewTask(context.Background(), tool.TaskConfig{MaxProcesses: bound})
+		tl := load(t, src, tool.WithLimits(tool.Limits{MaxProcesses: bound}))
+		task, err := tl.NewTask(context.Background(), tool.TaskConfig{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/commonagents-go/tool"
+	"github.com/commonagents-go/tool/runtime"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 )
@@ -45,7 +46,7 @@ func TestSamplingReachesTheHost(t *testing.T) {
 	hi := tool.SamplerFunc(func(_ context.Context, req tool.SampleRequest) (tool.SampleResult, error) {
 		asked = append(asked, req)
 		return tool.SampleResult{Model: "test", Message: tool.SampleMessage{Role: "assistant",
-			Content: tool.Content{Type: tool.ContentText, Text: "hi"}}}, nil
+			Content: runtime.Content{Type: runtime.ContentText, Text: "hi"}}}, nil
 	})
 	for _, tt := range []struct {
 		name    string

@@ -15,6 +15,7 @@ import (
 
 	tool "github.com/commonagents-go/tool"
 	"github.com/commonagents-go/tool/celenv"
+	"github.com/commonagents-go/tool/facts"
 )
 
 // binaryDoc has raw bodies (application/octet-stream, */*, XML or text, image/*), a multipart body with file parts
@@ -163,14 +164,14 @@ func parts(t *testing.T, r received) []part {
 func TestRawBody(t *testing.T) {
 	t.Parallel()
 	srv := newServer(t)
-	obs := &facts{}
+	obs := &factLog{}
 	tl, task := binaryTool(t, srv, "", &memMount{files: map[string]string{"a.bin": "secret bytes"}}, obs)
 
 	skipped := tl.Skipped()
 	if len(skipped) != 1 || skipped[0].Name != "mixed" || !strings.Contains(skipped[0].Reason, "multipart/mixed") {
 		t.Errorf("Skipped() = %+v, want only mixed", skipped)
 	}
-	if got := obs.named(tool.FactActionSkipped); len(got) != 1 || got[0].Data["name"] != "mixed" {
+	if got := obs.named(facts.ActionSkipped); len(got) != 1 || got[0].Data["name"] != "mixed" {
 		t.Errorf("skipped facts = %+v", got)
 	}
 	props, required := schemaOf(t, tl, "putBlob")
@@ -299,7 +300,7 @@ func TestMultipartFileParts(t *testing.T) {
 func TestFilesFromMount(t *testing.T) {
 	t.Parallel()
 	srv := newServer(t)
-	obs := &facts{}
+	obs := &factLog{}
 	big := strings.Repeat("TOPSECRET ", 100)
 	mount := &memMount{files: map[string]string{"in/report.pdf": "%PDF-1.7 tiny", "photo.png": "\x89PNG", "big.bin": big}}
 	tl, task := binaryTool(t, srv, "  files_from_mount: true\n  max_file_bytes: 64\n", mount, obs)

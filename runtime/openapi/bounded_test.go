@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	tool "github.com/commonagents-go/tool"
+	"github.com/commonagents-go/tool/runtime"
 	"github.com/commonagents-go/tool/runtime/openapi"
 )
 
@@ -65,7 +66,7 @@ func TestLargeSchemaShownBounded(t *testing.T) {
 	}
 	before := srv.count()
 	if res := invokeOnce(t, tl, "create", map[string]any{"body": deep("seven")}); !res.IsError ||
-		res.Error.Kind != tool.KindInvalidArguments || srv.count() != before {
+		res.Error.Kind != runtime.KindInvalidArguments || srv.count() != before {
 		t.Errorf("a string where the full schema wants an integer: %+v (sent %d)", res.Error, srv.count()-before)
 	}
 	if res := invokeOnce(t, tl, "create", map[string]any{"body": deep(7), "extra": 1}); !res.IsError {
@@ -80,20 +81,20 @@ func TestLargeSchemaShownBounded(t *testing.T) {
 	}
 }
 
-// TestDocumentBytesOption pins that tool.WithDocumentBytes sets the bound of a document read at load, and that a
+// TestDocumentBytesOption pins that tool.Limits.DocumentBytes sets the bound of a document read at load, and that a
 // cached document read under one bound is not served to a Load under a smaller one.
 func TestDocumentBytesOption(t *testing.T) {
 	t.Parallel()
 	srv := newServer(t)
 	m := []byte(docManifest(t, srv, defaultsDoc, "", ""))
-	if _, err := tool.Load(context.Background(), m, tool.WithDocumentBytes(1<<20)); err != nil {
+	if _, err := tool.Load(context.Background(), m, tool.WithLimits(tool.Limits{DocumentBytes: 1 << 20})); err != nil {
 		t.Fatalf("under 1 MiB: %v", err)
 	}
-	_, err := tool.Load(context.Background(), m, tool.WithDocumentBytes(100))
+	_, err := tool.Load(context.Background(), m, tool.WithLimits(tool.Limits{DocumentBytes: 100}))
 	if err == nil || !strings.Contains(err.Error(), "larger than 100 bytes") {
 		t.Errorf("over a 100-byte bound: %v", err)
 	}
-	if _, err := tool.Load(context.Background(), m, tool.WithDocumentBytes(0)); err == nil {
-		t.Error("a zero bound was accepted")
+	if _, err := tool.Load(context.Background(), m, tool.WithLimits(tool.Limits{DocumentBytes: -1})); err == nil {
+		t.Error("a negative bound was accepted")
 	}
 }

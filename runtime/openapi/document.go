@@ -20,7 +20,7 @@ import (
 )
 
 // MaxDocumentBytes bounds one OpenAPI document (or a file an external $ref names) read at load, unless the host
-// sets another bound (runtime.Block.DocumentBytes, tool.WithDocumentBytes).
+// sets another bound (runtime.Block.DocumentBytes, tool.Limits.DocumentBytes).
 const MaxDocumentBytes = 32 << 20
 
 // sizeOf returns the document bound a block asks for: its DocumentBytes, else MaxDocumentBytes.
@@ -271,8 +271,8 @@ func limited(r io.Reader, limit int64) ([]byte, error) {
 
 func tooBig(limit int64) error {
 	if limit%(1<<20) == 0 {
-		return fmt.Errorf("the OpenAPI document is larger than %d MiB (raise the bound with tool.WithDocumentBytes)",
+		return fmt.Errorf("the OpenAPI document is larger than %d MiB (raise the bound with tool.Limits.DocumentBytes)",
 			limit>>20)
 	}
-	return fmt.Errorf("the OpenAPI document is larger than %d bytes (raise the bound with tool.WithDocumentBytes)", limit)
+	return fmt.Errorf("the OpenAPI document is larger than %d bytes (raise the bound with tool.Limits.DocumentBytes)", limit)
 }

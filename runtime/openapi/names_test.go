@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	tool "github.com/commonagents-go/tool"
+	"github.com/commonagents-go/tool/facts"
 )
 
 // namesDoc has operationIds as GitHub writes them ("repos/get"), one with a space, one too long, two that clean
@@ -146,7 +147,7 @@ func TestSelect(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			obs := &facts{}
+			obs := &factLog{}
 			src := docManifest(t, srv, namesDoc, "  select: "+tt.sel+"\n", "")
 			tl, err := tool.Load(context.Background(), []byte(src), tool.WithObserver(obs))
 			if err != nil {
@@ -158,7 +159,7 @@ func TestSelect(t *testing.T) {
 			if s := tl.Skipped(); len(s) != 0 {
 				t.Errorf("Skipped = %+v: what the selection leaves out is not skipped", s)
 			}
-			f := obs.named(tool.FactActionsExpanded)
+			f := obs.named(facts.ActionsExpanded)
 			if len(f) != 1 || f[0].Data["unselected"] != 10-len(tt.want) || f[0].Data["expanded"] != len(tt.want) {
 				t.Errorf("facts %+v", f)
 			}

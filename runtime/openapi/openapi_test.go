@@ -19,7 +19,9 @@ import (
 	"time"
 
 	tool "github.com/commonagents-go/tool"
+	"github.com/commonagents-go/tool/facts"
 	"github.com/commonagents-go/tool/internal/leakcheck"
+	"github.com/commonagents-go/tool/runtime"
 )
 
 // received is one request as the test server saw it.
@@ -102,18 +104,18 @@ openapi:
 `
 }
 
-type facts struct {
+type factLog struct {
 	mu   sync.Mutex
 	list []tool.Fact
 }
 
-func (f *facts) Observe(_ context.Context, fact tool.Fact) {
+func (f *factLog) Observe(_ context.Context, fact tool.Fact) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.list = append(f.list, fact)
 }
 
-func (f *facts) named(name string) []tool.Fact {
+func (f *factLog) named(name string) []tool.Fact {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var out []tool.Fact
@@ -147,7 +149,7 @@ func functionByAction(fns []tool.Function, action string) (tool.Function, bool) 
 
 func TestPetstoreFunctions(t *testing.T) {
 	t.Parallel()
-	obs := &facts{}
+	obs := &factLog{}
 	tl := loadPetstore(t, newServer(t), tool.WithObserver(obs))
 	fns := tl.Functions(tool.Capability{})
 	if len(fns) != 19 {
@@ -208,7 +210,7 @@ func TestPetstoreFunctions(t *testing.T) {
 	if skipped := tl.Skipped(); len(skipped) != 0 {
 		t.Errorf("Skipped() = %+v", skipped)
 	}
-	if got := obs.named(tool.FactActionSkipped); len(got) != 0 {
+	if got := obs.named(facts.ActionSkipped); len(got) != 0 {
 		t.Errorf("skipped facts = %+v", got)
 	}
 }
@@ -339,7 +341,7 @@ func TestPathInjection(t *testing.T) {
 				t.Fatalf("Invoke: %v", err)
 			}
 			if tt.path == "" {
-				if !res.IsError || res.Error.Kind != tool.KindInvalidArguments || srv.count() != before {
+				if !res.IsError || res.Error.Kind != runtime.KindInvalidArguments || srv.count() != before {
 					t.Fatalf("want invalid_arguments and no request; got %+v, %d requests", res.Error, srv.count()-before)
 				}
 				return
@@ -371,7 +373,7 @@ func TestHTTPErrorsAreRecoverable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !res.IsError || res.Error.Kind != tool.KindInvalidRequest || res.ServerData["status"] != 404 {
+	if !res.IsError || res.Error.Kind != runtime.KindInvalidRequest || res.ServerData["status"] != 404 {
 		t.Errorf("result = %+v %v", res.Error, res.ServerData)
 	}
 	if strings.Contains(string(res.OutputJSON), "s3cret-token") {
@@ -392,7 +394,7 @@ func TestMissingRequiredParameter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !res.IsError || res.Error.Kind != tool.KindMissingFields || srv.count() != 0 {
+	if !res.IsError || res.Error.Kind != runtime.KindMissingFields || srv.count() != 0 {
 		t.Errorf("result = %+v, requests = %d", res.Error, srv.count())
 	}
 }
@@ -706,7 +708,7 @@ func TestHeaderInjection(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !res.IsError || res.Error.Kind != tool.KindInvalidArguments {
+		if !res.IsError || res.Error.Kind != runtime.KindInvalidArguments {
 			t.Errorf("%q: result %+v", v, res.Error)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	tool "github.com/commonagents-go/tool"
+	"github.com/commonagents-go/tool/runtime"
 )
 
 // paramsDoc has one parameter per serialization case: an exploded object without additionalProperties (the
@@ -66,7 +67,7 @@ func TestObjectParameterInjection(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !res.IsError || res.Error.Kind != tool.KindInvalidArguments {
+		if !res.IsError || res.Error.Kind != runtime.KindInvalidArguments {
 			t.Errorf("%v: result %+v, want invalid_arguments", args, res.Error)
 		}
 		if srv.count() != before {
@@ -221,7 +222,7 @@ func TestPathEscaping(t *testing.T) {
 		before := srv.count()
 		res := invokeOnce(t, tl, tt.action, tt.args)
 		if tt.uri == "" {
-			if !res.IsError || res.Error.Kind != tool.KindInvalidArguments || srv.count() != before {
+			if !res.IsError || res.Error.Kind != runtime.KindInvalidArguments || srv.count() != before {
 				t.Errorf("%s %v: want invalid_arguments and no request; got %+v, %d requests", tt.action, tt.args,
 					res.Error, srv.count()-before)
 			}

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	tool "github.com/commonagents-go/tool"
+	"github.com/commonagents-go/tool/runtime"
 )
 
 // recursiveDoc is an OpenAPI 3.0 document whose request schemas recur (a tree of nodes), use 3.0's nullable and
@@ -62,7 +62,7 @@ func TestArgumentsValidatedAgainstTheDocument(t *testing.T) {
 		if c.valid != !res.IsError {
 			t.Errorf("%s: accepted = %v, want %v (%+v)", c.name, !res.IsError, c.valid, res.Error)
 		}
-		if !c.valid && (res.Error == nil || res.Error.Kind != tool.KindInvalidArguments || srv.count() != before) {
+		if !c.valid && (res.Error == nil || res.Error.Kind != runtime.KindInvalidArguments || srv.count() != before) {
 			t.Errorf("%s: %+v, %d requests sent; want invalid_arguments and none", c.name, res.Error, srv.count()-before)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	tool "github.com/commonagents-go/tool"
+	"github.com/commonagents-go/tool/runtime"
 )
 
 // routeDoc writes what tells operations apart into their paths, as AWS, Flickr, weatherbit and OBS documents of
@@ -92,7 +93,7 @@ func TestRoutesWithQueryAndFragment(t *testing.T) {
 	} {
 		before := srv.count()
 		res := invokeOnce(t, tl, c.action, c.args)
-		if !res.IsError || res.Error.Kind != tool.KindInvalidArguments || srv.count() != before {
+		if !res.IsError || res.Error.Kind != runtime.KindInvalidArguments || srv.count() != before {
 			t.Errorf("%s %v: %+v, sent %d: want invalid_arguments and nothing sent", c.action, c.args, res.Error,
 				srv.count()-before)
 		}

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/commonagents-go/tool"
+	"github.com/commonagents-go/tool/runtime"
 )
 
 func oneshotActions() string {
@@ -68,25 +69,25 @@ func TestOneshotResults(t *testing.T) {
 		{name: "result", action: "echo", args: map[string]any{"text": "héllo \"world\"\n"},
 			wantOutput: `{"count":2,"text":"héllo \"world\"\n"}`},
 		{name: "error", action: "fail", args: map[string]any{"mode": "json", "message": "model not loaded"},
-			kind: tool.KindToolError, parts: []string{"model not loaded"}},
+			kind: runtime.KindToolError, parts: []string{"model not loaded"}},
 		{name: "pending", action: "pending",
 			wantOutput:  `{"pending":{"message":"waiting for a human to approve","reason":"approval_required"}}`,
 			checkStatus: true},
 		{name: "stdout not JSON", action: "fail", args: map[string]any{"mode": "text"},
-			kind: tool.KindMalformedResponse, parts: []string{"not JSON", "fail: wrote text"}, stderr: "fail: wrote text"},
+			kind: runtime.KindMalformedResponse, parts: []string{"not JSON", "fail: wrote text"}, stderr: "fail: wrote text"},
 		{name: "empty stdout", action: "fail", args: map[string]any{"mode": "empty"},
-			kind: tool.KindMalformedResponse, parts: []string{"nothing", "fail: wrote nothing"}},
+			kind: runtime.KindMalformedResponse, parts: []string{"nothing", "fail: wrote nothing"}},
 		{name: "no known key", action: "fail", args: map[string]any{"mode": "nokey"},
-			kind: tool.KindMalformedResponse, parts: []string{`"result"`}},
+			kind: runtime.KindMalformedResponse, parts: []string{`"result"`}},
 		{name: "non-zero exit", action: "fail", args: map[string]any{"mode": "exit"},
-			kind: tool.KindToolError, parts: []string{"exit status 3", "fatal: disk on fire"}, notInMsg: "starting",
+			kind: runtime.KindToolError, parts: []string{"exit status 3", "fatal: disk on fire"}, notInMsg: "starting",
 			stderr: "fail: starting\nfatal: disk on fire\n", exitCode: 3},
 		{name: "non-zero exit with an error object", action: "fail", args: map[string]any{"mode": "exit_json", "message": "x"},
-			kind: tool.KindToolError, parts: []string{"bad input: x"}, exitCode: 1},
+			kind: runtime.KindToolError, parts: []string{"bad input: x"}, exitCode: 1},
 		{name: "killed by a signal", action: "crash",
-			kind: tool.KindToolError, parts: []string{"signal: killed", "crash: giving up"}, exitCode: -1},
+			kind: runtime.KindToolError, parts: []string{"signal: killed", "crash: giving up"}, exitCode: -1},
 		{name: "too large", action: "huge", args: map[string]any{"bytes": 2 << 20},
-			kind: tool.KindResultTooLarge, parts: []string{"1048576"}},
+			kind: runtime.KindResultTooLarge, parts: []string{"1048576"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -214,7 +215,7 @@ func TestOneshotTimeoutKillsProcessGroup(t *testing.T) {
 	task := newTask(t, load(t, hangActions(300)))
 
 	res := invoke(t, task, "hang", nil)
-	wantError(t, res, tool.KindTimeout, "300ms", "hang: sleeping")
+	wantError(t, res, runtime.KindTimeout, "300ms", "hang: sleeping")
 	// The program ran and may have acted; hang is not marked idempotent.
 	if res.Error.Retryable || !res.Error.OutcomeUnknown {
 		t.Errorf("error %+v, want the outcome unknown and not retryable", res.Error)
@@ -222,7 +223,7 @@ func TestOneshotTimeoutKillsProcessGroup(t *testing.T) {
 
 	pidfile := filepath.Join(t.TempDir(), "pids")
 	res = invoke(t, task, "spawn", map[string]any{"pidfile": pidfile})
-	wantError(t, res, tool.KindTimeout)
+	wantError(t, res, runtime.KindTimeout)
 	waitGone(t, pids(t, pidfile)...) // the program and its child
 }
 

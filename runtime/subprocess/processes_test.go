@@ -9,15 +9,15 @@ import (
 )
 
 // TestProcessesCountAgainstMaxProcesses: an exec server and the program of a oneshot call each take a slot of
-// TaskConfig.MaxProcesses while they run. With the server running at a bound of one, a oneshot call fails with a
+// Limits.MaxProcesses while they run. With the server running at a bound of one, a oneshot call fails with a
 // recoverable unavailable error naming the limit and the server still answers; at a bound of two both run.
 func TestProcessesCountAgainstMaxProcesses(t *testing.T) {
 	parallel(t)
 	echo := oneshotActions()
 	echo = echo[:strings.Index(echo[1:], "  - name:")+1] // the echo action only
-	tl := load(t, serverAction(5000)+echo)
 	for _, bound := range []int{1, 2} {
-		task, err := tl.NewTask(context.Background(), tool.TaskConfig{MaxProcesses: bound})
+		tl := load(t, serverAction(5000)+echo, tool.WithLimits(tool.Limits{MaxProcesses: bound}))
+		task, err := tl.NewTask(context.Background(), tool.TaskConfig{})
 		if err != nil {
 			t.Fatal(err)
 		}

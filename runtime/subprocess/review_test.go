@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/commonagents-go/tool"
+	"github.com/commonagents-go/tool/runtime"
 )
 
 // Regression tests of review findings: how replies are read, wedged servers, a recoverable failure at a server's
@@ -48,9 +49,9 @@ func TestOneshotEnvelope(t *testing.T) {
 		{name: "pending", stdout: `{"pending": {"reason": "approval_required"}, "error": null}`,
 			wantOutput: `{"pending":{"reason":"approval_required"}}`, pending: true},
 		{name: "error beside a result", stdout: `{"result": 1, "error": "quota exceeded"}`,
-			kind: tool.KindToolError, parts: []string{"quota exceeded"}},
+			kind: runtime.KindToolError, parts: []string{"quota exceeded"}},
 		{name: "only null keys", stdout: `{"error": null, "pending": null}`,
-			kind: tool.KindMalformedResponse, parts: []string{`without "result"`}},
+			kind: runtime.KindMalformedResponse, parts: []string{`without "result"`}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -84,7 +85,7 @@ func TestOneshotLimitIsExact(t *testing.T) {
 	}
 	for range 20 {
 		res := invoke(t, task, "raw", map[string]any{"stdout": reply(limit + 1)})
-		wantError(t, res, tool.KindResultTooLarge)
+		wantError(t, res, runtime.KindResultTooLarge)
 	}
 }
 
@@ -95,7 +96,7 @@ func TestOneshotMessageMasksForwardedValues(t *testing.T) {
 	task := newTask(t, load(t, rawoutAction("EXEC_TEST_SECRET")))
 	res := invoke(t, task, "raw", map[string]any{"stdout": "", "stderr": "login failed with token " + secret + "\n",
 		"exit": 1})
-	wantError(t, res, tool.KindToolError, "login failed with token [redacted]")
+	wantError(t, res, runtime.KindToolError, "login failed with token [redacted]")
 	if strings.Contains(res.Error.Message, secret) {
 		t.Errorf("message %q holds the forwarded variable's value", res.Error.Message)
 	}
@@ -137,17 +138,17 @@ func TestServerMalformedReplies(t *testing.T) {
 		parts       []string
 	}{
 		{name: "error as a string", reply: `{"jsonrpc":"2.0","id":$ID,"error":"database is down"}`,
-			kind: tool.KindToolError, parts: []string{"database is down"}},
+			kind: runtime.KindToolError, parts: []string{"database is down"}},
 		{name: "error message not a string",
 			reply: `{"jsonrpc":"2.0","id":$ID,"error":{"code":-32000,"message":{"text":"database is down"}}}`,
-			kind:  tool.KindToolError, parts: []string{"database is down"}},
+			kind:  runtime.KindToolError, parts: []string{"database is down"}},
 		{name: "error without message", reply: `{"jsonrpc":"2.0","id":$ID,"error":{"code":-32000}}`,
-			kind: tool.KindToolError, parts: []string{"reported an error"}},
+			kind: runtime.KindToolError, parts: []string{"reported an error"}},
 		{name: "not JSON", reply: `{"jsonrpc":"2.0","id":$ID,"result":1,"extra":` + "\x01" + `}`,
-			kind: tool.KindMalformedResponse, parts: []string{"not valid JSON"}},
+			kind: runtime.KindMalformedResponse, parts: []string{"not valid JSON"}},
 		{name: "string id, null error", reply: `{"jsonrpc":"2.0","id":"$ID","result":7,"error":null}`, wantOutput: `7`},
 		{name: "neither result nor error", reply: `{"jsonrpc":"2.0","id":$ID}`,
-			kind: tool.KindMalformedResponse, parts: []string{"neither"}},
+			kind: runtime.KindMalformedResponse, parts: []string{"neither"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -173,7 +174,7 @@ func TestServerLineLimitIsExact(t *testing.T) {
 	}{{limit, false}, {limit + 1, true}} {
 		res := invoke(t, task, "rs", map[string]any{"reply": `{"jsonrpc":"2.0","id":$ID,"result":"$PAD"}`, "pad_to": tc.padTo})
 		if tc.tooLong {
-			wantError(t, res, tool.KindResultTooLarge)
+			wantError(t, res, runtime.KindResultTooLarge)
 		} else if res.IsError {
 			t.Errorf("a reply line of exactly %d bytes: %s: %s", limit, res.Error.Kind, res.Error.Message)
 		}
@@ -192,7 +193,7 @@ func TestServerWedgedIsKilled(t *testing.T) {
 `, prog("hang")), tool.WithObserver(facts), tool.WithLimits(tool.Limits{TeardownTimeout: 2e9})))
 	for n, killed := range []bool{false, true, false, true} {
 		res := invoke(t, task, "wedged", nil)
-		wantError(t, res, tool.KindTimeout, "did not reply")
+		wantError(t, res, runtime.KindTimeout, "did not reply")
 		if got := strings.Contains(res.Error.Message, "killed"); got != killed {
 			t.Errorf("call %d: message %q, want killed=%v", n+1, res.Error.Message, killed)
 		}
@@ -213,9 +214,9 @@ func TestServerSlowIsNotKilled(t *testing.T) {
 	pid := serverPID(t, task)
 	// The first reply comes 300ms after its timeout, while the second call waits for its own, which never comes
 	// in time.
-	wantError(t, invoke(t, task, "work", map[string]any{"op": "sleep", "ms": 1300}), tool.KindTimeout)
+	wantError(t, invoke(t, task, "work", map[string]any{"op": "sleep", "ms": 1300}), runtime.KindTimeout)
 	res := invoke(t, task, "work", map[string]any{"op": "sleep", "ms": 5000})
-	wantError(t, res, tool.KindTimeout)
+	wantError(t, res, runtime.KindTimeout)
 	if strings.Contains(res.Error.Message, "killed") {
 		t.Errorf("message %q: a server that replied between the timeouts was killed", res.Error.Message)
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/commonagents-go/tool"
+	"github.com/commonagents-go/tool/runtime"
 )
 
 // serverAction is one server-mode action running rpcserver with extra args; calls to it may run in parallel.
@@ -58,12 +59,12 @@ func TestServerResults(t *testing.T) {
 		{name: "result", args: map[string]any{"op": "echo", "token": "t1"},
 			wantOutput: `{"bytes":0,"message":"","ms":0,"n":0,"op":"echo","text":"","token":"t1"}`},
 		{name: "JSON-RPC error", args: map[string]any{"op": "error", "message": "no such table"},
-			kind: tool.KindToolError, parts: []string{"no such table"}},
+			kind: runtime.KindToolError, parts: []string{"no such table"}},
 		{name: "noise and stray replies are skipped", args: map[string]any{"op": "noise"}, wantOutput: `"ok"`},
 		{name: "stderr of the call", args: map[string]any{"op": "stderr", "text": "warming up\n"},
 			wantOutput: `"ok"`, stderr: "warming up\n"},
 		{name: "reply over the limit", args: map[string]any{"op": "big", "bytes": 5 << 20},
-			kind: tool.KindResultTooLarge},
+			kind: runtime.KindResultTooLarge},
 		{name: "usable after a reply over the limit", args: map[string]any{"op": "echo", "token": "t2"},
 			wantOutput: `{"bytes":0,"message":"","ms":0,"n":0,"op":"echo","text":"","token":"t2"}`},
 	}
@@ -129,7 +130,7 @@ func TestServerTimeoutDropsLateReply(t *testing.T) {
 	parallel(t)
 	task := newTask(t, load(t, serverAction(1000)))
 	res := invoke(t, task, "work", map[string]any{"op": "sleep", "ms": 1300, "token": "late"})
-	wantError(t, res, tool.KindTimeout, "did not reply", "outcome is unknown")
+	wantError(t, res, runtime.KindTimeout, "did not reply", "outcome is unknown")
 	if !res.Error.OutcomeUnknown || !res.Error.Retryable { // work is annotated read-only: sending again is safe
 		t.Errorf("error %+v: want the outcome unknown, retryable for a read-only action", res.Error)
 	}
@@ -146,7 +147,7 @@ func TestServerCrashRestartsOnceThenUnrecoverable(t *testing.T) {
 	first := serverPID(t, task)
 
 	res := invoke(t, task, "work", map[string]any{"op": "crash"})
-	wantError(t, res, tool.KindUnavailable, "exit status 3", "crashing on purpose", "outcome is unknown")
+	wantError(t, res, runtime.KindUnavailable, "exit status 3", "crashing on purpose", "outcome is unknown")
 	if !res.Error.OutcomeUnknown || !res.Error.Retryable {
 		t.Errorf("error %+v: the call was in flight, so its outcome is unknown (retryable: read-only)", res.Error)
 	}

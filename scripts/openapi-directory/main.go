@@ -139,9 +139,9 @@ func main() {
 	compareFile := flag.String("compare", "", "measure one document side by side: kin-openapi load+validate, then tool.Load")
 	cpuProfile := flag.String("cpuprofile", "", "with -compare: write a CPU profile of tool.Load")
 	memProfile := flag.String("memprofile", "", "with -compare: write the allocation profile after tool.Load")
-	documentBytes := flag.Int64("document-bytes", 64<<20, "tool.WithDocumentBytes")
+	documentBytes := flag.Int64("document-bytes", 64<<20, "tool.Limits.DocumentBytes")
 	flag.Parse()
-	loadOptions = []tool.Option{tool.WithDocumentBytes(*documentBytes)}
+	loadOptions = []tool.Option{tool.WithLimits(tool.Limits{DocumentBytes: *documentBytes})}
 	if *compareFile != "" {
 		compare(*compareFile, *cpuProfile, *memProfile)
 		return

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/commonagents-go/tool"
+	"github.com/commonagents-go/tool/store"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -49,14 +50,14 @@ func BenchmarkResumeTasks(b *testing.B) {
 		schema := newSchema(b)
 		pg := open(b, schema)
 		db := admin(b)
-		fill(b, db, schema, mem.(tool.ScanStore), prefix)
+		fill(b, db, schema, mem.(store.ScanStore), prefix)
 		stores := []struct {
 			name string
 			s    tool.Store
 			raw  func() (int, error)
 		}{
 			{"memory", mem, func() (int, error) {
-				e, err := mem.(tool.ScanStore).Scan(ctx, prefix)
+				e, err := mem.(store.ScanStore).Scan(ctx, prefix)
 				return len(e), err
 			}},
 			{"postgres", pg, func() (int, error) { return rawScan(ctx, db, schema, prefix) }},
@@ -109,8 +110,8 @@ func BenchmarkResumeTasks(b *testing.B) {
 // storedTask starts a task of hooks, grows its allow list, detaches it and returns its stored state by part.
 func storedTask(b *testing.B, load func(*testing.B, tool.Store) *tool.Tool) map[string][]byte {
 	ctx := context.Background()
-	store := tool.NewMemoryStore()
-	task, err := load(b, store).NewTask(ctx, tool.TaskConfig{ID: "t", Capability: tool.Capability{
+	mem := tool.NewMemoryStore()
+	task, err := load(b, mem).NewTask(ctx, tool.TaskConfig{ID: "t", Capability: tool.Capability{
 		Bindings: map[string]any{"repo": "o/r"}}})
 	if err != nil {
 		b.Fatal(err)
@@ -121,7 +122,7 @@ func storedTask(b *testing.B, load func(*testing.B, tool.Store) *tool.Tool) map[
 	if err := task.Detach(ctx); err != nil {
 		b.Fatal(err)
 	}
-	entries, err := store.(tool.ScanStore).Scan(ctx, "tasks/bench/hooks/t/")
+	entries, err := mem.(store.ScanStore).Scan(ctx, "tasks/bench/hooks/t/")
 	if err != nil || len(entries) == 0 {
 		b.Fatalf("stored task: %v %v", entries, err)
 	}
@@ -133,7 +134,7 @@ func storedTask(b *testing.B, load func(*testing.B, tool.Store) *tool.Tool) map[
 }
 
 // fill copies the rows under prefix from src into schema's table with one INSERT.
-func fill(b *testing.B, db *sql.DB, schema string, src tool.ScanStore, prefix string) {
+func fill(b *testing.B, db *sql.DB, schema string, src store.ScanStore, prefix string) {
 	entries, err := src.Scan(context.Background(), prefix)
 	if err != nil {
 		b.Fatal(err)

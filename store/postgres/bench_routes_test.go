@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/commonagents-go/tool"
+	"github.com/commonagents-go/tool/store"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -35,7 +36,7 @@ func BenchmarkRouteLookup(b *testing.B) {
 	route := func(text string) []byte { sum := md5.Sum([]byte(text)); return sum[:] }
 	owner, repo := route("owner octo"), route(fmt.Sprint("repo repo-", n/2+1))
 	ctx := context.Background()
-	rs := tool.Store(s).(tool.RouteStore)
+	rs := tool.Store(s).(store.RouteStore)
 	b.Run("one-selective-route", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {

@@ -93,10 +93,10 @@ func storeModeRouter(b *testing.B, schema string, sink tool.Sink) (r *tool.Route
 	if err != nil {
 		b.Fatal(err)
 	}
-	r = tool.NewRouter()
-	err = r.Serve(tl, tool.WithHydrator(func(_ context.Context, id string) (tool.TaskConfig, bool) {
+	r = tool.NewRouter(tool.RouterOptions{})
+	err = r.Serve(tl, func(_ context.Context, id string) (tool.TaskConfig, bool) {
 		return tool.TaskConfig{Capability: tool.Capability{Bindings: map[string]any{"team": id}}, Sink: sink}, true
-	}))
+	})
 	if err != nil {
 		b.Fatal(err)
 	}

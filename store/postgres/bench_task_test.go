@@ -51,7 +51,7 @@ func BenchmarkTask(b *testing.B) {
 		name string
 		open func() tool.Store
 	}{{"memory", tool.NewMemoryStore}, {"postgres", func() tool.Store { return open(b, newSchema(b)) }},
-		// The claim as it was before tool.ClaimStore: looked up, then compare-and-swap (Deliver only).
+		// The claim as it was before store.ClaimStore: looked up, then compare-and-swap (Deliver only).
 		{"postgres-cas", func() tool.Store { return withoutClaim{open(b, newSchema(b))} }}} {
 		load := func(store tool.Store) *tool.Tool {
 			tl, err := tool.Load(ctx, []byte(hooks), tool.WithStore(store), tool.WithReplicaID("bench"),
@@ -136,7 +136,7 @@ func benchDeliver(b *testing.B, tl *tool.Tool) {
 	}
 }
 
-// withoutClaim is the PostgreSQL Store without tool.ClaimStore: delivery ids are claimed by Get and
+// withoutClaim is the PostgreSQL Store without store.ClaimStore: delivery ids are claimed by Get and
 // CompareAndSwap, as before ClaimStore existed.
 type withoutClaim struct{ s *postgres.Store }
 
@@ -155,13 +155,13 @@ func (w withoutClaim) PutTTL(ctx context.Context, key string, v []byte, ttl time
 	return w.s.PutTTL(ctx, key, v, ttl)
 }
 
-// countingStore records the Store calls of a task, by method. It is a tool.ClaimStore.
+// countingStore records the Store calls of a task, by method. It is a store.ClaimStore.
 type countingStore struct {
 	withoutClaim
 	calls []string
 }
 
-// countingSwapStore is a countingStore without Claim: the claim before tool.ClaimStore.
+// countingSwapStore is a countingStore without Claim: the claim before store.ClaimStore.
 type countingSwapStore struct{ c *countingStore }
 
 func (s countingSwapStore) Get(ctx context.Context, key string) ([]byte, error) {
@@ -232,7 +232,7 @@ func TestDeliveryClaimIsOneRoundTrip(t *testing.T) {
 }
 
 // BenchmarkClaim measures claiming a new key: Claim (one statement) against the lookup and compare-and-swap that
-// claimed delivery ids before tool.ClaimStore, in the same run. Interleaved alternates the two, one of each per
+// claimed delivery ids before store.ClaimStore, in the same run. Interleaved alternates the two, one of each per
 // iteration, and reports the median of each's own times: on a loaded machine the load then weighs on both alike.
 func BenchmarkClaim(b *testing.B) {
 	ctx := context.Background()

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/commonagents-go/tool"
+	"github.com/commonagents-go/tool/store"
 )
 
 // BenchmarkStore runs each operation on the memory store and on PostgreSQL in the same run, for the ratio
@@ -39,7 +40,7 @@ func BenchmarkStore(b *testing.B) {
 			}
 		})
 		b.Run(st.name+"/CompareAndSwap", func(b *testing.B) {
-			cs := st.s.(tool.SwapStore)
+			cs := st.s.(store.SwapStore)
 			vals := [2][]byte{[]byte(`{"repo":["a/b"]}`), []byte(`{"repo":["a/b","c/d"]}`)}
 			if err := st.s.Put(ctx, "tasks/ns/tool/t1/cas", vals[0]); err != nil {
 				b.Fatal(err)
@@ -55,7 +56,7 @@ func BenchmarkStore(b *testing.B) {
 			}
 		})
 		b.Run(st.name+"/Lease", func(b *testing.B) {
-			ls := st.s.(tool.LeaseStore)
+			ls := st.s.(store.LeaseStore)
 			b.ReportAllocs()
 			for b.Loop() {
 				if ok, err := ls.Lease(ctx, "tasks/ns/tool/t1/lease/poll", "replica-1", time.Minute); err != nil || !ok {

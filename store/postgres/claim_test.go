@@ -10,7 +10,7 @@ import (
 )
 
 // TestClaimsAcrossReplicas runs one task on two replicas, each with its own Store on one PostgreSQL schema (the
-// one-round-trip claim of tool.ClaimStore): a retry at r2 while r1's Sink works is in_flight (the Router's 503),
+// one-round-trip claim of store.ClaimStore): a retry at r2 while r1's Sink works is in_flight (the Router's 503),
 // a duplicate once r1's Sink accepted; a delivery r1's Sink refused activates at r2.
 func TestClaimsAcrossReplicas(t *testing.T) {
 	ctx := context.Background()

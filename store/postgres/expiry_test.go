@@ -58,11 +58,11 @@ func TestStoreModeExpiry(t *testing.T) {
 	b := load() // a restarted replica, in store mode
 	var accepted atomic.Int64
 	sink := tool.SinkFunc(func(context.Context, tool.Activation) error { accepted.Add(1); return nil })
-	r := tool.NewRouter()
+	r := tool.NewRouter(tool.RouterOptions{})
 	hydrate := func(_ context.Context, id string) (tool.TaskConfig, bool) {
 		return tool.TaskConfig{Capability: tool.Capability{Bindings: map[string]any{"team": "t"}}, Sink: sink}, true
 	}
-	if err := r.Serve(b, tool.WithHydrator(hydrate)); err != nil {
+	if err := r.Serve(b, hydrate); err != nil {
 		t.Fatal(err)
 	}
 	mux := http.NewServeMux()

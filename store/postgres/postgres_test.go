@@ -14,6 +14,7 @@ import (
 
 	"github.com/commonagents-go/tool"
 	"github.com/commonagents-go/tool/internal/leakcheck"
+	"github.com/commonagents-go/tool/store"
 	"github.com/commonagents-go/tool/store/postgres"
 	"github.com/commonagents-go/tool/store/storetest"
 	"github.com/jackc/pgx/v5"
@@ -191,7 +192,7 @@ func TestSchemaUpgradeFromVersion1(t *testing.T) {
 	if v, err := s.Get(t.Context(), "tasks/ns/tool/t1/allowlist"); err != nil || string(v) != "kept" {
 		t.Fatalf("the version-1 key after the upgrade: %q, %v", v, err)
 	}
-	rs := tool.Store(s).(tool.RouteStore)
+	rs := tool.Store(s).(store.RouteStore)
 	if err := rs.PutRoutes(t.Context(), "tasks/ns/tool/t1/", [][]byte{[]byte("r")}); err != nil {
 		t.Fatal(err)
 	}
@@ -199,12 +200,12 @@ func TestSchemaUpgradeFromVersion1(t *testing.T) {
 	if err != nil || len(hits) != 1 || len(hits[0].Hits) != 1 || hits[0].Hits[0].Task != "tasks/ns/tool/t1/" {
 		t.Fatalf("Lookup after the upgrade = %+v, %v", hits, err)
 	}
-	es := tool.Store(s).(tool.TaskExpiryStore) // version 3
+	es := tool.Store(s).(store.TaskExpiryStore) // version 3
 	at := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	if err := es.SetTaskExpiry(t.Context(), "tasks/ns/tool/t1/", at); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := es.ExpiredTasks(t.Context(), "tasks/", at, tool.TaskExpiry{}, 10); err != nil || len(got) != 1 {
+	if got, err := es.ExpiredTasks(t.Context(), "tasks/", at, store.TaskExpiry{}, 10); err != nil || len(got) != 1 {
 		t.Fatalf("ExpiredTasks after the upgrade = %+v, %v", got, err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/commonagents-go/tool"
+	"github.com/commonagents-go/tool/store"
 )
 
 // TestScan: Scan returns the live keys under a prefix with their values, sorted bytewise, in one range scan:
@@ -26,7 +27,7 @@ func TestScan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []tool.Entry{{Key: "a/1", Value: []byte("one")}, {Key: "a/2", Value: []byte("two")},
+	want := []store.Entry{{Key: "a/1", Value: []byte("one")}, {Key: "a/2", Value: []byte("two")},
 		{Key: "a/\xff", Value: []byte("high")}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Scan(a/) = %q, want %q", got, want)

@@ -107,8 +107,8 @@ func runStoreReplica(dsn, schema, replica string) error {
 	cfg := func(id string) tool.TaskConfig {
 		return tool.TaskConfig{ID: id, Capability: tool.Capability{Bindings: map[string]any{"team": id}}, Sink: sink}
 	}
-	r := tool.NewRouter()
-	if err := r.Serve(tl, tool.WithHydrator(func(_ context.Context, id string) (tool.TaskConfig, bool) { return cfg(id), true })); err != nil {
+	r := tool.NewRouter(tool.RouterOptions{})
+	if err := r.Serve(tl, func(_ context.Context, id string) (tool.TaskConfig, bool) { return cfg(id), true }); err != nil {
 		return err
 	}
 	mux := http.NewServeMux()
@@ -245,7 +245,7 @@ func (p *storeProc) grow(task, login string) bool {
 
 // post sends one webhook; the status, or 0 when no answer came.
 func post(addr, delivery string, body []byte) int {
-	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+tool.DefaultWebhookPrefix+"/tests/fanin", bytes.NewReader(body))
+	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/v1/webhooks/events"+"/tests/fanin", bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("X-GitHub-Delivery", delivery)
 	resp, err := http.DefaultClient.Do(req)

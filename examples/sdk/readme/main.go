@@ -50,7 +50,7 @@ func run(ctx context.Context, question string) error {
 		}
 		params.Messages = append(params.Messages, msg.ToParam())
 		for _, call := range msg.ToolCalls {
-			res, err := task.InvokeFunction(tool.WithCallID(ctx, call.ID), call.Function.Name, []byte(call.Function.Arguments))
+			res, err := task.InvokeFunction(tool.ContextWithCallID(ctx, call.ID), call.Function.Name, []byte(call.Function.Arguments))
 			if err != nil { // unrecoverable, tool.ErrClosed or ctx's error: this conversation cannot go on
 				fmt.Println("Sorry, the issue tracker is not working right now. Please try again later.")
 				return fmt.Errorf("conversation ended: %w", err) // and the deferred Close ends the task
