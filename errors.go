@@ -103,3 +103,16 @@ func (e *ValidationError) Error() string {
 	}
 	return b.String()
 }
+
+// ErrTaskExpired is returned by RestoreTask for a task whose ExpiresAt has passed: the task was closed (its
+// backends torn down, its state removed) instead of being restored.
+var ErrTaskExpired = errors.New("tool: task expired")
+
+// ErrTaskExists is returned by NewTask for an ID the Store already holds a task under: restore it (RestoreTask) or
+// end it (Close) rather than start another over its state.
+var ErrTaskExists = errors.New("tool: a task with this ID is already in the Store")
+
+// ErrNotReindexed is returned by Router.Serve in store mode for a Tool whose tasks' routes were never written
+// by Tool.ReindexRoutes.
+var ErrNotReindexed = errors.New("tool: the Store's routing index was not built for this tool: run Tool.ReindexRoutes " +
+	"once every replica runs WithRouteIndex")

@@ -280,3 +280,42 @@ func (s *llmSchemas) build(bindings map[string]any) json.RawMessage {
 	b.WriteByte('}')
 	return b.Bytes()
 }
+
+// CatalogEntry describes one action for a host's tool inventory (SPEC §11), in the shape of the
+// tool.catalog.resolved fact.
+type CatalogEntry struct {
+	// Function is the LLM-facing function name: Function.Name and Result.Function for the same action. Its JSON
+	// key is SPEC §11's tool_name.
+	Function    string          `json:"tool_name"`
+	Action      string          `json:"action"`
+	Description string          `json:"description"`
+	InputSchema json.RawMessage `json:"input_schema"`
+	// Title is the human-readable name the action's source gives it (an MCP tool's title); "" when none.
+	Title string `json:"title,omitempty"`
+	// OutputSchema is the JSON Schema of the action's structured output, as its source gives it (an MCP tool's
+	// outputSchema); nil when none.
+	OutputSchema json.RawMessage `json:"output_schema,omitempty"`
+	Capabilities []string        `json:"capabilities"`
+	// Policy is "allowed"; "ask" when each call needs approval (Capability.Approve); or "denied" with
+	// PolicyReason when the capability does not include the action.
+	Policy       string `json:"policy"`
+	PolicyReason string `json:"policy_reason,omitempty"`
+	// RuntimeOwner is "local", "http", "mcp_server", "kubernetes" or "subprocess".
+	RuntimeOwner      string `json:"runtime_owner"`
+	IsReadOnly        bool   `json:"is_read_only"`
+	IsDestructive     bool   `json:"is_destructive"`
+	IsIdempotent      bool   `json:"is_idempotent"`
+	IsConcurrencySafe bool   `json:"is_concurrency_safe"`
+	IsOpenWorld       bool   `json:"is_open_world"`
+	// InterruptBehavior is "cancel" (Task.Interrupt cancels a running call) or "block" (it finishes).
+	InterruptBehavior string `json:"interrupt_behavior"`
+}
+
+// AnthropicInputSchema is a function's schema in the three parts Anthropic's Messages API tool definition takes
+// (anthropic-sdk-go's ToolInputSchemaParam: Properties, Required and ExtraFields). Nothing is lost: every other
+// keyword of the root schema ($defs, additionalProperties, allOf, ...) is in Extra.
+type AnthropicInputSchema struct {
+	Properties map[string]any // never nil
+	Required   []string
+	Extra      map[string]any // the root's other keywords, "type" aside; nil when there are none
+}

@@ -7,13 +7,11 @@ import (
 	"io"
 	"maps"
 	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/commonagents-go/tool/celenv"
@@ -31,54 +29,6 @@ const maxManifestBytes = 4 << 20
 // maxAliasNodes bounds how many nodes YAML aliases may add to a manifest once expanded. Load counts them before
 // expanding anything, so a "billion laughs" manifest is refused at the cost of its own size.
 const maxAliasNodes = 10_000
-
-// Load parses, validates and compiles a tool manifest given as YAML or JSON (SPEC §2). It checks everything before
-// returning and collects every problem: on bad input the error is a *ValidationError whose Problems carry field
-// paths, lines and columns. ctx bounds the whole load: once it ends, Load stops at its next step and returns
-// ctx's error, unless a step it ended (an OpenAPI document fetch) reported a problem, which is then returned with
-// the others. The returned Tool is immutable and safe for concurrent use.
-func Load(ctx context.Context, manifest []byte, opts ...Option) (*Tool, error) {
-	o, err := newOptions(opts)
-	if err != nil {
-		return nil, err
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("tool: load: %w", err)
-	}
-	l := &loader{ctx: ctx, opts: o, src: manifest}
-	t := l.load()
-	if err := ctx.Err(); err != nil && (t == nil || len(l.errs) == 0) { // stopped early, or done but too late
-		return nil, fmt.Errorf("tool: load: %w", err)
-	}
-	if len(l.errs) > 0 {
-		problems := l.problems(l.errs)
-		if t != nil && t.secrets != nil {
-			// A backend's problem can quote what a server printed at load (an MCP server's stderr), which can
-			// echo a secret setting it was given (SPEC §12.2).
-			for i := range problems {
-				problems[i].Detail = t.secrets.String(problems[i].Detail)
-			}
-		}
-		return nil, &ValidationError{Problems: problems}
-	}
-	if len(l.warns) > 0 {
-		// Locating warnings re-reads the source: do it only if the host asks for them.
-		t.warnings = sync.OnceValue(func() []Problem { return l.problems(l.warns) })
-	}
-	t.reportSkipped(ctx)
-	return t, nil
-}
-
-// LoadFile is Load for a file; relative paths inside the manifest (an OpenAPI document) resolve against the
-// file's directory.
-func LoadFile(ctx context.Context, path string, opts ...Option) (*Tool, error) {
-	data, err := readManifest(path)
-	if err != nil {
-		return nil, err
-	}
-	dir := filepath.Dir(path)
-	return Load(ctx, data, append([]Option{func(o *options) error { o.baseDir = dir; return nil }}, opts...)...)
-}
 
 // readManifest reads a manifest file; one larger than maxManifestBytes is refused without being read.
 func readManifest(path string) ([]byte, error) {

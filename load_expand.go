@@ -18,18 +18,6 @@ import (
 	"github.com/commonagents-go/tool/runtime"
 )
 
-// Skipped is an item of a top-level runtime block that did not become an action (an OpenAPI operation whose
-// request body cannot be sent, an MCP tool whose schema cannot be used), with the reason. Items a block's own
-// selection leaves out are not Skipped: the facts.ActionsExpanded fact counts them. Load reports each one to the observer
-// as a "tool.action.skipped" fact and Tool.Skipped lists them: nothing is dropped silently.
-type Skipped struct {
-	// Kind is the backend of the block, e.g. "openapi".
-	Kind string `json:"kind"`
-	// Name identifies the item: an operationId, "GET /pets/{id}" when it has none, an MCP tool name.
-	Name   string `json:"name"`
-	Reason string `json:"reason"`
-}
-
 // Skipped returns what the top-level blocks offered but Load could not turn into actions, in document order.
 func (t *Tool) Skipped() []Skipped { return append([]Skipped(nil), t.skipped...) }
 

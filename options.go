@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -454,4 +455,31 @@ func newOptions(opts []Option) (*options, error) {
 		o.httpClient, o.ownClient = NewHTTPClient(0), true
 	}
 	return o, nil
+}
+
+// NewHTTPClient returns an HTTP client tuned for concurrent calls; Load uses NewHTTPClient(0) when the host passes
+// no WithHTTPClient. Its transport keeps connsPerHost idle connections per host (defaultConnsPerHost when
+// connsPerHost ≤ 0) and four times as many in all, holds TCP connections open with keep-alive probes, speaks
+// HTTP/2 over TLS (ForceAttemptHTTP2: a transport with its own dialer needs it), takes proxies from the
+// environment and bounds dialing and TLS handshakes. It has no client-wide timeout: each call is bounded by its
+// own (the action's timeout, else Limits.CallTimeout).
+//
+// The default client belongs to the Tool: its idle connections are closed when the last open task of the Tool
+// ends, so none outlives the tasks that used it. A client passed with WithHTTPClient stays the host's to tune and
+// to close.
+func NewHTTPClient(connsPerHost int) *http.Client {
+	if connsPerHost <= 0 {
+		connsPerHost = defaultConnsPerHost
+	}
+	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+	return &http.Client{Transport: &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           dialer.DialContext,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          4 * connsPerHost,
+		MaxIdleConnsPerHost:   connsPerHost,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: time.Second,
+	}}
 }

@@ -2,6 +2,7 @@ package tool
 
 import (
 	"encoding/json"
+	"net/http"
 	"time"
 
 	"github.com/commonagents-go/tool/runtime"
@@ -98,4 +99,75 @@ func toolError(e *runtime.Error, retrySafe bool) *ToolError {
 		te.Hint = &RetryHint{Message: hint}
 	}
 	return te
+}
+
+// The reasons a delivery is discarded for an event (SPEC §9.1), in Discard.Reason.
+const (
+	ReasonBadSignature   = "bad_signature"    // the signature is missing, malformed, stale or wrong
+	ReasonFilterFalse    = "filter_false"     // no assignment made the filter true, or it failed only on a missing payload field
+	ReasonEmptyAllowList = "empty_allow_list" // the filter references a parameter with no allow-listed value
+	ReasonFilterError    = "filter_error"     // the filter or an extraction failed to evaluate
+	ReasonExcluded       = "excluded"         // the capability's Include leaves the event out
+	ReasonExpired        = "expired"          // the event's timeout passed without task activity (SPEC §9.5)
+	ReasonInterrupted    = "interrupted"      // the task is interrupted (Task.Interrupt)
+	ReasonDuplicate      = "duplicate"        // the delivery id was already activated within the dedupe window
+	ReasonInFlight       = "in_flight"        // an attempt with the same delivery id is still with a Sink (503: retry later)
+	ReasonMisconfigured  = "misconfigured"    // the event cannot take pushed payloads as configured
+	// ReasonTooComplex: the JSON payload nests deeper than Limits.InboundDepth or holds more values than
+	// Limits.InboundValues; it was not parsed.
+	ReasonTooComplex = "payload_too_complex"
+)
+
+// Inbound is one payload pushed to the host for a tool (SPEC §9.1).
+type Inbound struct {
+	// Event, when set, restricts delivery to the event of that name.
+	Event string
+	// Headers are the request's headers; signatures and the delivery id are read from them.
+	Headers http.Header
+	// Body is the raw body: signatures are computed over these exact bytes. A JSON body is the payload; any
+	// other body is exposed as text.
+	Body []byte
+	// DeliveryID identifies the delivery for deduplication; "" takes it from X-GitHub-Delivery or webhook-id.
+	DeliveryID string
+	// ReceivedAt is when the host received the payload; zero means now, by the tool's Clock.
+	ReceivedAt time.Time
+}
+
+// Delivery is what one task did with an Inbound: the activations its Sink accepted (or, without a Sink, that it
+// produced) and every event that discarded the payload, with the reason.
+type Delivery struct {
+	// TaskID is the task that did it; "" for a Router's report of discards decided for every task.
+	TaskID      string       `json:"task_id,omitempty"`
+	Activations []Activation `json:"activations"`
+	Discarded   []Discard    `json:"discarded"`
+}
+
+// Discard is one event that did not activate, and why.
+type Discard struct {
+	Event string `json:"event"`
+	// Reason is one of the Reason constants.
+	Reason string `json:"reason"`
+	// Detail explains Reason when there is more to say (a filter's error, the bad signature's cause). It never
+	// holds a secret.
+	Detail string `json:"detail,omitempty"`
+}
+
+// Activation is an event that woke a task up (SPEC §9.1).
+type Activation struct {
+	// ID is stable per task, event and delivery (the delivery id, else the body) or polled item: every retry of a
+	// delivery and every re-fire of an item carries the same ID, so a Sink can deduplicate what at-least-once
+	// delivery hands it twice (docs/guarantees.md).
+	ID     string `json:"id"`
+	TaskID string `json:"task_id"`
+	Tool   string `json:"tool"`
+	Event  string `json:"event"`
+	// Message is the event's rendered message: the input the task receives.
+	Message string `json:"message"`
+	// DeliveryID is the sender's delivery id; "" when it gave none.
+	DeliveryID string `json:"delivery_id,omitempty"`
+	// Payload is the parsed JSON body, or the body as text when it is not JSON.
+	Payload any `json:"payload"`
+	// Parameters are the task's bindings and the allow-listed values that made the filter true.
+	Parameters map[string]any `json:"parameters"`
+	ReceivedAt time.Time      `json:"received_at"`
 }

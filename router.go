@@ -13,10 +13,10 @@ import (
 )
 
 // A webhook's path reads in one direction through these files: router_http.go (the endpoint) → Router.Dispatch
-// here → Tool.prepare (prepare.go: signatures, parse, the filters' variables, once per Tool value) →
-// conjuncts.routes (route_keys.go: what the payload tells an index) → taskIndex.lookup (index_memory.go: the
-// tasks it cannot rule out) → dispatch (dispatch.go: a taskSource brings each into memory, and its own pipeline
-// runs: Task.deliver, deliver.go).
+// here → Tool.prepare (router_prepare.go: signatures, parse, the filters' variables, once per Tool value) →
+// conjuncts.routes (router_route_keys.go: what the payload tells an index) → taskIndex.lookup (router_index_memory.go: the
+// tasks it cannot rule out) → dispatch (router_dispatch.go: a taskSource brings each into memory, and its own pipeline
+// runs: Task.deliver, event_deliver.go).
 
 // RouterOptions configure NewRouter. The zero value serves the defaults.
 type RouterOptions struct {
@@ -406,3 +406,10 @@ func (r *Router) groups(namespace, name string) ([]*group, bool) {
 	}
 	return slices.Clone(rs.groups), true
 }
+
+// Hydrator gives the configuration of the stored task id that a Router in store mode brings into memory
+// (Router.Serve): the same contract as RestoreTasks' configure (the ID field is ignored). False leaves the task
+// stored and not routed here; the webhook's other tasks are not affected. Every replica must be able to give the
+// configuration of any task ID (docs/scaling.md). ctx bounds the call; it may be called concurrently for
+// different IDs.
+type Hydrator func(ctx context.Context, id string) (TaskConfig, bool)

@@ -187,8 +187,3 @@ func statusOf(deliveries []*Delivery, err error) int {
 	}
 	return http.StatusAccepted
 }
-
-// Mux is where a Router registers its webhook endpoint; *http.ServeMux satisfies it.
-type Mux interface {
-	Handle(pattern string, h http.Handler)
-}

@@ -6,7 +6,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -58,44 +60,13 @@ type Mount struct {
 	Files                   celenv.Mount
 }
 
-// Sink receives activations (SPEC §10). An error means the activation was not accepted.
-type Sink interface {
-	Accept(ctx context.Context, a Activation) error
-}
-
-// SinkFunc adapts a function to Sink.
-type SinkFunc func(ctx context.Context, a Activation) error
-
-// Accept calls f.
-func (f SinkFunc) Accept(ctx context.Context, a Activation) error { return f(ctx, a) }
-
-// Activation is an event that woke a task up (SPEC §9.1).
-type Activation struct {
-	// ID is stable per task, event and delivery (the delivery id, else the body) or polled item: every retry of a
-	// delivery and every re-fire of an item carries the same ID, so a Sink can deduplicate what at-least-once
-	// delivery hands it twice (docs/guarantees.md).
-	ID     string `json:"id"`
-	TaskID string `json:"task_id"`
-	Tool   string `json:"tool"`
-	Event  string `json:"event"`
-	// Message is the event's rendered message: the input the task receives.
-	Message string `json:"message"`
-	// DeliveryID is the sender's delivery id; "" when it gave none.
-	DeliveryID string `json:"delivery_id,omitempty"`
-	// Payload is the parsed JSON body, or the body as text when it is not JSON.
-	Payload any `json:"payload"`
-	// Parameters are the task's bindings and the allow-listed values that made the filter true.
-	Parameters map[string]any `json:"parameters"`
-	ReceivedAt time.Time      `json:"received_at"`
-}
-
 // Task is one running use of a tool by an agent (SPEC §0): it holds the bindings, the allow list, the backends
 // initialized for it and its state in the Store. All methods are safe for concurrent use. A task lives until
 // Close (or Detach, in this process), or until TaskConfig.ExpiresAt.
 type Task struct {
 	tool      *Tool
 	id        string
-	prefix    string // of the keys of the task's state in the Store (state.go)
+	prefix    string // of the keys of the task's state in the Store (task_state.go)
 	cfg       TaskConfig
 	bindings  map[string]any
 	functions map[string]*action // by LLM-facing name
@@ -128,9 +99,9 @@ type Task struct {
 	callCount atomic.Int64
 	failures  atomic.Int64
 	allowMu   sync.Mutex                // serialises allow-list persistence
-	routes    taskRoutes                // store mode: route_writes.go
-	activity  activity                  // activity.go
-	encCache  atomic.Pointer[encodings] // call_secrets.go
+	routes    taskRoutes                // store mode: router_route_writes.go
+	activity  activity                  // router_activity.go
+	encCache  atomic.Pointer[encodings] // task_call_secrets.go
 }
 
 // instance is a backend initialized for the task, or being initialized.
@@ -600,4 +571,62 @@ func newID(prefix string) string {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	return prefix + hex.EncodeToString(b[:])
+}
+
+// Call is a call started with Task.Start.
+type Call struct {
+	id     string
+	cancel context.CancelFunc
+	done   chan struct{}
+	result *Result
+	err    error
+}
+
+// ContextWithCallObserver returns a context whose calls also report their facts to obs, besides the Tool's observer:
+// tool.progress and tool.log of an MCP server as they come, for a host that forwards them (mcpserve sends them to
+// its own client). Secrets are masked as for the Tool's observer. obs must not block.
+func ContextWithCallObserver(ctx context.Context, obs Observer) context.Context {
+	return context.WithValue(ctx, callObserverKey{}, obs)
+}
+
+// ContextWithCallID returns a context that makes the next call made with it use id as its CallID (for example the
+// LLM's tool-call id), instead of a generated one.
+func ContextWithCallID(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, callIDKey{}, id)
+}
+
+// BindingEnv is what an agent's binding expressions see (SPEC §3.3, §5 binding scope).
+type BindingEnv struct {
+	// Context is the task context (`context`, alias `c`, and {context.*}).
+	Context map[string]any
+	// Runtime is what `runtime` and {runtime.*} hold.
+	Runtime RuntimeInfo
+	// Now is the time `now` reports; zero means the current time.
+	Now time.Time
+}
+
+// ResolveBindings turns the bindings of an agent capability, as an agent manifest writes them, into their values
+// (SPEC §3.3): text containing a {token} is a template over context and runtime; any other text is compiled as
+// CEL over context, runtime and now, and text that does not compile as CEL is a literal string ("octocat",
+// "my-repo"). ctx bounds the CEL evaluations. The error names each binding that failed, by name and source,
+// never a context value.
+func ResolveBindings(ctx context.Context, bindings map[string]string, env BindingEnv) (map[string]any, error) {
+	out := make(map[string]any, len(bindings))
+	var failed []string
+	var first error
+	for _, name := range slices.Sorted(maps.Keys(bindings)) {
+		v, err := resolveBinding(ctx, bindings[name], env)
+		if err != nil {
+			failed = append(failed, name)
+			if first == nil {
+				first = err
+			}
+			continue
+		}
+		out[name] = v
+	}
+	if first != nil {
+		return nil, fmt.Errorf("tool: bindings %s could not be resolved: %w", strings.Join(failed, ", "), first)
+	}
+	return out, nil
 }

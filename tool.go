@@ -1,11 +1,15 @@
 package tool
 
 import (
+	"context"
+	"fmt"
 	"net/http"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 
 	"github.com/commonagents-go/tool/internal/httpspec"
+	"github.com/commonagents-go/tool/internal/manifestschema"
 	"github.com/commonagents-go/tool/internal/redact"
 	"github.com/commonagents-go/tool/internal/schema"
 	"github.com/commonagents-go/tool/interp"
@@ -130,4 +134,86 @@ func addNestedSecrets(set *redact.Set, schema map[string]any, value any) {
 		}
 		addNestedSecrets(set, sub, v)
 	}
+}
+
+// Load parses, validates and compiles a tool manifest given as YAML or JSON (SPEC §2). It checks everything before
+// returning and collects every problem: on bad input the error is a *ValidationError whose Problems carry field
+// paths, lines and columns. ctx bounds the whole load: once it ends, Load stops at its next step and returns
+// ctx's error, unless a step it ended (an OpenAPI document fetch) reported a problem, which is then returned with
+// the others. The returned Tool is immutable and safe for concurrent use.
+func Load(ctx context.Context, manifest []byte, opts ...Option) (*Tool, error) {
+	o, err := newOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("tool: load: %w", err)
+	}
+	l := &loader{ctx: ctx, opts: o, src: manifest}
+	t := l.load()
+	if err := ctx.Err(); err != nil && (t == nil || len(l.errs) == 0) { // stopped early, or done but too late
+		return nil, fmt.Errorf("tool: load: %w", err)
+	}
+	if len(l.errs) > 0 {
+		problems := l.problems(l.errs)
+		if t != nil && t.secrets != nil {
+			// A backend's problem can quote what a server printed at load (an MCP server's stderr), which can
+			// echo a secret setting it was given (SPEC §12.2).
+			for i := range problems {
+				problems[i].Detail = t.secrets.String(problems[i].Detail)
+			}
+		}
+		return nil, &ValidationError{Problems: problems}
+	}
+	if len(l.warns) > 0 {
+		// Locating warnings re-reads the source: do it only if the host asks for them.
+		t.warnings = sync.OnceValue(func() []Problem { return l.problems(l.warns) })
+	}
+	t.reportSkipped(ctx)
+	return t, nil
+}
+
+// LoadFile is Load for a file; relative paths inside the manifest (an OpenAPI document) resolve against the
+// file's directory.
+func LoadFile(ctx context.Context, path string, opts ...Option) (*Tool, error) {
+	data, err := readManifest(path)
+	if err != nil {
+		return nil, err
+	}
+	dir := filepath.Dir(path)
+	return Load(ctx, data, append([]Option{func(o *options) error { o.baseDir = dir; return nil }}, opts...)...)
+}
+
+// ManifestSchema returns the JSON Schema (draft-07) of the manifest format, indented, for editors: the core keys
+// and, for each backend and receiver registered in the options (WithRuntimes, WithReceivers; else the defaults),
+// its blocks as it describes them (runtime.Schemer), so a third party's backend has its execute and top-level
+// blocks in it. `tool schema` prints it for the command's registries. The schema checks structure only: Load also
+// checks templates, CEL and references.
+func ManifestSchema(opts ...Option) ([]byte, error) {
+	o, err := newOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	var backends, receivers []manifestschema.Plugin
+	for _, kind := range o.runtimes.Kinds() {
+		backend, _ := o.runtimes.Lookup(kind)
+		backends = append(backends, pluginSchema(kind, backend))
+	}
+	for _, kind := range o.receivers.Kinds() {
+		receiver, _ := o.receivers.Lookup(kind)
+		receivers = append(receivers, pluginSchema(kind, receiver))
+	}
+	return manifestschema.Build(backends, receivers)
+}
+
+// Skipped is an item of a top-level runtime block that did not become an action (an OpenAPI operation whose
+// request body cannot be sent, an MCP tool whose schema cannot be used), with the reason. Items a block's own
+// selection leaves out are not Skipped: the facts.ActionsExpanded fact counts them. Load reports each one to the observer
+// as a "tool.action.skipped" fact and Tool.Skipped lists them: nothing is dropped silently.
+type Skipped struct {
+	// Kind is the backend of the block, e.g. "openapi".
+	Kind string `json:"kind"`
+	// Name identifies the item: an operationId, "GET /pets/{id}" when it has none, an MCP tool name.
+	Name   string `json:"name"`
+	Reason string `json:"reason"`
 }

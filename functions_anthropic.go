@@ -6,15 +6,6 @@ import (
 	"strings"
 )
 
-// AnthropicInputSchema is a function's schema in the three parts Anthropic's Messages API tool definition takes
-// (anthropic-sdk-go's ToolInputSchemaParam: Properties, Required and ExtraFields). Nothing is lost: every other
-// keyword of the root schema ($defs, additionalProperties, allOf, ...) is in Extra.
-type AnthropicInputSchema struct {
-	Properties map[string]any // never nil
-	Required   []string
-	Extra      map[string]any // the root's other keywords, "type" aside; nil when there are none
-}
-
 // AnthropicSchema returns the whole schema as Anthropic's input_schema takes it:
 //
 //	s := f.AnthropicSchema()

@@ -8,10 +8,10 @@ import (
 )
 
 // The last step of a webhook's path: the prepared payload delivered to the tasks an index named, one after
-// another, each through its own pipeline (deliver.go).
+// another, each through its own pipeline (event_deliver.go).
 
 // taskSource brings the tasks an index named into memory. The tasks of the index in memory are there already
-// (heldTasks); in store mode a bounded cache hydrates them from the Store (taskCache, task_cache.go).
+// (heldTasks); in store mode a bounded cache hydrates them from the Store (taskCache, router_task_cache.go).
 type taskSource interface {
 	// task returns the task ref names, kept in memory until release is called; ctx bounds bringing it into
 	// memory. errSkip: the task is not to be visited.

@@ -176,15 +176,6 @@ func plainASCII(s string) bool {
 	return true
 }
 
-// Call is a call started with Task.Start.
-type Call struct {
-	id     string
-	cancel context.CancelFunc
-	done   chan struct{}
-	result *Result
-	err    error
-}
-
 // ID returns the call's ID.
 func (c *Call) ID() string { return c.id }
 

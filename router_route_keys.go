@@ -9,7 +9,7 @@ import (
 )
 
 // The second step of a webhook's path (after prepare): what a prepared payload tells an index about the tasks
-// it may activate. The index in memory (index_memory.go) and a Store-backed one read the same eventRoutes.
+// it may activate. The index in memory (router_index_memory.go) and a Store-backed one read the same eventRoutes.
 
 // conjuncts is what a Tool's filters offer an index: the equality conjuncts `A == parameters.X` at the top of
 // their `&&` terms (celenv.Program.EqualityConjuncts), A not reading parameters.

@@ -11,12 +11,12 @@ import (
 )
 
 // The third step of a webhook's path in store mode: the tasks of one Tool value that a payload's eventRoutes
-// cannot rule out, from the routing index the replicas share in the Store (route_writes.go writes it).
+// cannot rule out, from the routing index the replicas share in the Store (router_route_writes.go writes it).
 
 // storeIndex looks a payload's routes up in the Store: every key of every event in one store.RouteStore.Lookup, then,
 // per event, the most selective key, exactly as memIndex narrows; only a key whose tasks exceed the fan-out bound
 // costs more round trips (one per page). It names tasks by ID, with the generation the index holds and the key
-// it found them by, for the task cache to bring into memory and to tell a stale cached allow list (task_cache.go).
+// it found them by, for the task cache to bring into memory and to tell a stale cached allow list (router_task_cache.go).
 type storeIndex struct {
 	tool   *Tool
 	rs     store.RouteStore

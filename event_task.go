@@ -12,8 +12,8 @@ import (
 )
 
 // taskEvents is the event side of a task (SPEC §9): which events its capability includes and their timeouts,
-// activity and expiry (timeouts.go), interruption (interrupt.go), delivery ids (dedupe.go) and the background
-// receivers (background.go). It reaches its task only through eventSeam; the task reaches it through the
+// activity and expiry (event_timeouts.go), interruption (task_interrupt.go), delivery ids (event_dedupe.go) and the background
+// receivers (event_background.go). It reaches its task only through eventSeam; the task reaches it through the
 // methods in this file and those the files above name.
 type taskEvents struct {
 	seam eventSeam

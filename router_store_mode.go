@@ -20,11 +20,6 @@ import (
 // routesMarker is the key of the marker ReindexRoutes records for t.
 func routesMarker(t *Tool) string { return "routes/" + t.Namespace() + "/" + t.Name() + "/indexed" }
 
-// ErrNotReindexed is returned by Router.Serve in store mode for a Tool whose tasks' routes were never written
-// by Tool.ReindexRoutes.
-var ErrNotReindexed = errors.New("tool: the Store's routing index was not built for this tool: run Tool.ReindexRoutes " +
-	"once every replica runs WithRouteIndex")
-
 // ReindexRoutes writes the routes of every task of the tool that the Store holds (WithRouteIndex; the Store must
 // be a store.ScanStore), reading their state with one Scan, and then records that the index is complete, which a
 // Router needs before it serves the tool in store mode. Run it once every replica runs WithRouteIndex, so that no

@@ -17,19 +17,6 @@ type callIDKey struct{}
 
 type callObserverKey struct{}
 
-// ContextWithCallObserver returns a context whose calls also report their facts to obs, besides the Tool's observer:
-// tool.progress and tool.log of an MCP server as they come, for a host that forwards them (mcpserve sends them to
-// its own client). Secrets are masked as for the Tool's observer. obs must not block.
-func ContextWithCallObserver(ctx context.Context, obs Observer) context.Context {
-	return context.WithValue(ctx, callObserverKey{}, obs)
-}
-
-// ContextWithCallID returns a context that makes the next call made with it use id as its CallID (for example the
-// LLM's tool-call id), instead of a generated one.
-func ContextWithCallID(ctx context.Context, id string) context.Context {
-	return context.WithValue(ctx, callIDKey{}, id)
-}
-
 // Invoke runs one call of the named action (SPEC §3.4, §7, §8). args are the LLM's arguments as decoded JSON;
 // bound parameters always win over them, defaults fill the rest.
 //

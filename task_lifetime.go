@@ -2,7 +2,6 @@ package tool
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -11,10 +10,6 @@ import (
 
 // A task's life (README, "The task's life"): it starts with NewTask, RestoreTask or RestoreTasks, whose ctx bounds
 // only that call, and ends with Close or Detach, or by itself at TaskConfig.ExpiresAt.
-
-// ErrTaskExpired is returned by RestoreTask for a task whose ExpiresAt has passed: the task was closed (its
-// backends torn down, its state removed) instead of being restored.
-var ErrTaskExpired = errors.New("tool: task expired")
 
 // lifetime arms the task's end at its expiry, once it has started. A restored task whose expiry has passed is
 // closed at once and ErrTaskExpired returned.

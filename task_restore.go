@@ -35,10 +35,6 @@ func (t *Tool) RestoreTask(ctx context.Context, cfg TaskConfig) (*Task, error) {
 	return t.startTask(ctx, cfg, true, nil)
 }
 
-// ErrTaskExists is returned by NewTask for an ID the Store already holds a task under: restore it (RestoreTask) or
-// end it (Close) rather than start another over its state.
-var ErrTaskExists = errors.New("tool: a task with this ID is already in the Store")
-
 // fresh checks that the Store holds no task under t's ID.
 func (t *Task) fresh(ctx context.Context) error {
 	sctx, cancel := t.storeContext(ctx)

@@ -83,16 +83,6 @@ func problemsOf(errs field.List) []Problem {
 	return out
 }
 
-// BindingEnv is what an agent's binding expressions see (SPEC §3.3, §5 binding scope).
-type BindingEnv struct {
-	// Context is the task context (`context`, alias `c`, and {context.*}).
-	Context map[string]any
-	// Runtime is what `runtime` and {runtime.*} hold.
-	Runtime RuntimeInfo
-	// Now is the time `now` reports; zero means the current time.
-	Now time.Time
-}
-
 // resolveBinding turns one binding as an agent manifest writes it into its value (see ResolveBindings).
 func resolveBinding(ctx context.Context, src string, env BindingEnv) (any, error) {
 	rt := map[string]any{"version": env.Runtime.Version, "api_root": env.Runtime.APIRoot,
@@ -124,30 +114,4 @@ func resolveBinding(ctx context.Context, src string, env BindingEnv) (any, error
 		return nil, fmt.Errorf("tool: binding %q: %w", src, err)
 	}
 	return v, nil
-}
-
-// ResolveBindings turns the bindings of an agent capability, as an agent manifest writes them, into their values
-// (SPEC §3.3): text containing a {token} is a template over context and runtime; any other text is compiled as
-// CEL over context, runtime and now, and text that does not compile as CEL is a literal string ("octocat",
-// "my-repo"). ctx bounds the CEL evaluations. The error names each binding that failed, by name and source,
-// never a context value.
-func ResolveBindings(ctx context.Context, bindings map[string]string, env BindingEnv) (map[string]any, error) {
-	out := make(map[string]any, len(bindings))
-	var failed []string
-	var first error
-	for _, name := range slices.Sorted(maps.Keys(bindings)) {
-		v, err := resolveBinding(ctx, bindings[name], env)
-		if err != nil {
-			failed = append(failed, name)
-			if first == nil {
-				first = err
-			}
-			continue
-		}
-		out[name] = v
-	}
-	if first != nil {
-		return nil, fmt.Errorf("tool: bindings %s could not be resolved: %w", strings.Join(failed, ", "), first)
-	}
-	return out, nil
 }

@@ -12,7 +12,7 @@ import (
 )
 
 // Expiry in store mode (issue 28 with issue 32's TaskConfig.ExpiresAt): a task in memory ends at its expiry by a
-// timer (lifetime.go), and a stored task that a webhook brings into memory after its expiry is closed at once.
+// timer (task_lifetime.go), and a stored task that a webhook brings into memory after its expiry is closed at once.
 // A task that nothing brings into memory would never end, so a Tool loaded WithRouteIndex over a store.TaskExpiryStore
 // also records each task's expiry in the Store's expiry index, and Router.SweepExpired closes the tasks whose
 // expiry has passed, reading no other task.

@@ -51,7 +51,7 @@ type callValues struct {
 	action string // the action of a call, or "" for an event's requests
 	event  string // the event of a subscription's or poll's requests
 	args   map[string]any
-	// encoded turns on the call's derived secrets (call_secrets.go): set for Invoke's calls.
+	// encoded turns on the call's derived secrets (task_call_secrets.go): set for Invoke's calls.
 	encoded bool
 	derived atomic.Pointer[callSecrets]
 	spare   *callSecrets // storage for derived, allocated with the call; nil when none

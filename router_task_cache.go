@@ -15,18 +15,11 @@ import (
 // The task source of store mode: a bounded cache of the tasks a Router brings into memory from the Store as
 // webhooks need them (hydration), and sends back to the Store (eviction, as Task.Detach) when they are idle.
 
-// Hydrator gives the configuration of the stored task id that a Router in store mode brings into memory
-// (Router.Serve): the same contract as RestoreTasks' configure (the ID field is ignored). False leaves the task
-// stored and not routed here; the webhook's other tasks are not affected. Every replica must be able to give the
-// configuration of any task ID (docs/scaling.md). ctx bounds the call; it may be called concurrently for
-// different IDs.
-type Hydrator func(ctx context.Context, id string) (TaskConfig, bool)
-
 // errSkip is a task source's answer for a task the index named that is not to be visited: the host's Hydrator
 // declined it, or the Store no longer holds it (it was closed).
 var errSkip = errors.New("tool: router: task not routed here")
 
-// Kinds of errSkip: the task had expired, and was closed as it was brought into memory (lifetime.go); the Store
+// Kinds of errSkip: the task had expired, and was closed as it was brought into memory (task_lifetime.go); the Store
 // no longer holds it.
 var (
 	errExpired = fmt.Errorf("%w: it expired", errSkip)
@@ -34,7 +27,7 @@ var (
 )
 
 // taskCache holds the tasks of one Tool value that a Router in store mode brought into memory: at most max of
-// them, each while it is active (activity.go), pinned (Router.Add, background events), lent to a dispatch, or
+// them, each while it is active (router_activity.go), pinned (Router.Add, background events), lent to a dispatch, or
 // idle less than idle. It is safe for concurrent use. It starts no goroutine: it sweeps when it lends a task,
 // at most every idle/4.
 type taskCache struct {
