@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// The README's first command, `go run ./examples/quickstart`, runs to the end: every task it starts passes
+// The README's longer tour, `go run ./examples/quickstart`, runs to the end: every task it starts passes
 // NewTask's checks, and every step it shows still works.
 func TestQuickstartRuns(t *testing.T) {
 	if testing.Short() {
