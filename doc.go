@@ -66,8 +66,10 @@
 // tasks. Package tooltest is the harness for hosts' tests: a fake clock, recorders, a stub server and a signer.
 //
 // Action backends live in subpackages of runtime and receive backends in subpackages of events; importing this
-// package registers every built-in one except kubernetes_job, which hosts enable with
-// kubernetesjob.Backend.Registry and WithRuntimes (client-go is heavy).
+// package registers every built-in one except kubernetes_job (client-go is heavy). A blank import of
+// runtime/kubernetesjob registers that one too, in runtime.Default(), so manifests that use it load; its calls
+// need a cluster client, which a host gives with a configured kubernetesjob.Backend, its Registry and
+// WithRuntimes.
 //
 // The manifest format is described in docs/manifest.md of the repository, whose section numbers are those the
 // "SPEC §" references in this documentation give.

@@ -200,9 +200,9 @@ func (t *Task) host(i int) *events.Host {
 				data = map[string]any{}
 			}
 			data["event"] = name
-			t.observe(ctx, fact, "", data)
+			t.observeExternal(ctx, fact, data)
 		},
-		Logger: o.logger.With("tool", t.tool.Name(), "task", t.id, "event", name),
+		Logger: t.logger().With("tool", t.tool.Name(), "task", t.id, "event", name),
 		Emit:   func(ctx context.Context, item any, at time.Time) (bool, error) { return t.emit(ctx, i, item, at) },
 		Limits: events.Limits{ChannelTTL: o.limits.ChannelTTL, RenewAt: o.limits.RenewAt,
 			PollInterval: o.limits.PollInterval, Timeout: t.events.timeouts[i],

@@ -30,9 +30,9 @@ type options struct {
 	auth        AuthProvider
 	store       Store
 	clock       Clock
-	replica     string // WithReplicaID
-	routeIndex  bool   // WithRouteIndex
-	logger      *slog.Logger
+	replica     string       // WithReplicaID
+	routeIndex  bool         // WithRouteIndex
+	logger      *slog.Logger // the host's, unmasked: a task logs through Task.logger, which masks its secrets
 	observer    Observer
 	info        RuntimeInfo
 	runtimes    *runtime.Registry
@@ -306,7 +306,9 @@ func (o *options) replicaID() string {
 	return processReplicaID()
 }
 
-// WithLogger sets the logger (default: slog.Default()).
+// WithLogger sets the logger (default: slog.Default()). Every line a task, its backends and its receivers write
+// goes through a handler that masks the task's secrets and their encoded forms (SPEC §12.2) before l's handler
+// sees it: the message, every attribute value, groups, and errors' messages.
 func WithLogger(l *slog.Logger) Option {
 	return func(o *options) error {
 		if l == nil {

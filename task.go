@@ -120,7 +120,8 @@ type instance struct {
 // a task made inside an HTTP handler with the request's context lives on after the response. It keeps ctx's
 // values. The task lives until Close, or until cfg.ExpiresAt when the host gives one.
 func (t *Tool) NewTask(ctx context.Context, cfg TaskConfig) (*Task, error) {
-	return t.startTask(ctx, cfg, false, nil)
+	task, err := t.startTask(ctx, cfg, false, nil)
+	return task, t.startFailed(cfg, err)
 }
 
 // startTask starts a new task, or with resume rebuilds a stored one.
@@ -526,8 +527,8 @@ func (t *Task) initFor(ctx context.Context, a *action, call *runtime.Call) *runt
 		Context:    t.cfg.Context,
 		Runtime:    t.values.runtime,
 		Now:        o.clock.Now,
-		Observe:    func(ctx context.Context, name string, data map[string]any) { t.observe(ctx, name, "", data) },
-		Logger:     o.logger.With("tool", t.tool.Name(), "task", t.id, "backend", a.kind),
+		Observe:    t.observeExternal,
+		Logger:     t.logger().With("tool", t.tool.Name(), "task", t.id, "backend", a.kind),
 	}
 	if t.cfg.Mount != nil && t.cfg.Mount.Files != nil {
 		in.Mount = t.cfg.Mount.Files

@@ -32,7 +32,7 @@ const (
 // storeFailed reports a Store operation that failed: a log line, and a "store.failed" fact whose data names the
 // operation (get, put, claim, ...), the kind of record and the error — never a key's value.
 func (t *Task) storeFailed(ctx context.Context, op, record string, err error) {
-	t.tool.opts.logger.Warn("store operation failed", "tool", t.tool.Name(), "task", t.id, "operation", op,
+	t.logger().Warn("store operation failed", "tool", t.tool.Name(), "task", t.id, "operation", op,
 		"record", record, "error", err)
-	t.observe(ctx, facts.StoreFailed, "", map[string]any{"operation": op, "record": record, "error": err.Error()})
+	t.observeExternal(ctx, facts.StoreFailed, map[string]any{"operation": op, "record": record, "error": err.Error()})
 }

@@ -32,7 +32,8 @@ func (t *Tool) RestoreTask(ctx context.Context, cfg TaskConfig) (*Task, error) {
 	if cfg.ID == "" {
 		return nil, errors.New("tool: restore task: TaskConfig.ID must name the stored task")
 	}
-	return t.startTask(ctx, cfg, true, nil)
+	task, err := t.startTask(ctx, cfg, true, nil)
+	return task, t.startFailed(cfg, err)
 }
 
 // fresh checks that the Store holds no task under t's ID.

@@ -68,6 +68,7 @@ func (t *Tool) RestoreTasks(ctx context.Context, configure func(id string) (Task
 		wg.Go(func() {
 			for i := int(next.Add(1) - 1); i < len(jobs); i = int(next.Add(1) - 1) {
 				tasks[i], errs[i] = t.startTask(ctx, jobs[i].cfg, true, jobs[i].snap)
+				errs[i] = t.startFailed(jobs[i].cfg, errs[i])
 			}
 		})
 	}

@@ -112,8 +112,8 @@ func (v *callValues) token(ref interp.Ref) (any, error) {
 		err = fmt.Errorf("empty token")
 	}
 	if err != nil {
-		v.task.tool.opts.logger.Warn("auth token unavailable", "tool", v.task.tool.Name(), "task", v.task.id,
-			"provider", provider, "error", v.task.secrets.String(err.Error()))
+		v.task.logger().Warn("auth token unavailable", "tool", v.task.tool.Name(), "task", v.task.id,
+			"provider", provider, "error", err)
 		e := runtime.Errorf(runtime.KindUnavailable, "could not get a token from auth provider %q", provider)
 		return nil, e
 	}

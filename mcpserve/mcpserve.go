@@ -1,6 +1,6 @@
 // Package mcpserve serves the functions of a tool manifest as an MCP server (github.com/mark3labs/mcp-go), over
 // stdio or streamable HTTP: each function (Tool.Functions) is an MCP tool whose input schema is the function's
-// parameters, and each tools/call runs through Task.Invoke of one task.
+// parameters, and each tools/call runs through Task.InvokeFunction of one task.
 //
 // A recoverable failure of a call (SPEC §8) is an MCP result with isError set and Result.Text() as its text; an
 // unrecoverable one is a JSON-RPC error whose message is the task's error text (secrets masked by the task), and the

@@ -33,8 +33,9 @@
 // values in the allow list. It exits 0 when the payload was delivered, even if every event discarded it.
 //
 // Serve-mcp starts one task with the given bindings and serves its functions as MCP tools over stdio until stdin
-// ends or the process is interrupted, then closes the task. Each tools/call runs through Task.Invoke; a recoverable
-// failure is a result with isError set, an unrecoverable one a JSON-RPC error.
+// ends or the process is interrupted, then closes the task. Each tools/call runs through Task.InvokeFunction; a
+// recoverable failure is a result with isError set whose text is the error object with its hint (Result.Text), an
+// unrecoverable one a JSON-RPC error.
 //
 // Schema prints the JSON Schema (draft-07) of the manifest format, for editors such as yaml-language-server:
 //

@@ -132,6 +132,23 @@ func contextFlag(fs *flag.FlagSet) *map[string]any {
 	return taskContext
 }
 
+// contextProblems returns err with the problems of a task configuration told in the command line's terms: a key
+// the task context lacks (a "required" problem at "context" or "context.KEY") is given with --context, not through
+// TaskConfig.Context, which the library's detail names for Go hosts.
+func contextProblems(err error) error {
+	var verr *tool.ValidationError
+	if !errors.As(err, &verr) {
+		return err
+	}
+	out := &tool.ValidationError{Problems: append([]tool.Problem(nil), verr.Problems...)}
+	for i, p := range out.Problems {
+		if p.Type == "required" && (p.Path == "context" || strings.HasPrefix(p.Path, "context.")) {
+			out.Problems[i].Detail = strings.ReplaceAll(p.Detail, "TaskConfig.Context", "--context")
+		}
+	}
+	return out
+}
+
 // bindingValue reads a --binding value: JSON when it is valid JSON (numbers, booleans, objects, quoted strings),
 // else the text itself.
 func bindingValue(s string) any {

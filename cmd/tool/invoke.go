@@ -148,7 +148,7 @@ func startTask(ctx context.Context, fs *flag.FlagSet, stderr io.Writer, cmd, fil
 	}
 	task, err := t.NewTask(ctx, tool.TaskConfig{Capability: c, Context: taskContext})
 	if err != nil {
-		fmt.Fprintf(stderr, "tool %s: %v\n", cmd, err)
+		fmt.Fprintf(stderr, "tool %s: %v\n", cmd, contextProblems(err))
 		return nil, exitProblem
 	}
 	return task, 0

@@ -108,6 +108,10 @@ func TestInvokeContext(t *testing.T) {
 	if code != exitProblem || !strings.Contains(stderr, "context.agent") {
 		t.Errorf("without --context: exit %d, stderr %s; want the missing key named", code, stderr)
 	}
+	// The command line's user gives the context with --context: the Go field is not theirs to set.
+	if !strings.Contains(stderr, `the key "agent" in Context (--context)`) || strings.Contains(stderr, "TaskConfig") {
+		t.Errorf("without --context: stderr %s; want it to say --context, not TaskConfig.Context", stderr)
+	}
 	code, _, stderr = runTool(t, "invoke", cel, "format_date", "--context", `[1]`)
 	if code != exitUsage || !strings.Contains(stderr, "want a JSON object") {
 		t.Errorf("--context [1]: exit %d, stderr %s", code, stderr)

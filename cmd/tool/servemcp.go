@@ -24,10 +24,16 @@ serves the task's functions as MCP tools over stdio (line-delimited JSON-RPC on
 stdin and stdout) until stdin ends or the process is interrupted; then it
 closes the task, tearing down what its calls started. Each tool's input schema
 is the function's parameters (as 'tool functions' prints them) and each
-tools/call runs through Task.Invoke. A recoverable failure is a result with
-isError set and "kind: message" as its text; an unrecoverable one is a JSON-RPC
-error with the task's error text (secrets masked), and every later call is
-refused with a JSON-RPC error: the task is over.
+tools/call runs through Task.InvokeFunction. A recoverable failure is a result
+with isError set whose text is the error object with its hint, as the LLM
+reads it (Result.Text); for an unknown argument x of a function whose only
+parameter is name:
+
+    {"error":{"kind":"invalid_arguments","message":"unknown arguments \"x\"","hint":{"message":"accepted arguments: name"}}}
+
+An unrecoverable one is a JSON-RPC error with the task's error text (secrets
+masked), and every later call is refused with a JSON-RPC error: the task is
+over.
 
 Up to --workers calls run at once (default 32, at most 100; more wait in a
 queue of 100): set it to the number of calls your MCP client makes in parallel.

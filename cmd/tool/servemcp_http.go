@@ -71,7 +71,8 @@ func serveHTTP(ctx context.Context, fs *flag.FlagSet, stderr io.Writer, hf *http
 		return code
 	}
 	start := func(ctx context.Context) (*tool.Task, error) {
-		return t.NewTask(ctx, tool.TaskConfig{Capability: c, Context: taskContext})
+		task, err := t.NewTask(ctx, tool.TaskConfig{Capability: c, Context: taskContext})
+		return task, contextProblems(err)
 	}
 	cfg := mcpserve.SessionConfig{Capability: c, MaxSessions: hf.maxSessions, IdleTimeout: hf.idle,
 		ActionNames: hf.actionNames}

@@ -156,6 +156,34 @@ func TestServeMCPWithGoSDKClient(t *testing.T) {
 	}
 }
 
+// The failure `tool help serve-mcp` shows as an example is the text serve-mcp sends for that failure.
+func TestServeMCPHelpShowsTheFailureItSends(t *testing.T) {
+	t.Parallel()
+	_, help, _ := runTool(t, "help", "serve-mcp")
+	var example string
+	for _, line := range strings.Split(help, "\n") {
+		if l := strings.TrimSpace(line); strings.HasPrefix(l, `{"error":`) {
+			example = l
+		}
+	}
+	if example == "" {
+		t.Fatalf("the help shows no failure:\n%s", help)
+	}
+	// The help's case: an unknown argument x of a function whose only parameter is name.
+	s := serveMCP(t, writeFile(t, "calc.yaml", calcManifest))
+	res, err := s.CallTool(context.Background(), &mcp.CallToolParams{Name: "calc_shout",
+		Arguments: map[string]any{"name": "a", "x": 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.IsError || len(res.Content) != 1 {
+		t.Fatalf("isError %v, content %v: want one text block of a failure", res.IsError, res.Content)
+	}
+	if text := res.Content[0].(*mcp.TextContent).Text; text != example {
+		t.Errorf("serve-mcp sends\n%s\nthe help says\n%s", text, example)
+	}
+}
+
 // TestServeMCPRoundTrip runs our own mcp backend against our own serve-mcp process.
 func TestServeMCPRoundTrip(t *testing.T) {
 	t.Parallel()

@@ -149,16 +149,17 @@ func (s *Set) Has(v string) bool {
 	return m != nil && (*m)[v]
 }
 
-// Encodings returns the forms in which v can come back from a server that echoes it encoded, those that differ
-// from v: base64 (standard and URL alphabets, padded and raw), URL-escaped (query and path) and JSON-escaped (the
-// text between the quotes of a JSON string, with and without HTML escaping). A server that decodes JSON, URL
-// escapes or base64 gives v itself back, which the set masks anyway.
+// Encodings returns the forms in which v can come back from a server that echoes it encoded, or from a library
+// that prints it, those that differ from v: base64 (standard and URL alphabets, padded and raw), URL-escaped
+// (query, path segment, and path as net/url prints a URL: the slashes kept) and JSON-escaped (the text between
+// the quotes of a JSON string, with and without HTML escaping). A server that decodes JSON, URL escapes or base64
+// gives v itself back, which the set masks anyway.
 func Encodings(v string) []string {
 	b := []byte(v)
 	forms := [...]string{
 		base64.StdEncoding.EncodeToString(b), base64.URLEncoding.EncodeToString(b),
 		base64.RawStdEncoding.EncodeToString(b), base64.RawURLEncoding.EncodeToString(b),
-		url.QueryEscape(v), url.PathEscape(v), jsonEscape(v, false), jsonEscape(v, true),
+		url.QueryEscape(v), url.PathEscape(v), (&url.URL{Path: v}).EscapedPath(), jsonEscape(v, false), jsonEscape(v, true),
 	}
 	out := make([]string, 0, len(forms))
 	for _, f := range forms {
@@ -317,14 +318,26 @@ func replaceString(r replacer, s string) (string, bool) {
 	return y, y != s
 }
 
-// Error returns err with its message scrubbed. The result keeps errors.Is answers for the sentinels given (such
-// as ErrUnrecoverable or context.Canceled), but does not unwrap to err itself, whose message may hold a secret.
-// A nil err stays nil; when s is empty err is returned unchanged.
+// Error returns err with its message scrubbed of the secrets and their encoded forms (Encoded): an error's text
+// often quotes what another party printed (a URL as net/url escapes it, a driver's connection string). The result
+// keeps errors.Is answers for the sentinels given (such as ErrUnrecoverable or context.Canceled), but does not
+// unwrap to err itself, whose message may hold a secret. A nil err stays nil; err is returned unchanged when its
+// message holds no secret.
 func (s *Set) Error(err error, sentinels ...error) error {
 	if err == nil || s.Empty() {
 		return err
 	}
-	return scrubError(err, s.String, sentinels)
+	return scrubError(err, s.Encoded, sentinels)
+}
+
+// EncodedValue is Value with the encoded forms of the secrets masked too (Encoded): for what other parties
+// report (a backend's or a receiver's facts, a Store's errors), which no call rendered.
+func (s *Set) EncodedValue(v any) any {
+	if s.Empty() {
+		return v
+	}
+	out, _ := scrub(encoded{s}, v)
+	return out
 }
 
 func scrubError(err error, clean func(string) string, sentinels []error) error {

@@ -1,7 +1,9 @@
 package redact
 
 import (
+	"errors"
 	"fmt"
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -57,7 +59,8 @@ func TestEncodedForms(t *testing.T) {
 	l.Add(s.EncodingsOf(`a/b c&"d"<e>`)...)
 	for _, echoed := range []string{
 		`a/b c&"d"<e>`, "YS9iIGMmImQiPGU+", "YS9iIGMmImQiPGU-", // base64 std, URL (padding-free length)
-		`a%2Fb+c%26%22d%22%3Ce%3E`, `a%2Fb%20c&%22d%22%3Ce%3E`, // query and path escaping
+		`a%2Fb+c%26%22d%22%3Ce%3E`, `a%2Fb%20c&%22d%22%3Ce%3E`, // query and path-segment escaping
+		`a/b%20c&%22d%22%3Ce%3E`,                          // a URL's path as net/url prints it (a client's error quotes the URL)
 		`a/b c&\"d\"<e>`, `a/b c\u0026\"d\"\u003ce\u003e`, // JSON, without and with HTML escaping
 	} {
 		if got := l.Replace("<" + echoed + ">"); got != "<"+Mask+">" {
@@ -69,6 +72,23 @@ func TestEncodedForms(t *testing.T) {
 	}
 	if got := l.Value(map[string]any{"k": []any{"plain"}}); got.(map[string]any)["k"].([]any)[0] != "plain" {
 		t.Errorf("a value without secrets changed: %v", got)
+	}
+}
+
+// Set.Error masks the encoded forms too: an error quotes what a client or a driver printed.
+func TestErrorMasksEncodedForms(t *testing.T) {
+	t.Parallel()
+	var s Set
+	s.Add(`a/b c&"d"<e>`)
+	sentinel := errors.New("sentinel")
+	u := &url.URL{Scheme: "http", Host: "h", Path: "/s/" + `a/b c&"d"<e>`}
+	err := s.Error(fmt.Errorf("post %q: %w", u.String(), sentinel), sentinel)
+	if want := `post "http://h/s/` + Mask + `": sentinel`; err.Error() != want || !errors.Is(err, sentinel) {
+		t.Errorf("Error = %q (errors.Is %t), want %q and the sentinel kept", err, errors.Is(err, sentinel), want)
+	}
+	clean := errors.New("no secret")
+	if s.Error(clean) != clean {
+		t.Error("an error without a secret was replaced")
 	}
 }
 
