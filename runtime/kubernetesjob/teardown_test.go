@@ -120,10 +120,14 @@ func TestTeardownHonoursItsDeadline(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
-	start := time.Now()
-	err = inst.Teardown(ctx)
-	if d := time.Since(start); d > 800*time.Millisecond {
-		t.Errorf("Teardown took %s with a 300ms deadline", d.Round(time.Millisecond))
+	// The API server answers no DELETE until release, after the test: Teardown returns only by honouring its
+	// deadline. The watchdog is far above any load's delay, and only turns a hang into a failure.
+	done := make(chan error, 1)
+	go func() { done <- inst.Teardown(ctx) }()
+	select {
+	case err = <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("Teardown did not return at its 300ms deadline while the API server hung")
 	}
 	if err == nil {
 		t.Error("Teardown reported no error though no delete succeeded")
