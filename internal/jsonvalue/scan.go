@@ -1,5 +1,10 @@
 package jsonvalue
 
+import (
+	"encoding/binary"
+	"math/bits"
+)
+
 // The one pass that decides what is JSON. It accepts exactly what encoding/json's json.Valid accepts (RFC 8259's
 // grammar, at most maxDepth arrays and objects deep; invalid UTF-8 inside strings is allowed, as encoding/json
 // then replaces it), and learns on the way whether ojg can read the text exactly as encoding/json does. It is
@@ -139,10 +144,7 @@ func (s *shape) key(data []byte, i int) (int, bool) {
 // str reads the string whose opening quote is at i, returning the index after its closing quote.
 func (s *shape) str(data []byte, i int) (int, bool) {
 	for i++; ; i++ {
-		for i < len(data) && plain[data[i]] {
-			i++
-		}
-		if i >= len(data) {
+		if i = plainEnd(data, i); i >= len(data) {
 			return i, false
 		}
 		switch c := data[i]; {
@@ -169,6 +171,29 @@ func (s *shape) str(data []byte, i int) (int, bool) {
 			s.nonASCII = true
 		}
 	}
+}
+
+// plainEnd returns the index of the first byte from i on that is not plain (or len(data)), testing 8 bytes at a
+// time: strings are most of a payload's bytes.
+func plainEnd(data []byte, i int) int {
+	for ; i+8 <= len(data); i += 8 {
+		if m := special8(binary.LittleEndian.Uint64(data[i:])); m != 0 {
+			return i + bits.TrailingZeros64(m)/8
+		}
+	}
+	for i < len(data) && plain[data[i]] {
+		i++
+	}
+	return i
+}
+
+// special8 sets the high bit of each byte of x, read little-endian, that is a quote, a backslash, a control
+// character or ≥ 0x80. It may also set the high bit of a byte above one that is set (a borrow), never below: the
+// lowest bit set marks the first byte that is not plain.
+func special8(x uint64) uint64 {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	zero := func(v uint64) uint64 { return (v - ones) & ^v & highs }
+	return (x | zero(x^(ones*'"')) | zero(x^(ones*'\\')) | (x-ones*0x20)&^x) & highs
 }
 
 func hex(c byte) bool {
