@@ -30,6 +30,12 @@ func TestScanIsJSONValid(t *testing.T) {
 			cases = append(cases, text, text[:len(text)/2], text+"]")
 		}
 	}
+	// Each kind of byte a string must notice, at each place in the 8-byte steps of plainEnd.
+	for _, special := range []string{`"`, `\`, `\n`, `\u00e9`, "\n", "\x00", "\x1f", "\x7f", "\xc3\xa9", "\xff", " "} {
+		for at := range 18 {
+			cases = append(cases, `"`+strings.Repeat("a", at)+special+strings.Repeat("b", 17-at)+`"`)
+		}
+	}
 	for _, c := range cases {
 		if _, got := scan([]byte(c)); got != json.Valid([]byte(c)) {
 			t.Errorf("scan(%.80q) = %v, json.Valid says %v", c, got, !got)
