@@ -2,6 +2,7 @@ package tool_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -624,5 +625,118 @@ func TestPayloadsDecodeAsEncodingJSONDoes(t *testing.T) {
 	wantOutcome(t, d, "note:activated")
 	if got, want := d.Activations[0].Message, "😀 café #7"; got != want {
 		t.Errorf("message = %q, want %q", got, want)
+	}
+}
+
+// payloadTool has two webhook events signed with hookSecret: `any` takes every payload, `built` only those
+// whose build is over 3. Its task is what TestPayload* deliver to.
+func payloadTool(t *testing.T) *tool.Task {
+	t.Helper()
+	src := manifestHeader("payloads") + `settings:
+  properties:
+    secret: {type: string, format: password}
+events:
+  - name: any
+    description: Any payload.
+    message: "build {event.payload.build}"
+    receive:
+      webhook:
+        secret: "{settings.secret}"
+  - name: built
+    description: A build over 3.
+    message: "built {event.payload.build}"
+    receive:
+      webhook:
+        secret: "{settings.secret}"
+        filter: event.payload.build > 3.0
+`
+	return newTask(t, mustLoadSrc(t, src, tool.WithSettings(map[string]any{"secret": hookSecret})), tool.TaskConfig{})
+}
+
+// encodes fails the test unless a encodes with encoding/json, and returns its payload's JSON.
+func encodes(t *testing.T, a tool.Activation) string {
+	t.Helper()
+	b, err := json.Marshal(a)
+	if err != nil {
+		t.Fatalf("json.Marshal(activation of %q) = %v", a.Event, err)
+	}
+	var back struct{ Payload json.RawMessage }
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	return string(back.Payload)
+}
+
+// A number beyond float64's range is kept as it was written (a json.Number), never ±Inf: the Activation holds
+// and encodes the sender's number, a message renders its text, and a filter that reads it is a filter_error
+// saying why. A number too small for float64 is 0, as float64 rounds it.
+func TestPayloadNumbersBeyondFloat64AreKeptAsWritten(t *testing.T) {
+	t.Parallel()
+	task := payloadTool(t)
+	for body, want := range map[string]any{
+		`{"build":1e400}`:   json.Number("1e400"),
+		`{"build":-1E+400}`: json.Number("-1E+400"),
+		`{"build":123456789012345678901234567890e300}`: json.Number("123456789012345678901234567890e300"),
+		`{"build":1e-400}`:                         float64(0),
+		`{"build":123456789012345678901234567890}`: json.Number("123456789012345678901234567890"),
+	} {
+		t.Run(body, func(t *testing.T) { payloadNumberKept(t, task, body, want) })
+	}
+}
+
+// payloadNumberKept delivers body, whose build is beyond float64 or int64, and checks that want is kept.
+func payloadNumberKept(t *testing.T, task *tool.Task, body string, want any) {
+	d := deliver(t, task, signed(hookSecret, "", body))
+	if len(d.Activations) == 0 || d.Activations[0].Event != "any" {
+		t.Fatalf("%v (%+v)", outcome(d), d.Discarded)
+	}
+	a := d.Activations[0]
+	if got := a.Payload.(map[string]any)["build"]; got != want {
+		t.Errorf("payload build = %#v, want %#v", got, want)
+	}
+	n, exact := want.(json.Number)
+	if got := encodes(t, a); exact && got != body {
+		t.Errorf("the activation's payload encodes as %s", got)
+	}
+	if !exact {
+		return
+	}
+	if a.Message != "build "+string(n) {
+		t.Errorf("message %q", a.Message)
+	}
+	if _, err := n.Float64(); err != nil { // beyond float64: a filter cannot compare it
+		wantOutcome(t, d, "any:activated", "built:filter_error")
+		if detail := d.Discarded[0].Detail; !strings.Contains(detail, "beyond float64") {
+			t.Errorf("filter_error detail %q does not say why", detail)
+		}
+	}
+}
+
+// A body is a JSON payload only when it is valid JSON (RFC 8259, as encoding/json reads it): anything else,
+// a byte order mark first included, is the body as text. Such a text is never parsed, so a BOM cannot take a
+// body past InboundDepth either.
+func TestPayloadIsJSONOnlyWhenValid(t *testing.T) {
+	t.Parallel()
+	task := payloadTool(t)
+	bom := "\xef\xbb\xbf"
+	for _, body := range []string{
+		`{"build":1.}`, `{"build":2.e3}`, `{"build":-2.}`, bom + `{"build":7}`, bom + `{}`, bom,
+		bom + string(nested(200)), `{"build":7}x`, `{"build":7} {}`, ` `, `{"build":01}`, `[1,]`,
+	} {
+		t.Run(fmt.Sprintf("%.40q", body), func(t *testing.T) {
+			d := deliver(t, task, signed(hookSecret, "", body))
+			wantOutcome(t, d, "any:activated", "built:filter_false")
+			if got := d.Activations[0].Payload; got != body {
+				t.Errorf("payload = %#v, want the body as text", got)
+			}
+			encodes(t, d.Activations[0])
+		})
+	}
+	// The same documents without the defect are JSON.
+	for body, want := range map[string]any{`{"build":1.0}`: float64(1), `{"build":2e3}`: float64(2000), `{"build":7}`: int64(7)} {
+		d := deliver(t, task, signed(hookSecret, "", body))
+		if got := d.Activations[0].Payload.(map[string]any)["build"]; got != want {
+			t.Errorf("%s: build = %#v, want %#v", body, got, want)
+		}
 	}
 }

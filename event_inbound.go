@@ -8,24 +8,14 @@ import (
 
 	"github.com/commonagents-go/tool/events/webhook"
 	"github.com/commonagents-go/tool/internal/jsonvalue"
-	"github.com/ohler55/ojg/oj"
 )
 
 // parsePayload is the payload of a body: its JSON value, or the body as text when it is not JSON (SPEC §9.1),
-// empty included. ojg parses it (a payload is parsed once per delivery, on the hot path), except a body with an
-// escaped UTF-16 surrogate (\uD83D\uDE00, as Python's json.dumps writes an emoji), which ojg decodes wrongly:
-// jsonvalue decodes that one as encoding/json does.
+// empty included. JSON is what jsonvalue reads, the library's one reading: valid JSON only (no byte order mark,
+// no "1."), numbers beyond float64 as their text, never ±Inf. Both copy what they keep: the payload never aliases
+// the caller's Body.
 func parsePayload(body []byte) any {
-	if len(bytes.TrimSpace(body)) == 0 {
-		return string(body)
-	}
-	var v any // both copy what they keep: the payload never aliases the caller's Body
-	var err error
-	if bytes.Contains(body, []byte(`\ud`)) || bytes.Contains(body, []byte(`\uD`)) {
-		v, err = jsonvalue.Decode(body)
-	} else {
-		v, err = oj.Parse(body)
-	}
+	v, err := jsonvalue.Decode(body)
 	if err != nil {
 		return string(body)
 	}

@@ -159,11 +159,13 @@ func TestNullForOptionalParameterIsAbsent(t *testing.T) {
 }
 
 // InvokeFunction takes one JSON object and nothing after it but white space: an LLM's arguments with a stray
-// closing bracket or a second value are refused as invalid_arguments, never half-read.
+// closing bracket or a second value are refused as invalid_arguments, never half-read. What is JSON is what a
+// payload's JSON is (jsonvalue): no byte order mark, no "1.".
 func TestFunctionArgumentsAreOneJSONObject(t *testing.T) {
 	t.Parallel()
 	task := newTask(t, mustLoadSrc(t, orderManifest), tool.TaskConfig{})
-	for _, args := range []string{`{"item":"mug"}]`, `{"item":"mug"}}`, `{"item":"mug"} {"item":"cup"}`, `{"item":"mug"} x`, `["mug"]`} {
+	for _, args := range []string{`{"item":"mug"}]`, `{"item":"mug"}}`, `{"item":"mug"} {"item":"cup"}`, `{"item":"mug"} x`, `["mug"]`,
+		"\xef\xbb\xbf{\"item\":\"mug\"}", `{"item":"mug","size":1.}`, `{"item":"mug",}`} {
 		res, err := task.InvokeFunction(context.Background(), "shop_order", []byte(args))
 		if err != nil || !res.IsError || res.Error.Kind != runtime.KindInvalidArguments {
 			t.Errorf("arguments %s: %v %+v, want invalid_arguments", args, err, res)

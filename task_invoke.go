@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/commonagents-go/tool/facts"
-	"github.com/commonagents-go/tool/internal/decode"
+	"github.com/commonagents-go/tool/internal/jsonvalue"
 	"github.com/commonagents-go/tool/runtime"
 )
 
@@ -45,7 +45,7 @@ func (t *Task) InvokeFunction(ctx context.Context, function string, argsJSON []b
 	}
 	var args map[string]any
 	if len(bytes.TrimSpace(argsJSON)) > 0 {
-		v, err := decode.JSON(argsJSON)
+		v, err := jsonvalue.Decode(argsJSON)
 		obj, isObject := v.(map[string]any)
 		if err != nil || !isObject && v != nil {
 			return t.rejected(ctx, a, function, &ToolError{Kind: runtime.KindInvalidArguments,

@@ -6,6 +6,8 @@ import (
 	"math"
 	"math/big"
 	"strconv"
+
+	"github.com/commonagents-go/tool/internal/jsonvalue"
 )
 
 // Canonical returns the text under which v is de-duplicated in a List and under which a router indexes it
@@ -87,10 +89,8 @@ func normalizeValue(v any) (any, bool) {
 	if err != nil {
 		return nil, false
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var decoded any
-	if err := dec.Decode(&decoded); err != nil {
+	decoded, err := jsonvalue.Decode(raw)
+	if err != nil {
 		return nil, false
 	}
 	return normalizeValue(decoded)

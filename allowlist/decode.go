@@ -1,82 +1,50 @@
 package allowlist
 
 import (
-	"bytes"
-	"unicode/utf8"
+	"errors"
+	"fmt"
 
-	"github.com/ohler55/ojg/oj"
+	"github.com/commonagents-go/tool/internal/jsonvalue"
 )
 
-// decodeFast decodes MarshalJSON's form with ojg, several times cheaper than encoding/json (resuming many tasks
-// decodes one list each). It declines (ok false) whatever it cannot decode exactly as decodeStored's
-// encoding/json path would: a number (which that path keeps as its json.Number text), a field other than
-// "sealed" and "values", a shape that path would refuse, or a \uD… escape (ojg decodes surrogate pairs wrongly;
-// encoding/json writes those characters unescaped, so stored lists seldom hold one), or invalid UTF-8 (which
-// encoding/json replaces).
-func decodeFast(data []byte) (in map[string]stored, ok bool) {
-	if bytes.Contains(data, []byte(`\ud`)) || bytes.Contains(data, []byte(`\uD`)) || !utf8.Valid(data) {
-		return nil, false
-	}
-	v, err := oj.Parse(data)
+// decodeStored decodes MarshalJSON's form through jsonvalue, the library's one reading of JSON (payloads and
+// arguments go through it too): an object from name to {"sealed": bool, "values": [...]}, either member null or
+// absent. A member it does not know is skipped, as encoding/json skips it, so a list written by a later version
+// with more to say still reads. Numbers come as jsonvalue decodes them; every use of a value normalizes it.
+func decodeStored(data []byte) (map[string]stored, error) {
+	v, err := jsonvalue.Decode(data)
 	if err != nil {
-		return nil, false
+		return nil, fmt.Errorf("decode allow list: %w", err)
+	}
+	if v == nil {
+		return map[string]stored{}, nil
 	}
 	top, isMap := v.(map[string]any)
 	if !isMap {
-		return nil, false
+		return nil, errors.New("decode allow list: not an object")
 	}
-	in = make(map[string]stored, len(top))
+	in := make(map[string]stored, len(top))
 	for name, x := range top {
 		fields, isMap := x.(map[string]any)
-		if !isMap {
-			return nil, false
+		if !isMap && x != nil {
+			return nil, fmt.Errorf("decode allow list: %q is not an object", name)
 		}
 		var s stored
-		for k, f := range fields {
-			switch k {
-			case "sealed":
-				b, isBool := f.(bool)
-				if !isBool {
-					return nil, false
-				}
-				s.Sealed = b
-			case "values":
-				if f == nil {
-					continue
-				}
-				vals, isList := f.([]any)
-				if !isList || hasNumber(vals) {
-					return nil, false
-				}
-				s.Values = vals
-			default:
-				return nil, false
-			}
+		switch f := fields["sealed"].(type) {
+		case nil:
+		case bool:
+			s.Sealed = f
+		default:
+			return nil, fmt.Errorf("decode allow list: %q: sealed is not a boolean", name)
+		}
+		switch f := fields["values"].(type) {
+		case nil:
+		case []any:
+			s.Values = f
+		default:
+			return nil, fmt.Errorf("decode allow list: %q: values is not a list", name)
 		}
 		in[name] = s
 	}
-	return in, true
-}
-
-// hasNumber reports whether v holds a number at any depth.
-func hasNumber(v any) bool {
-	switch v := v.(type) {
-	case nil, string, bool:
-		return false
-	case []any:
-		for _, x := range v {
-			if hasNumber(x) {
-				return true
-			}
-		}
-		return false
-	case map[string]any:
-		for _, x := range v {
-			if hasNumber(x) {
-				return true
-			}
-		}
-		return false
-	}
-	return true
+	return in, nil
 }

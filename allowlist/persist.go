@@ -1,7 +1,6 @@
 package allowlist
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -38,11 +37,9 @@ func (l *List) MarshalJSON() ([]byte, error) {
 // UnmarshalJSON replaces the list's contents with what MarshalJSON wrote. Duplicate and null values are
 // dropped; an unsealed name holding more values than the cap keeps the newest. On error the list is unchanged.
 func (l *List) UnmarshalJSON(data []byte) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	var in map[string]stored
-	if err := dec.Decode(&in); err != nil {
-		return fmt.Errorf("decode allow list: %w", err)
+	in, err := decodeStored(data)
+	if err != nil {
+		return err
 	}
 	entries := make(map[string]*entry, len(in))
 	for name, s := range in {
@@ -130,25 +127,6 @@ func holds(entries map[string]*entry, in map[string]stored) bool {
 	return true
 }
 
-// decodeStored decodes MarshalJSON's form, numbers as json.Number.
-func decodeStored(data []byte) (map[string]stored, error) {
-	if in, ok := decodeFast(data); ok {
-		return in, nil
-	}
-	return decodeStrict(data)
-}
-
-// decodeStrict is decodeStored with encoding/json.
-func decodeStrict(data []byte) (map[string]stored, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	var in map[string]stored
-	if err := dec.Decode(&in); err != nil {
-		return nil, fmt.Errorf("decode allow list: %w", err)
-	}
-	return in, nil
-}
-
 func (l *List) rebase(in map[string]stored) (added map[string][]any) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -201,7 +179,7 @@ func (l *List) rebase(in map[string]stored) (added map[string][]any) {
 }
 
 // SealedValues returns the values of the sealed names in data (MarshalJSON's form), each name's first value, or
-// nil for a sealed name left empty.
+// nil for a sealed name left empty; numbers are json.Number, as the list holds them.
 func SealedValues(data []byte) (map[string]any, error) {
 	in, err := decodeStored(data)
 	if err != nil {
@@ -218,7 +196,7 @@ func sealedOf(in map[string]stored) map[string]any {
 		}
 		out[name] = nil
 		if len(s.Values) > 0 {
-			out[name] = s.Values[0]
+			_, out[name], _ = normalize(s.Values[0])
 		}
 	}
 	return out

@@ -2,7 +2,9 @@ package celenv
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -67,5 +69,24 @@ func TestEvalErrorMissingField(t *testing.T) {
 				t.Errorf("errors.Is(%v, ErrMissingField) = %v, want %v", err, got, tt.missing)
 			}
 		})
+	}
+}
+
+// TestEvalErrorBeyondFloat64: reading a number beyond float64's range, which decoded JSON keeps as a json.Number,
+// fails saying so, without the number; a number within range still compares.
+func TestEvalErrorBeyondFloat64(t *testing.T) {
+	t.Parallel()
+	prog, err := Compile(ScopeFilter, `event.payload.build > 3.0`, Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n, want := range map[json.Number]string{"1e400": "beyond float64's range", "-1E+999": "beyond float64's range", "1e300": ""} {
+		_, err := prog.EvalBool(context.Background(), map[string]any{"event": map[string]any{"payload": map[string]any{"build": n}}})
+		switch {
+		case want == "" && err != nil:
+			t.Errorf("%s: %v", n, err)
+		case want != "" && (err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), string(n))):
+			t.Errorf("%s: error %v, want one saying %q without the number", n, err, want)
+		}
 	}
 }

@@ -229,6 +229,9 @@ func (p *Program) evalError(err error) *EvalError {
 		return &EvalError{Message: ErrSizeLimit.Error(), err: ErrSizeLimit}
 	}
 	e := &EvalError{Message: redact(err.Error(), p.src), err: err, missing: missingField(err.Error())}
+	if beyondFloat64(err.Error()) {
+		e.Message = "a JSON number beyond float64's range (kept as its text), which CEL cannot read as a number"
+	}
 	var celErr *types.Err
 	if errors.As(err, &celErr) && celErr.NodeID() != 0 {
 		loc := p.ast.NativeRep().SourceInfo().GetStartLocation(celErr.NodeID())

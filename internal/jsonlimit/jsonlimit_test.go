@@ -116,3 +116,40 @@ func FuzzCheck(f *testing.F) {
 		}
 	})
 }
+
+// stringEndBytewise is stringEnd read forward, one byte at a time: each backslash takes the byte after it.
+func stringEndBytewise(data []byte, i int) int {
+	for ; i < len(data); i++ {
+		switch data[i] {
+		case '\\':
+			i++
+		case '"':
+			return i
+		}
+	}
+	return len(data) - 1
+}
+
+// TestStringEnd: finding quotes with bytes.IndexByte and counting the backslashes before each ends every string
+// where reading it forward does.
+func TestStringEnd(t *testing.T) {
+	for _, s := range []string{`"`, `a"`, `\""`, `\\"`, `\\\"x"`, `\\\\"`, `\`, `\\`, `abc`, `a\\\"\\"b"`, `\u0022"`, ``} {
+		if got, want := stringEnd([]byte(s), 0), stringEndBytewise([]byte(s), 0); got != want {
+			t.Errorf("stringEnd(%s) = %d, want %d", s, got, want)
+		}
+	}
+}
+
+func FuzzStringEnd(f *testing.F) {
+	for _, s := range []string{`\\\"x"`, `a\\\"\\"b"`, `"`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) == 0 {
+			return
+		}
+		if got, want := stringEnd(data, 0), stringEndBytewise(data, 0); got != want {
+			t.Errorf("stringEnd(%q) = %d, want %d", data, got, want)
+		}
+	})
+}
