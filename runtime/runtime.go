@@ -22,6 +22,7 @@ import (
 	"github.com/commonagents-go/tool/internal/decode"
 	"github.com/commonagents-go/tool/internal/registry"
 	"github.com/commonagents-go/tool/interp"
+	"github.com/commonagents-go/tool/mcpauth"
 )
 
 // Runtime is one action backend, keyed by its execute-block key.
@@ -174,6 +175,12 @@ type Init struct {
 	// Sample asks the host's LLM for the completions a server requests during a call (tool.TaskConfig.Sampler);
 	// nil when the host has no hook.
 	Sample SampleFunc
+	// Subject is the end user the task acts for (tool.TaskConfig.Subject), "" when the host named none.
+	Subject string
+	// Authorizer gives the bearer tokens of the requests to remote MCP servers and answers their challenges
+	// (tool.TaskConfig.MCPAuthorizer); the tokens it returns are already secrets of the task. nil when the host
+	// has none.
+	Authorizer mcpauth.Authorizer
 }
 
 // The SPEC §14 defaults of the call and teardown bounds: tool.DefaultLimits and every backend (when the host's
