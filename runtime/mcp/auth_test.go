@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -346,4 +347,55 @@ func TestLoadWarnsForProtectedServer(t *testing.T) {
 			}
 		}
 	}
+}
+
+// The tokens an Authorizer gives appear in no result, fact or log line of the task, even when the server echoes
+// them, on the way to the grant and after it.
+func TestAuthorizerTokensStayOutOfChannels(t *testing.T) {
+	t.Parallel()
+	p := newProtected(t, "streamable_http", "mcp:write")
+	g := &grants{next: []string{tokBasic, tokWrite}}
+	var logs bytes.Buffer
+	var logMu sync.Mutex
+	obs := &facts{}
+	logger := slog.New(slog.NewTextHandler(lockedWriter{&logs, &logMu}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	task := authTask(t, whoamiManifest("  transport: streamable_http\n  url: "+p.url("")+"\n"), g,
+		tool.WithLogger(logger), tool.WithObserver(obs))
+	var seen []string
+	for range 2 {
+		res, err := task.Invoke(context.Background(), "whoami", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen = append(seen, res.Text(), fmt.Sprint(res.ServerData))
+	}
+	_ = task.Close(context.Background())
+	obs.mu.Lock()
+	for _, f := range obs.all {
+		seen = append(seen, fmt.Sprint(f.Data))
+	}
+	obs.mu.Unlock()
+	logMu.Lock()
+	seen = append(seen, logs.String())
+	logMu.Unlock()
+	for _, s := range seen {
+		if strings.Contains(s, "SECRET") {
+			t.Errorf("a token escaped: %s", s)
+		}
+	}
+	if !strings.Contains(seen[0], "called with") {
+		t.Errorf("first result %s: want the server's answer, masked", seen[0])
+	}
+}
+
+// lockedWriter serialises the writes of a log handler that the backends' goroutines share.
+type lockedWriter struct {
+	w  io.Writer
+	mu *sync.Mutex
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
