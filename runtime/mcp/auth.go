@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/commonagents-go/tool/facts"
 	"github.com/commonagents-go/tool/mcpauth"
 	"github.com/commonagents-go/tool/runtime"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
@@ -28,6 +29,8 @@ type authorizing struct {
 	server mcpauth.Server // without CallID, which the request's authBudget gives
 	origin string         // scheme://host[:port] of the server's URL
 	logger *slog.Logger
+	// observe reports the facts of the task (runtime.Init.Observe); nil reports none.
+	observe func(context.Context, string, map[string]any)
 }
 
 // authBudget counts the challenges one call handed to the Authorizer, on its server and on the connect it
@@ -61,7 +64,8 @@ func (e *authError) Unwrap() error { return e.err }
 var errAuthLimit = fmt.Errorf("the server still refuses after %d authorizations", mcpauth.MaxAuthorizations)
 
 // authorizingClient returns hc with its transport under an authorizing layer for srv; hc is a copy already.
-func authorizingClient(hc *http.Client, auth mcpauth.Authorizer, srv mcpauth.Server, logger *slog.Logger) (*http.Client, error) {
+func authorizingClient(hc *http.Client, auth mcpauth.Authorizer, srv mcpauth.Server, logger *slog.Logger,
+	observe func(context.Context, string, map[string]any)) (*http.Client, error) {
 	u, err := url.Parse(srv.URL)
 	if err != nil {
 		return nil, fmt.Errorf("parsing url: %w", err)
@@ -70,7 +74,7 @@ func authorizingClient(hc *http.Client, auth mcpauth.Authorizer, srv mcpauth.Ser
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	hc.Transport = &authorizing{base: base, auth: auth, server: srv, origin: origin(u), logger: logger}
+	hc.Transport = &authorizing{base: base, auth: auth, server: srv, origin: origin(u), logger: logger, observe: observe}
 	return hc, nil
 }
 
@@ -109,12 +113,15 @@ func (a *authorizing) RoundTrip(req *http.Request) (*http.Response, error) {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 		_ = resp.Body.Close()
 		if budget.used.Add(1) > mcpauth.MaxAuthorizations {
+			a.challenged(ctx, s, c, "limit")
 			return nil, &authError{status: c.Status, err: errAuthLimit}
 		}
 		if err := a.auth.Challenge(ctx, s, c); err != nil {
 			a.failed("challenge", s, err)
+			a.challenged(ctx, s, c, outcome(err))
 			return nil, &authError{status: c.Status, err: err}
 		}
+		a.challenged(ctx, s, c, "authorized")
 		if req.Body != nil && req.Body != http.NoBody {
 			if req.GetBody == nil {
 				return nil, &authError{status: c.Status, err: errors.New("the request's body cannot be sent again")}
@@ -127,6 +134,26 @@ func (a *authorizing) RoundTrip(req *http.Request) (*http.Response, error) {
 			req.Body = body
 		}
 	}
+}
+
+// challenged reports the fact of a challenge and what came of it.
+func (a *authorizing) challenged(ctx context.Context, s mcpauth.Server, c mcpauth.Challenge, outcome string) {
+	if a.observe == nil {
+		return
+	}
+	a.observe(context.WithoutCancel(ctx), facts.MCPAuthorizationChallenged, map[string]any{"server": s.Name,
+		"call_id": s.CallID, "status": c.Status, "error": c.Error, "scopes": c.Scopes, "outcome": outcome})
+}
+
+// outcome names what an Authorizer's error means for the call.
+func outcome(err error) string {
+	switch {
+	case errors.Is(err, mcpauth.ErrAuthorizationRequired):
+		return runtime.KindAuthorizationRequired
+	case errors.Is(err, mcpauth.ErrAccessDenied):
+		return runtime.KindAccessDenied
+	}
+	return "failed"
 }
 
 // failed logs an Authorizer's failure other than its two sentinels, which are outcomes, not failures.

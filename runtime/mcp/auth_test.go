@@ -20,6 +20,7 @@ import (
 	"testing"
 
 	"github.com/commonagents-go/tool"
+	factsPkg "github.com/commonagents-go/tool/facts"
 	"github.com/commonagents-go/tool/mcpauth"
 	"github.com/commonagents-go/tool/runtime"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -282,10 +283,21 @@ func TestAuthorizationsPerCallAreBounded(t *testing.T) {
 	t.Parallel()
 	p := newProtected(t, "streamable_http", "mcp:admin") // no token has it
 	g := &grants{next: []string{tokBasic, tokOther, tokBasic, tokOther, tokBasic}}
-	task := authTask(t, whoamiManifest("  transport: streamable_http\n  url: "+p.url("")+"\n"), g)
+	obs := &facts{}
+	task := authTask(t, whoamiManifest("  transport: streamable_http\n  url: "+p.url("")+"\n"), g, tool.WithObserver(obs))
 	res, err := task.Invoke(context.Background(), "whoami", nil)
 	if err != nil || !res.IsError || res.Error.Kind != runtime.KindAccessDenied {
 		t.Fatalf("result %v %+v, want access_denied", err, res.Error)
+	}
+	var outcomes []string
+	for _, f := range obs.named(factsPkg.MCPAuthorizationChallenged) {
+		if f.Data["call_id"] != res.CallID || f.Data["server"] != "mcp" {
+			t.Errorf("fact %+v: want the call %s on server mcp", f.Data, res.CallID)
+		}
+		outcomes = append(outcomes, fmt.Sprint(f.Data["status"], " ", f.Data["outcome"]))
+	}
+	if want := []string{"401 authorized", "403 authorized", "403 authorized", "403 limit"}; !slices.Equal(outcomes, want) {
+		t.Errorf("challenge facts %q, want %q", outcomes, want)
 	}
 	if challenges, _ := g.seen(); len(challenges) != mcpauth.MaxAuthorizations {
 		t.Errorf("%d authorizations, want %d", len(challenges), mcpauth.MaxAuthorizations)

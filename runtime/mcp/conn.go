@@ -124,6 +124,8 @@ type dial struct {
 	sample runtime.SampleFunc
 	// started, when set, is told of a stdio server that started and passed the handshake.
 	started func(ctx context.Context, pid int, containment string, fallback error)
+	// observe reports the task's facts; nil reports none.
+	observe func(context.Context, string, map[string]any)
 	// auth authorizes a remote server's requests, for server (its Name, TaskID and Subject); nil: no Authorizer.
 	auth   mcpauth.Authorizer
 	server mcpauth.Server
@@ -225,7 +227,7 @@ func open(d dial) (*session, error) {
 		if d.auth != nil {
 			srv := d.server
 			srv.URL = u
-			if hc, err = authorizingClient(hc, d.auth, srv, d.logger); err != nil {
+			if hc, err = authorizingClient(hc, d.auth, srv, d.logger, d.observe); err != nil {
 				return nil, err
 			}
 		}

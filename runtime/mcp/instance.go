@@ -239,7 +239,7 @@ func (i *instance) dial(act *Action, values interp.Resolver) dial {
 	srv := i.authServer
 	srv.Name = act.Key
 	return dial{srv: act.Server, values: values, http: i.http, life: i.life, notify: i.notify, logger: i.logger,
-		elicit: i.elicit, sample: i.sample, auth: i.auth, server: srv,
+		elicit: i.elicit, sample: i.sample, auth: i.auth, server: srv, observe: i.observe,
 		replyWait: i.replyWait, cgroup: i.cgroup, started: func(ctx context.Context, pid int, containment string, fallback error) {
 			if fallback != nil {
 				i.logger.Warn("mcp: the server runs in a process group, not a cgroup", "server", act.Key, "error", fallback)
