@@ -13,7 +13,10 @@ import (
 // tokenOnly is an Authorizer that always has a token and counts how often it was asked.
 type tokenOnly struct{ asked int }
 
-func (a *tokenOnly) Token(context.Context, mcpauth.Server) (string, error) { a.asked++; return "tok-canary", nil }
+func (a *tokenOnly) Token(context.Context, mcpauth.Server) (string, error) {
+	a.asked++
+	return "tok-canary", nil
+}
 func (a *tokenOnly) Challenge(context.Context, mcpauth.Server, mcpauth.Challenge) error {
 	return errors.New("unexpected challenge")
 }
