@@ -74,11 +74,21 @@ func authorizingClient(hc *http.Client, auth mcpauth.Authorizer, srv mcpauth.Ser
 	if base == nil {
 		base = http.DefaultTransport
 	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
 	hc.Transport = &authorizing{base: base, auth: auth, server: srv, origin: origin(u), logger: logger, observe: observe}
 	return hc, nil
 }
 
-func origin(u *url.URL) string { return strings.ToLower(u.Scheme + "://" + u.Host) }
+// origin is u's scheme, host and port, lower-case, without the scheme's default port.
+func origin(u *url.URL) string {
+	scheme, host := strings.ToLower(u.Scheme), strings.ToLower(u.Host)
+	if p := u.Port(); (scheme == "https" && p == "443") || (scheme == "http" && p == "80") {
+		host = strings.TrimSuffix(host, ":"+p)
+	}
+	return scheme + "://" + host
+}
 
 func (a *authorizing) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.Header.Get("Authorization") != "" || origin(req.URL) != a.origin {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"testing"
 
 	"github.com/commonagents-go/tool/mcpauth"
@@ -45,4 +46,36 @@ func TestAuthorizingKeepsTokensToTheirOrigin(t *testing.T) {
 	if len(got) != 2 || got[0] != "Bearer tok-canary" || got[1] != "" || a.asked != 1 {
 		t.Errorf("Authorization sent %q, the authorizer asked %d times: want the token at home only", got, a.asked)
 	}
+}
+
+// An origin is compared without the scheme's default port and without regard to case.
+func TestOrigin(t *testing.T) {
+	t.Parallel()
+	same := [][2]string{
+		{"https://MCP.example.com/mcp", "https://mcp.example.com:443/other"},
+		{"http://localhost/mcp", "http://LOCALHOST:80/x"},
+	}
+	differ := [][2]string{
+		{"https://mcp.example.com/mcp", "http://mcp.example.com/mcp"},
+		{"https://mcp.example.com/mcp", "https://mcp.example.com:8443/mcp"},
+		{"https://mcp.example.com/mcp", "https://mcp.example.com.evil.test/mcp"},
+	}
+	for _, p := range same {
+		if a, b := originOf(t, p[0]), originOf(t, p[1]); a != b {
+			t.Errorf("%s and %s: %s ≠ %s, want one origin", p[0], p[1], a, b)
+		}
+	}
+	for _, p := range differ {
+		if originOf(t, p[0]) == originOf(t, p[1]) {
+			t.Errorf("%s and %s: one origin, want two", p[0], p[1])
+		}
+	}
+}
+
+func originOf(t *testing.T, s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return origin(u)
 }
