@@ -254,6 +254,22 @@ func RecordRequest(values interp.Resolver, req *http.Request, body []byte) {
 	}
 }
 
+// SecretRecorder is implemented by the Values of a call (Call.Values) whose secrets are masked in encoded forms
+// too: a backend that sends a secret it obtained itself rather than through a template (a bearer from the task's
+// mcpauth.Authorizer, which is already a task secret) reports it with Secret, so that its encoded forms (base64,
+// URL- and JSON-escaped) are masked in that call's result, errors and facts, and the rendered requests it reports
+// (RecordRequest) derive from it. Report through RecordSecret.
+type SecretRecorder interface {
+	Secret(value string)
+}
+
+// RecordSecret reports value to values when it is a SecretRecorder; other resolvers are left alone.
+func RecordSecret(values interp.Resolver, value string) {
+	if r, ok := values.(SecretRecorder); ok {
+		r.Secret(value)
+	}
+}
+
 // Result is what a backend returns for one call.
 type Result struct {
 	// Output is the JSON value for the LLM: nil, bool, string, float64, json.Number, integers, []any,

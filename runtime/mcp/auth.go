@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 
 	"github.com/commonagents-go/tool/facts"
+	"github.com/commonagents-go/tool/interp"
 	"github.com/commonagents-go/tool/mcpauth"
 	"github.com/commonagents-go/tool/runtime"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
@@ -38,6 +39,9 @@ type authorizing struct {
 type authBudget struct {
 	callID string
 	used   atomic.Int32
+	// values are the call's (runtime.Call.Values): the bearers sent for it become its secrets, with their
+	// encodings. nil records nothing.
+	values interp.Resolver
 }
 
 type budgetKey struct{}
@@ -111,6 +115,10 @@ func (a *authorizing) RoundTrip(req *http.Request) (*http.Response, error) {
 		r := req.Clone(ctx)
 		if tok != "" {
 			r.Header.Set("Authorization", "Bearer "+tok)
+			if budget != nil { // a server may echo the token encoded, or the whole header: mask them in the call
+				runtime.RecordSecret(budget.values, tok)
+				runtime.RecordRequest(budget.values, r, nil)
+			}
 		}
 		resp, err := a.base.RoundTrip(r)
 		if err != nil || budget == nil {

@@ -7,6 +7,7 @@ package mcp_test
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -62,7 +63,8 @@ func newProtected(t *testing.T, transport, want string) *protected {
 	s.AddTool(mcp.NewToolWithRawSchema("whoami", "Says who called.", []byte(`{"type":"object"}`)),
 		func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			b, _ := ctx.Value(bearerKey{}).(string)
-			return mcp.NewToolResultText("called with " + b), nil
+			return mcp.NewToolResultText("called with " + b + " (" + base64.StdEncoding.EncodeToString([]byte(b)) +
+				", " + base64.StdEncoding.EncodeToString([]byte("Bearer "+b)) + ")"), nil
 		})
 	withBearer := func(ctx context.Context, r *http.Request) context.Context {
 		return context.WithValue(ctx, bearerKey{}, strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "))
@@ -362,7 +364,7 @@ func TestLoadWarnsForProtectedServer(t *testing.T) {
 }
 
 // The tokens an Authorizer gives appear in no result, fact or log line of the task, even when the server echoes
-// them, on the way to the grant and after it.
+// them, raw or in base64 (the token, or the whole Authorization value), on the way to the grant and after it.
 func TestAuthorizerTokensStayOutOfChannels(t *testing.T) {
 	t.Parallel()
 	p := newProtected(t, "streamable_http", "mcp:write")
@@ -390,9 +392,16 @@ func TestAuthorizerTokensStayOutOfChannels(t *testing.T) {
 	logMu.Lock()
 	seen = append(seen, logs.String())
 	logMu.Unlock()
+	var forms []string
+	for _, tok := range []string{tokBasic, tokWrite} {
+		forms = append(forms, tok, base64.StdEncoding.EncodeToString([]byte(tok)),
+			base64.StdEncoding.EncodeToString([]byte("Bearer "+tok)))
+	}
 	for _, s := range seen {
-		if strings.Contains(s, "SECRET") {
-			t.Errorf("a token escaped: %s", s)
+		for _, f := range forms {
+			if strings.Contains(s, f) {
+				t.Errorf("a token escaped as %s: %s", f, s)
+			}
 		}
 	}
 	if !strings.Contains(seen[0], "called with") {

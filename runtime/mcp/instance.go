@@ -355,7 +355,7 @@ func (i *instance) Invoke(ctx context.Context, a runtime.Action, call *runtime.C
 	deadline := time.Now().Add(i.callTimeout(act))
 	var budget *authBudget
 	if i.auth != nil && act.Server.Transport != TransportStdio {
-		budget = &authBudget{callID: call.ID}
+		budget = &authBudget{callID: call.ID, values: call.Values}
 	}
 	for attempt := 1; ; attempt++ {
 		p := &st.probe
