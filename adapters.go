@@ -109,6 +109,8 @@ type SampleResult = runtime.SampleResult
 // AuthRequest describes what a token is for.
 type AuthRequest struct {
 	Tool, Task, Action, Event string
+	// Subject is the end user the task acts for (TaskConfig.Subject), "" when none.
+	Subject string
 }
 
 // AuthProvider supplies tokens for {auth.<provider>()} (SPEC §10). It must be safe for concurrent use.

@@ -17,6 +17,7 @@ import (
 	"github.com/commonagents-go/tool/celenv"
 	"github.com/commonagents-go/tool/facts"
 	"github.com/commonagents-go/tool/internal/redact"
+	"github.com/commonagents-go/tool/mcpauth"
 	"github.com/commonagents-go/tool/runtime"
 )
 
@@ -41,6 +42,17 @@ type TaskConfig struct {
 	// Sampler answers the LLM completions MCP servers request during a call (sampling/createMessage); nil refuses
 	// them.
 	Sampler Sampler
+	// Subject is the end user the task acts for: an opaque key the host chooses (a digest of its own user id
+	// serves), the same for every conversation of that user, since grants are kept under it and the next
+	// conversation reuses them. It is fixed for the task's life, because a task's connections to remote servers
+	// carry one user's tokens; a host that restores the task gives the same. AuthRequest.Subject and
+	// mcpauth.Server.Subject carry it. "" = no end user.
+	Subject string
+	// MCPAuthorizer gives the bearer tokens of the mcp backend's requests to remote servers (sse,
+	// streamable_http) and answers their 401 and 403 insufficient_scope challenges (package mcpauth); every token
+	// it returns joins the task's secrets. A server block whose headers set Authorization keeps its own. nil
+	// sends no token but the headers'.
+	MCPAuthorizer mcpauth.Authorizer
 	// ExpiresAt, when set, is when the task ends by itself, as by Close: its backends are torn down and its state
 	// leaves the Store (fact task.expired). It is stored with the task, so a task restored in another process keeps
 	// it; at RestoreTask a zero ExpiresAt keeps the stored one and a set one replaces it. The Tool's Clock tells
@@ -540,6 +552,10 @@ func (t *Task) initFor(ctx context.Context, a *action, call *runtime.Call) *runt
 	}
 	if t.cfg.Sampler != nil {
 		in.Sample = t.cfg.Sampler.Sample
+	}
+	in.Subject = t.cfg.Subject
+	if t.cfg.MCPAuthorizer != nil {
+		in.Authorizer = maskingAuthorizer{Authorizer: t.cfg.MCPAuthorizer, secrets: t.secrets}
 	}
 	return in
 }

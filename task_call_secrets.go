@@ -85,6 +85,14 @@ func (v *callValues) Rendered(req *http.Request, body []byte) {
 	}
 }
 
+// Secret implements runtime.SecretRecorder: a task secret a backend sent on its own (an Authorizer's bearer)
+// becomes one of the call's, with its encodings.
+func (v *callValues) Secret(value string) {
+	if v.encoded {
+		v.noteSecret(value)
+	}
+}
+
 // noteSecret records val when it is one of the task's secrets, for a call that derives secrets.
 func (v *callValues) noteSecret(val any) {
 	s, ok := val.(string)

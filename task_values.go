@@ -107,7 +107,8 @@ func (v *callValues) token(ref interp.Ref) (any, error) {
 		ctx, cancel = context.WithTimeout(ctx, v.task.tool.opts.limits.CallTimeout)
 		defer cancel()
 	}
-	tok, err := auth.Token(ctx, provider, AuthRequest{Tool: v.task.tool.Name(), Task: v.task.id, Action: v.action, Event: v.event})
+	tok, err := auth.Token(ctx, provider, AuthRequest{Tool: v.task.tool.Name(), Task: v.task.id, Action: v.action, Event: v.event,
+		Subject: v.task.cfg.Subject})
 	if err == nil && tok == "" {
 		err = fmt.Errorf("empty token")
 	}

@@ -148,6 +148,11 @@ const (
 	ExecServerExited = "exec.server.exited"
 	// MCPServerStarted: a stdio MCP server process started. Data: server, pid, containment.
 	MCPServerStarted = "mcp.server.started"
+	// MCPAuthorizationChallenged: a remote MCP server refused a request (401, or 403 insufficient_scope) and its
+	// challenge went to the task's mcpauth.Authorizer, or would have past the call's bound. Data: server, call_id,
+	// status, error (the challenge's error code), scopes (what the server asked for), outcome ("authorized",
+	// "authorization_required", "access_denied", "limit" or "failed"). No URL, token or Authorizer message.
+	MCPAuthorizationChallenged = "mcp.authorization.challenged"
 )
 
 // All lists every fact name above, in the order of this file.
@@ -163,5 +168,5 @@ var All = []string{
 	SubscriptionOrphaned, PollFetched, PollFailed, PollStopped,
 	RouterEagerReplicas, TaskHydrationFailed,
 	SessionCreated, SessionDestroyed, SessionDestroyFailed, JobCreated, JobDeleted, JobDeleteFailed,
-	ExecProcessStarted, ExecServerStarted, ExecServerExited, MCPServerStarted,
+	ExecProcessStarted, ExecServerStarted, ExecServerExited, MCPServerStarted, MCPAuthorizationChallenged,
 }

@@ -22,6 +22,13 @@ const (
 	// KindUnknownFunction is a call to a function the capability does not offer: the LLM named a function that
 	// does not exist (or that the capability leaves out). The error's hint lists the ones it can call.
 	KindUnknownFunction = "unknown_function"
+	// KindAuthorizationRequired is a call to a remote server that needs an end user's authorization first (an
+	// OAuth grant the host's mcpauth.Authorizer asked the user for): the call may be made again once the user has
+	// authorized. Nothing remembers it: the next call asks again.
+	KindAuthorizationRequired = "authorization_required"
+	// KindAccessDenied is a call to a remote server that the user (or the server's authorization server) refused
+	// access to, or that the server still refused after the authorizations it asked for.
+	KindAccessDenied = "access_denied"
 )
 
 // ErrUnrecoverable marks a failure after which the task cannot go on (SPEC §7.1): invalid configuration found at

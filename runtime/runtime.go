@@ -22,6 +22,7 @@ import (
 	"github.com/commonagents-go/tool/internal/decode"
 	"github.com/commonagents-go/tool/internal/registry"
 	"github.com/commonagents-go/tool/interp"
+	"github.com/commonagents-go/tool/mcpauth"
 )
 
 // Runtime is one action backend, keyed by its execute-block key.
@@ -174,6 +175,12 @@ type Init struct {
 	// Sample asks the host's LLM for the completions a server requests during a call (tool.TaskConfig.Sampler);
 	// nil when the host has no hook.
 	Sample SampleFunc
+	// Subject is the end user the task acts for (tool.TaskConfig.Subject), "" when the host named none.
+	Subject string
+	// Authorizer gives the bearer tokens of the requests to remote MCP servers and answers their challenges
+	// (tool.TaskConfig.MCPAuthorizer); the tokens it returns are already secrets of the task. nil when the host
+	// has none.
+	Authorizer mcpauth.Authorizer
 }
 
 // The SPEC §14 defaults of the call and teardown bounds: tool.DefaultLimits and every backend (when the host's
@@ -244,6 +251,22 @@ type RequestRecorder interface {
 func RecordRequest(values interp.Resolver, req *http.Request, body []byte) {
 	if r, ok := values.(RequestRecorder); ok {
 		r.Rendered(req, body)
+	}
+}
+
+// SecretRecorder is implemented by the Values of a call (Call.Values) whose secrets are masked in encoded forms
+// too: a backend that sends a secret it obtained itself rather than through a template (a bearer from the task's
+// mcpauth.Authorizer, which is already a task secret) reports it with Secret, so that its encoded forms (base64,
+// URL- and JSON-escaped) are masked in that call's result, errors and facts, and the rendered requests it reports
+// (RecordRequest) derive from it. Report through RecordSecret.
+type SecretRecorder interface {
+	Secret(value string)
+}
+
+// RecordSecret reports value to values when it is a SecretRecorder; other resolvers are left alone.
+func RecordSecret(values interp.Resolver, value string) {
+	if r, ok := values.(SecretRecorder); ok {
+		r.Secret(value)
 	}
 }
 

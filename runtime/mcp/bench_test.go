@@ -3,11 +3,13 @@ package mcp_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"strconv"
 	"testing"
 
 	"github.com/commonagents-go/tool"
+	"github.com/commonagents-go/tool/mcpauth"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
@@ -78,6 +80,54 @@ func BenchmarkCall(b *testing.B) {
 			// The server starts once, before the loop, so its containment costs no call: a process group, as the
 			// raw client's, which also lets valgrind count instructions (it cannot run clone3 into a cgroup).
 			task := newTask(b, load(b, manifest(s.block, "echo"), tool.WithCgroupParent("")))
+			args := map[string]any{"text": "hello"}
+			if _, err := task.Invoke(ctx, "echo", args); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				res, err := task.Invoke(ctx, "echo", args)
+				if err != nil || res.IsError {
+					b.Fatal(err, res)
+				}
+			}
+		})
+	}
+}
+
+// staticToken is an Authorizer that holds one token, as one with a valid token in memory does.
+type staticToken string
+
+func (s staticToken) Token(context.Context, mcpauth.Server) (string, error) { return string(s), nil }
+func (staticToken) Challenge(context.Context, mcpauth.Server, mcpauth.Challenge) error {
+	return mcpauth.ErrAuthorizationRequired
+}
+
+// BenchmarkAuthorizedCall compares a call whose bearer comes from the task's Authorizer with one whose
+// Authorization header the manifest renders from an AuthProvider, on the same streamable HTTP server, in the same
+// run (issue 37's bound: the Authorizer costs at most 1.05× the static header).
+func BenchmarkAuthorizedCall(b *testing.B) {
+	httpURL, _ := remoteServer(b, "-http")
+	block := "  transport: streamable_http\n  url: " + httpURL + "\n"
+	provider := authFunc(func(context.Context, string, tool.AuthRequest) (string, error) { return "tok-bench", nil })
+	cases := []struct {
+		name  string
+		block string
+		cfg   tool.TaskConfig
+	}{
+		{"header", block + "  headers:\n    Authorization: \"Bearer {auth.bench()}\"\n", tool.TaskConfig{}},
+		{"authorizer", block, tool.TaskConfig{Subject: "user", MCPAuthorizer: staticToken("tok-bench")}},
+	}
+	ctx := context.Background()
+	for _, c := range cases {
+		b.Run(c.name, func(b *testing.B) {
+			task, err := load(b, manifest(c.block, "echo"), tool.WithAuth(provider),
+				tool.WithLogger(slog.New(slog.DiscardHandler))).NewTask(ctx, c.cfg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer func() { _ = task.Close(ctx) }()
 			args := map[string]any{"text": "hello"}
 			if _, err := task.Invoke(ctx, "echo", args); err != nil {
 				b.Fatal(err)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/commonagents-go/tool/internal/contain"
 	"github.com/commonagents-go/tool/interp"
+	"github.com/commonagents-go/tool/mcpauth"
 	"github.com/commonagents-go/tool/runtime"
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
@@ -123,6 +124,13 @@ type dial struct {
 	sample runtime.SampleFunc
 	// started, when set, is told of a stdio server that started and passed the handshake.
 	started func(ctx context.Context, pid int, containment string, fallback error)
+	// observe reports the task's facts; nil reports none.
+	observe func(context.Context, string, map[string]any)
+	// auth authorizes a remote server's requests, for server (its Name, TaskID and Subject); nil: no Authorizer.
+	auth   mcpauth.Authorizer
+	server mcpauth.Server
+	// budget is the authorizations left to the call that started the connect; nil for a connect of no call.
+	budget *authBudget
 }
 
 // connect starts or connects to the server and runs the MCP initialize handshake, all bounded by ctx: the stream
@@ -142,6 +150,10 @@ func connect(ctx context.Context, d dial) (*session, error) {
 	}
 	s.client.OnConnectionLost(s.streamLost) // SSE only: mcp-go calls it when the stream ends on its own
 	bound := context.AfterFunc(ctx, cancel) // the stream ends with the handshake's bound until it succeeded
+	ctx = withBudget(ctx, d.budget)
+	if d.srv.Transport == TransportSSE {
+		life = withBudget(life, d.budget) // the SSE stream's GET is the connect's first request
+	}
 	err = s.client.Start(life)
 	s.started()
 	if s.stderrW != nil {
@@ -212,6 +224,13 @@ func open(d dial) (*session, error) {
 			hc = &http.Client{}
 		}
 		hc = probingClient(hc)
+		if d.auth != nil {
+			srv := d.server
+			srv.URL = u
+			if hc, err = authorizingClient(hc, d.auth, srv, d.logger, d.observe); err != nil {
+				return nil, err
+			}
+		}
 		var tr transport.Interface
 		if srv.Transport == TransportSSE {
 			t, err := transport.NewSSE(u, transport.WithHeaders(headers), transport.WithHTTPClient(hc),

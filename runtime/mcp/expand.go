@@ -34,7 +34,8 @@ const maxRefDepth = 32
 // closed before Expand returns: start, handshake and listing are bounded by ctx and by the block's timeout (else
 // DefaultTimeout), closing by DefaultTeardownTimeout. A server that cannot be reached or listed is an error; a tool
 // that cannot become an action (a name the manifest does not allow, a schema that is not a usable object schema) is
-// skipped with the reason. Declared actions get their tools' hints from Annotate.
+// skipped with the reason. A server that refuses the listing for want of authorization (401, 403) is a warning
+// and no action. Declared actions get their tools' hints from Annotate.
 func (be Backend) Expand(ctx context.Context, b *runtime.Block) (*runtime.Expansion, error) {
 	if !b.Discover || b.Used || b.Shared == nil {
 		return &runtime.Expansion{}, nil
@@ -47,6 +48,12 @@ func (be Backend) Expand(ctx context.Context, b *runtime.Block) (*runtime.Expans
 		return nil, errors.New("the top-level mcp block has problems")
 	}
 	tools, err := listTools(ctx, srv, b, be.replyFloor())
+	if err != nil && needsAuthorization(err) {
+		// Protected (OAuth): at load there is no end user to authorize for. A warning, so that the manifest
+		// still loads; its calls then authorize through the task's mcpauth.Authorizer.
+		return &runtime.Expansion{Warnings: field.List{field.Invalid(b.SharedPath, "the server needs "+
+			"authorization, so its tools could not be listed at load: declare the actions in the manifest")}}, nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("listing the tools of the top-level server: %w", err)
 	}
@@ -152,6 +159,15 @@ func (be Backend) hint(ctx context.Context, b *runtime.Block, acts []*Action) er
 		}
 	}
 	return nil
+}
+
+// needsAuthorization reports a listing that the server refused for want of authorization: a 401, or a 403.
+func needsAuthorization(err error) bool {
+	if errors.Is(err, transport.ErrAuthorizationRequired) {
+		return true
+	}
+	m := httpStatus.FindStringSubmatch(err.Error())
+	return m != nil && (m[1] == "401" || m[1] == "403")
 }
 
 // maxListPages bounds how many tools/list pages a listing reads.

@@ -17,6 +17,7 @@ import (
 	"github.com/commonagents-go/tool/facts"
 	"github.com/commonagents-go/tool/internal/httpspec"
 	"github.com/commonagents-go/tool/interp"
+	"github.com/commonagents-go/tool/mcpauth"
 	"github.com/commonagents-go/tool/runtime"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -36,7 +37,8 @@ var errClosed = errors.New("mcp: the task's servers are torn down")
 // initialize handshake, bounded by ctx (the task's context: Task.Close ends it) and by the server's timeout. Any
 // failure wraps runtime.ErrUnrecoverable and, for stdio, quotes the end of the server's stderr; a stdio server
 // whose start or handshake fails or is cut short is killed before Initialize returns. Other servers of the task
-// start on their first call.
+// start on their first call, and so does a remote server when the task has an Authorizer (runtime.Init), so that
+// an authorization it needs is a recoverable result of that call rather than the task's end.
 func (b Backend) Initialize(ctx context.Context, in *runtime.Init) (runtime.Instance, error) {
 	act, err := action(in.Action)
 	if err != nil {
@@ -46,9 +48,15 @@ func (b Backend) Initialize(ctx context.Context, in *runtime.Init) (runtime.Inst
 	i := &instance{
 		http: in.HTTPClient, limits: in.Limits, observe: in.Observe, logger: in.Logger, cgroup: in.CgroupParent,
 		elicit: in.Elicit, sample: in.Sample, procs: in.Processes,
+		auth: in.Authorizer, authServer: mcpauth.Server{TaskID: in.TaskID, Subject: in.Subject},
 		life: life, cancel: cancel, servers: map[string]*server{}, progress: map[string]progressTarget{},
 	}
 	i.replyWait = i.longestBound(b.replyFloor(), append(in.Actions, act))
+	if i.auth != nil && act.Server.Transport != TransportStdio {
+		// The triggering call connects, with its own budget of authorizations: a server that needs the user's
+		// authorization is then that call's recoverable result, not the task's end.
+		return i, nil
+	}
 	slot := func() {}
 	if act.Server.Transport == TransportStdio {
 		if slot, err = i.procs.Acquire("the stdio server " + act.Key); err != nil {
@@ -88,8 +96,11 @@ type instance struct {
 	procs   *runtime.Processes // runtime.Init.Processes: a stdio server takes a slot
 	elicit  runtime.ElicitFunc
 	sample  runtime.SampleFunc
-	life    context.Context // ends at Teardown
-	cancel  context.CancelFunc
+	// auth authorizes the requests to remote servers (runtime.Init.Authorizer), as authServer (TaskID, Subject).
+	auth       mcpauth.Authorizer
+	authServer mcpauth.Server
+	life       context.Context // ends at Teardown
+	cancel     context.CancelFunc
 	// replyWait is the SSE client's wait for a reply: the longest bound of a call or start on the task's servers.
 	replyWait time.Duration
 
@@ -107,9 +118,16 @@ type instance struct {
 
 // server is one server block's connection within the task. Its fields are guarded by instance.mu.
 type server struct {
-	sess    *session      // the live session; nil before the first connect or after one was lost
-	pending chan struct{} // non-nil while a connect runs; closed when it ends
-	failed  error         // the server could not be started: the task is over
+	sess    *session // the live session; nil before the first connect or after one was lost
+	pending *round   // non-nil while a connect runs
+	failed  error    // the server could not be started: the task is over
+}
+
+// round is one connect of a server, for the calls waiting on it: done is closed when it ends, and err is then
+// its failure when it is not remembered (the server wants an authorization), for those calls only.
+type round struct {
+	done chan struct{}
+	err  error
 }
 
 // progressTarget is where the progress notifications of one call go.
@@ -122,8 +140,10 @@ type progressTarget struct {
 // session returns the live session of act's server, connecting first when there is none (once, however many
 // calls arrive together). The connect runs in the background, bounded by the server's timeout and ended by
 // Teardown, so that a caller that gives up (ctx) neither cancels it for the others nor waits for it. A failed
-// connect is unrecoverable and remembered.
-func (i *instance) session(ctx context.Context, act *Action, values interp.Resolver) (*session, error) {
+// connect is unrecoverable and remembered, unless the server wants an authorization the Authorizer did not
+// give: that is a recoverable error of the calls that waited for the connect, and the next call connects anew.
+// budget is the calling call's authorizations, which a connect it starts spends.
+func (i *instance) session(ctx context.Context, act *Action, values interp.Resolver, budget *authBudget) (*session, error) {
 	for {
 		i.mu.Lock()
 		if i.closed {
@@ -155,14 +175,17 @@ func (i *instance) session(ctx context.Context, act *Action, values interp.Resol
 					return nil, err // recoverable: the task goes on, and nothing is remembered
 				}
 			}
-			s.pending = make(chan struct{})
+			s.pending = &round{done: make(chan struct{})}
 			i.connecting.Add(1)
-			go i.connect(act, s, values, slot)
+			go i.connect(act, s, values, slot, budget)
 		}
 		wait := s.pending
 		i.mu.Unlock()
 		select {
-		case <-wait:
+		case <-wait.done:
+			if wait.err != nil {
+				return nil, wait.err
+			}
 		case <-ctx.Done():
 			return nil, fmt.Errorf("mcp: waiting for server %s: %w", act.Key, ctx.Err())
 		}
@@ -171,28 +194,39 @@ func (i *instance) session(ctx context.Context, act *Action, values interp.Resol
 
 // connect starts s's session; s.pending is set and is closed when connect returns. It runs on the task's life
 // (Teardown ends it), bounded by the server's timeout. slot is the server's process slot (runtime.Processes): the
-// session gives it back when it is closed, a failed connect at once.
-func (i *instance) connect(act *Action, s *server, values interp.Resolver, slot func()) {
+// session gives it back when it is closed, a failed connect at once. budget is the authorizations of the call
+// that started it.
+func (i *instance) connect(act *Action, s *server, values interp.Resolver, slot func(), budget *authBudget) {
 	defer i.connecting.Done()
 	cctx, cancel := context.WithTimeout(i.life, i.connectTimeout(act))
-	sess, err := connect(cctx, i.dial(act, values))
+	d := i.dial(act, values)
+	d.budget = budget
+	sess, err := connect(cctx, d)
 	cancel()
+	var unauthorized error
 	if err != nil {
 		slot()
-		err = runtime.Unrecoverable(fmt.Errorf("mcp: server %s (%s): %w", act.Key, act.Server.Transport, err))
+		if e := authFailure(act.Key, err); e != nil {
+			unauthorized = e
+		} else {
+			err = runtime.Unrecoverable(fmt.Errorf("mcp: server %s (%s): %w", act.Key, act.Server.Transport, err))
+		}
 	} else {
 		sess.slot = slot
 	}
 
 	i.mu.Lock()
-	close(s.pending)
+	r := s.pending
 	s.pending = nil
+	r.err = unauthorized
+	close(r.done)
 	switch {
 	case i.closed && err == nil:
 		// Teardown ran while we connected: nobody else will close this session.
 		i.mu.Unlock()
 		i.release(sess)
 		return
+	case unauthorized != nil: // not remembered: the next call asks the Authorizer again
 	case err != nil:
 		s.failed = err
 	default:
@@ -202,8 +236,10 @@ func (i *instance) connect(act *Action, s *server, values interp.Resolver, slot 
 }
 
 func (i *instance) dial(act *Action, values interp.Resolver) dial {
+	srv := i.authServer
+	srv.Name = act.Key
 	return dial{srv: act.Server, values: values, http: i.http, life: i.life, notify: i.notify, logger: i.logger,
-		elicit: i.elicit, sample: i.sample,
+		elicit: i.elicit, sample: i.sample, auth: i.auth, server: srv, observe: i.observe,
 		replyWait: i.replyWait, cgroup: i.cgroup, started: func(ctx context.Context, pid int, containment string, fallback error) {
 			if fallback != nil {
 				i.logger.Warn("mcp: the server runs in a process group, not a cgroup", "server", act.Key, "error", fallback)
@@ -296,6 +332,11 @@ func (i *instance) teardownTimeout() time.Duration {
 // for invalid params, tool_error otherwise), and so is an HTTP status ≥ 400 from a remote server (rate_limited
 // for 429, with Retry-After, unavailable for 5xx, invalid_request otherwise). A reply that cannot be read is a
 // recoverable malformed_response, and the call's deadline a recoverable timeout, both with the outcome unknown.
+//
+// With an Authorizer, each request to a remote server carries its bearer (unless the block's headers set
+// Authorization); a 401, or a 403 insufficient_scope, is handed to it and the request sent once more with the new
+// token, at most mcpauth.MaxAuthorizations times per call. An authorization it does not give is a recoverable
+// authorization_required (access_denied when refused, or past the bound), never remembered.
 func (i *instance) Invoke(ctx context.Context, a runtime.Action, call *runtime.Call) (*runtime.Result, error) {
 	act, err := action(a)
 	if err != nil {
@@ -312,12 +353,16 @@ func (i *instance) Invoke(ctx context.Context, a runtime.Action, call *runtime.C
 		defer i.untrack(call.ID)
 	}
 	deadline := time.Now().Add(i.callTimeout(act))
+	var budget *authBudget
+	if i.auth != nil && act.Server.Transport != TransportStdio {
+		budget = &authBudget{callID: call.ID, values: call.Values}
+	}
 	for attempt := 1; ; attempt++ {
 		p := &st.probe
 		if attempt > 1 {
 			p = &probe{}
 		}
-		o, err := i.attempt(ctx, deadline, act, call.Values, req, p)
+		o, err := i.attempt(ctx, deadline, act, call.Values, req, p, budget)
 		if err != nil {
 			return nil, err
 		}
@@ -328,7 +373,7 @@ func (i *instance) Invoke(ctx context.Context, a runtime.Action, call *runtime.C
 		}
 		if e := i.callError(ctx, o.timedOut, act, o.err, p); e != nil {
 			var re *runtime.Error
-			if attempt == 1 && errors.As(e, &re) && re.Status == http.StatusUnauthorized {
+			if attempt == 1 && errors.As(e, &re) && re.Status == http.StatusUnauthorized && re.Kind == runtime.KindInvalidRequest {
 				// Refused before it ran: connect anew, which asks the auth provider for its token once more.
 				i.drop(act, o.sess)
 				i.logger.Warn("mcp: the server answered 401; asking for the token again", "server", act.Key)
@@ -378,10 +423,10 @@ type sent struct {
 // and the call's deadline; p is the attempt's probe, which also ends it when the session's stream carries an
 // unreadable reply or is lost. The error is that of getting a session; the call's own is in the sent.
 func (i *instance) attempt(ctx context.Context, deadline time.Time, act *Action, values interp.Resolver,
-	req mcp.CallToolRequest, p *probe) (sent, error) {
+	req mcp.CallToolRequest, p *probe, budget *authBudget) (sent, error) {
 	actx, cancel := context.WithDeadline(ctx, deadline) // one context per attempt: the session's waits end it too
 	defer cancel()
-	sess, err := i.session(actx, act, values)
+	sess, err := i.session(actx, act, values, budget)
 	if err != nil {
 		if ctx.Err() == nil && actx.Err() != nil {
 			return sent{}, runtime.Errorf(runtime.KindTimeout, "mcp: no connection to the server before the call's deadline")
@@ -395,7 +440,7 @@ func (i *instance) attempt(ctx context.Context, deadline time.Time, act *Action,
 	}
 	cctx := actx
 	if act.Server.Transport != TransportStdio { // only HTTP requests feed a probe
-		cctx = withProbe(actx, p)
+		cctx = withBudget(withProbe(actx, p), budget)
 	}
 	o.res, o.err = sess.client.CallTool(cctx, req)
 	sess.unwait(p)
@@ -411,6 +456,9 @@ func (i *instance) callError(ctx context.Context, timedOut bool, act *Action, er
 	}
 	if timedOut {
 		return runtime.LostReply(runtime.KindTimeout, "mcp: tool %s did not answer within %s", act.ToolName, i.callTimeout(act))
+	}
+	if e := authFailure(act.Key, err); e != nil {
+		return e // refused before it ran: the server did not take the request
 	}
 	if sseReplyTimeout(err) {
 		// mcp-go's SSE client gave up on its own timer (it is set to at least the deadline, so this happens only
