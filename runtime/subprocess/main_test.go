@@ -6,40 +6,34 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/commonagents-go/tool"
 	"github.com/commonagents-go/tool/internal/leakcheck"
+	"github.com/commonagents-go/tool/runtime/subprocess/internal/testprograms"
 )
 
-// bin is the directory of the test programs (internal/testprograms): one binary, built once by TestMain, linked
-// under each program's name.
+// bin is the directory of the test programs (internal/testprograms): links to the test binary, one under each
+// program's name, made by TestMain.
 var bin string
 
-// programs are the names internal/testprograms answers to.
-var programs = []string{"crash", "echo", "escape", "fail", "hang", "hugeout", "pending", "printenv", "rawout",
-	"rawserver", "rpcserver", "spawnhang"}
-
+// TestMain runs the test program a link names when the test binary is run under that name, and the tests
+// otherwise. The programs dispatch on the name they are run under, not on an environment variable, since the
+// backend gives a program only PATH, HOME and the variables its manifest lists.
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "exec-testprograms-")
-	if err == nil {
-		build := exec.Command("go", "build", "-o", filepath.Join(dir, "testprograms"), "./internal/testprograms")
-		build.Stdout, build.Stderr = os.Stderr, os.Stderr
-		err = build.Run()
+	if program, ok := testprograms.Lookup(filepath.Base(os.Args[0])); ok {
+		program()
+		helperExit()
 	}
-	for _, name := range programs {
-		if err == nil {
-			err = os.Symlink(filepath.Join(dir, "testprograms"), filepath.Join(dir, name))
-		}
-	}
+	dir, err := linkPrograms()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "building the test programs:", err)
+		fmt.Fprintln(os.Stderr, "linking the test programs:", err)
 		os.Exit(1)
 	}
 	bin = dir
@@ -50,6 +44,31 @@ func TestMain(m *testing.M) {
 	}
 	_ = os.RemoveAll(bin)
 	os.Exit(code)
+}
+
+// helperExit ends a helper process that succeeded. Not os.Exit(0): under -race that runs the race detector's
+// finalizer, which sleeps a second (GORACE atexit_sleep_ms) when goroutines remain, and the backend passes no
+// GORACE to its processes; a second at each exit would slow every call and trip the teardown bounds. A race in a
+// helper is still reported on its stderr when it happens.
+func helperExit() { syscall.Exit(0) }
+
+// linkPrograms makes a temporary directory holding a link to the test binary under each program's name.
+func linkPrograms() (string, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return "", err
+	}
+	dir, err := os.MkdirTemp("", "exec-testprograms-")
+	if err != nil {
+		return "", err
+	}
+	for _, name := range testprograms.Names() {
+		if err := os.Symlink(self, filepath.Join(dir, name)); err != nil {
+			_ = os.RemoveAll(dir)
+			return "", err
+		}
+	}
+	return dir, nil
 }
 
 // prog is the path of a test program.

@@ -1,8 +1,9 @@
-// Command testprograms is every program the exec backend's tests run, in one binary: run under a program's name
-// (TestMain builds it once per test run and links each name to it), it is that program. Oneshot programs read
-// {"args": {...}} from stdin and write one JSON object to stdout (rawout writes what it is given, to test how
-// replies are read); rpcserver and rawserver speak line-delimited JSON-RPC 2.0.
-package main
+// Package testprograms is every program the exec backend's tests run. The test binary is all of them: TestMain
+// links each program's name to the test binary and, when run under one of those names, runs that program instead
+// of the tests (os/exec's helper-process pattern), so the programs are real processes with no build step of
+// their own. Oneshot programs read {"args": {...}} from stdin and write one JSON object to stdout (rawout writes
+// what it is given, to test how replies are read); rpcserver and rawserver speak line-delimited JSON-RPC 2.0.
+package testprograms
 
 import (
 	"bufio"
@@ -12,7 +13,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -191,7 +192,9 @@ func toolRawout() {
 	_ = json.NewDecoder(os.Stdin).Decode(&req)
 	os.Stderr.WriteString(req.Args.Stderr)
 	os.Stdout.WriteString(req.Args.Stdout)
-	os.Exit(req.Args.Exit)
+	if req.Args.Exit != 0 { // status 0 by returning: the caller ends a program that succeeded
+		os.Exit(req.Args.Exit)
+	}
 }
 
 // toolRawserver (test program "rawserver") is a server-mode exec tool: for each request it writes args.reply with "$ID" replaced by the
@@ -318,9 +321,11 @@ func rpcHandle(r rpcRequest) {
 }
 
 func toolRpcserver() {
-	ignoreEOF := flag.Bool("ignore-eof", false, "keep running after stdin ends")
-	_ = flag.String("token", "", "accepted and ignored (tests of templated arguments)")
-	flag.Parse()
+	// A flag set of its own: the test binary's command line already holds the -test.* flags.
+	flags := flag.NewFlagSet(os.Args[0], flag.ExitOnError)
+	ignoreEOF := flags.Bool("ignore-eof", false, "keep running after stdin ends")
+	_ = flags.String("token", "", "accepted and ignored (tests of templated arguments)")
+	_ = flags.Parse(os.Args[1:])
 	br := bufio.NewReader(os.Stdin)
 	for {
 		line, err := br.ReadBytes('\n')
@@ -380,11 +385,19 @@ func toolSpawnhang() {
 	time.Sleep(time.Hour)
 }
 
-func main() {
-	program, ok := testPrograms[filepath.Base(os.Args[0])]
-	if !ok {
-		os.Stderr.WriteString("testprograms: run it under a program's name\n")
-		os.Exit(2)
+// Lookup returns the program named name (its main function: a program that returns has succeeded), and false when
+// there is none.
+func Lookup(name string) (main func(), ok bool) {
+	main, ok = testPrograms[name]
+	return main, ok
+}
+
+// Names returns the names of the programs, sorted.
+func Names() []string {
+	names := make([]string, 0, len(testPrograms))
+	for name := range testPrograms {
+		names = append(names, name)
 	}
-	program()
+	slices.Sort(names)
+	return names
 }
