@@ -451,25 +451,24 @@ func fmtSprint(v any) string { return fmt.Sprintf("%+v", v) }
 // Once a bug: Close with an ended ctx skips Teardown of an already-initialized instance about half the time (select
 // between in.done and ctx.Done picks at random), and reports "calls still running" with no call running.
 func TestCloseWithAnEndedContextStillTearsDown(t *testing.T) {
-	p := &probe{}
-	tl := loadProbe(t, p)
-	n := 200 // the bug showed about half the time: 200 rounds in full, 20 with -short
-	if testing.Short() {
-		n = 20
-	}
-	spurious := 0
-	for i := 0; i < n; i++ {
-		task, _ := tl.NewTask(context.Background(), tool.TaskConfig{})
-		mustInvoke(t, task, "read", nil)
-		ctx, cancel := context.WithCancel(context.Background())
-		cancel()
-		if err := task.Close(ctx); err != nil {
-			spurious++
+	synctest.Test(t, func(t *testing.T) { // the bubble's clock: the read action's 20ms cost no time, 200 times over
+		p := &probe{}
+		tl := loadProbe(t, p)
+		const n = 200 // the bug showed about half the time; with no wall-clock cost, -short runs them all too
+		spurious := 0
+		for range n {
+			task, _ := tl.NewTask(context.Background(), tool.TaskConfig{})
+			mustInvoke(t, task, "read", nil)
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			if err := task.Close(ctx); err != nil {
+				spurious++
+			}
 		}
-	}
-	if got := p.teardowns.Load(); got != int32(n) {
-		t.Errorf("%d successful Initializes, %d Teardowns; %d Close errors", p.inits.Load(), got, spurious)
-	}
+		if got := p.teardowns.Load(); got != n {
+			t.Errorf("%d successful Initializes, %d Teardowns; %d Close errors", p.inits.Load(), got, spurious)
+		}
+	})
 }
 
 type panicInit struct{ probe }
