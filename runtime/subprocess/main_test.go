@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -20,17 +19,11 @@ import (
 )
 
 // bin is the directory of the test programs (internal/testprograms): links to the test binary, one under each
-// program's name, made by TestMain.
+// program's name, made by TestMain. Run under one of those names, the test binary is that program: testprograms
+// runs it from its init, before TestMain.
 var bin string
 
-// TestMain runs the test program a link names when the test binary is run under that name, and the tests
-// otherwise. The programs dispatch on the name they are run under, not on an environment variable, since the
-// backend gives a program only PATH, HOME and the variables its manifest lists.
 func TestMain(m *testing.M) {
-	if program, ok := testprograms.Lookup(filepath.Base(os.Args[0])); ok {
-		program()
-		helperExit()
-	}
 	dir, err := linkPrograms()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "linking the test programs:", err)
@@ -45,12 +38,6 @@ func TestMain(m *testing.M) {
 	_ = os.RemoveAll(bin)
 	os.Exit(code)
 }
-
-// helperExit ends a helper process that succeeded. Not os.Exit(0): under -race that runs the race detector's
-// finalizer, which sleeps a second (GORACE atexit_sleep_ms) when goroutines remain, and the backend passes no
-// GORACE to its processes; a second at each exit would slow every call and trip the teardown bounds. A race in a
-// helper is still reported on its stderr when it happens.
-func helperExit() { syscall.Exit(0) }
 
 // linkPrograms makes a temporary directory holding a link to the test binary under each program's name.
 func linkPrograms() (string, error) {
