@@ -26,6 +26,12 @@ type probe struct {
 	running, maxRunning int
 	writerOverlap       bool
 	writers             int
+
+	// entered, when set, receives the context of each block call once the call is in the backend, waiting for
+	// that context to end: a test acts on a call it knows runs, and sees what the backend sees.
+	entered chan context.Context
+	// tornDown, when set, receives a value at each Teardown.
+	tornDown chan struct{}
 }
 
 type probeAction struct {
@@ -87,6 +93,9 @@ func (p *probe) Invoke(ctx context.Context, a runtime.Action, call *runtime.Call
 	}
 	switch act.Mode {
 	case "block":
+		if p.entered != nil {
+			p.entered <- ctx
+		}
 		<-ctx.Done()
 		return nil, ctx.Err()
 	case "big":
@@ -99,6 +108,9 @@ func (p *probe) Invoke(ctx context.Context, a runtime.Action, call *runtime.Call
 
 func (p *probe) Teardown(context.Context) error {
 	p.teardowns.Add(1)
+	if p.tornDown != nil {
+		p.tornDown <- struct{}{}
+	}
 	return nil
 }
 
@@ -143,40 +155,46 @@ func loadProbe(t *testing.T, p *probe, opts ...tool.Option) *tool.Tool {
 
 func TestLifecycleInitializeOnceTeardownOnce(t *testing.T) {
 	leakcheck.Check(t)
-	p := &probe{initDelay: 30 * time.Millisecond}
-	tl := loadProbe(t, p)
-	task, err := tl.NewTask(context.Background(), tool.TaskConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	for i := 0; i < 8; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if res, err := task.Invoke(context.Background(), "read", nil); err != nil || res.IsError {
-				t.Errorf("read: %+v, %v", res, err)
-			}
-		}()
-	}
-	wg.Wait()
-	if n := p.inits.Load(); n != 1 {
-		t.Errorf("Initialize ran %d times under concurrent first calls, want 1", n)
-	}
-	if err := task.Close(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	_ = task.Close(context.Background())
-	if n := p.teardowns.Load(); n != 1 {
-		t.Errorf("Teardown ran %d times, want 1", n)
-	}
+	synctest.Test(t, func(t *testing.T) { // the bubble's clock: Initialize takes 30ms only once every call waits
+		p := &probe{initDelay: 30 * time.Millisecond}
+		tl := loadProbe(t, p)
+		task, err := tl.NewTask(context.Background(), tool.TaskConfig{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var finished atomic.Int32
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Go(func() {
+				if res, err := task.Invoke(context.Background(), "read", nil); err != nil || res.IsError {
+					t.Errorf("read: %+v, %v", res, err)
+				}
+				finished.Add(1)
+			})
+		}
+		synctest.Wait() // every call is in flight: one in Initialize, the others waiting for it
+		if n := finished.Load(); n != 0 {
+			t.Errorf("%d calls finished before Initialize did: the first calls were not concurrent", n)
+		}
+		wg.Wait()
+		if n := p.inits.Load(); n != 1 {
+			t.Errorf("Initialize ran %d times under concurrent first calls, want 1", n)
+		}
+		if err := task.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		_ = task.Close(context.Background())
+		if n := p.teardowns.Load(); n != 1 {
+			t.Errorf("Teardown ran %d times, want 1", n)
+		}
 
-	// A task that never called the backend never initializes or tears it down.
-	idle, _ := tl.NewTask(context.Background(), tool.TaskConfig{})
-	_ = idle.Close(context.Background())
-	if p.inits.Load() != 1 || p.teardowns.Load() != 1 {
-		t.Errorf("idle task: inits %d teardowns %d, want 1 and 1", p.inits.Load(), p.teardowns.Load())
-	}
+		// A task that never called the backend never initializes or tears it down.
+		idle, _ := tl.NewTask(context.Background(), tool.TaskConfig{})
+		_ = idle.Close(context.Background())
+		if p.inits.Load() != 1 || p.teardowns.Load() != 1 {
+			t.Errorf("idle task: inits %d teardowns %d, want 1 and 1", p.inits.Load(), p.teardowns.Load())
+		}
+	})
 }
 
 func TestLifecycleInitializeFailureIsUnrecoverable(t *testing.T) {
@@ -196,64 +214,81 @@ func TestLifecycleInitializeFailureIsUnrecoverable(t *testing.T) {
 
 func TestConcurrencyReadersShareWritersExclude(t *testing.T) {
 	t.Parallel()
-	p := &probe{}
-	task := newTask(t, loadProbe(t, p), tool.TaskConfig{})
-	var wg sync.WaitGroup
-	for i := 0; i < 12; i++ {
-		wg.Add(1)
-		action := "read"
-		if i%4 == 3 {
-			action = "write"
-		}
-		go func() {
-			defer wg.Done()
-			if _, err := task.Invoke(context.Background(), action, nil); err != nil {
-				t.Error(err)
+	synctest.Test(t, func(t *testing.T) { // the bubble's clock: every call is started before any 20ms ends
+		p := &probe{}
+		task := newTask(t, loadProbe(t, p), tool.TaskConfig{})
+		var wg sync.WaitGroup
+		for i := range 12 {
+			action := "read"
+			if i%4 == 3 {
+				action = "write"
 			}
-		}()
-	}
-	wg.Wait()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.writerOverlap {
-		t.Errorf("a write call ran alongside another call")
-	}
-	if p.maxRunning < 2 {
-		t.Errorf("read-only calls never overlapped (max %d running)", p.maxRunning)
-	}
+			wg.Go(func() {
+				if _, err := task.Invoke(context.Background(), action, nil); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if p.writerOverlap {
+			t.Errorf("a write call ran alongside another call")
+		}
+		if p.maxRunning < 2 {
+			t.Errorf("read-only calls never overlapped (max %d running)", p.maxRunning)
+		}
+	})
 }
 
+// Cancel ends a call the backend is running: the backend's context ends, Wait returns context.Canceled and the
+// task reports tool.cancelled. The call is cancelled once the backend has it, not after a guessed delay, and the
+// test fails if it never got there.
 func TestStartWaitCancel(t *testing.T) {
 	t.Parallel()
-	rec := &factRecorder{}
-	task := newTask(t, loadProbe(t, &probe{}, tool.WithObserver(rec)), tool.TaskConfig{})
-	c, err := task.Start(tool.ContextWithCallID(context.Background(), "llm-call-1"), "read", map[string]any{"count": 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := c.Wait(context.Background())
-	if err != nil || res.CallID != "llm-call-1" || c.ID() != "llm-call-1" {
-		t.Fatalf("Wait = %+v, %v; want call id llm-call-1", res, err)
-	}
-
-	c, err = task.Start(context.Background(), "block", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(10 * time.Millisecond)
-	c.Cancel()
-	if _, err := c.Wait(context.Background()); !errors.Is(err, context.Canceled) {
-		t.Errorf("cancelled call: err = %v, want context.Canceled", err)
-	}
-	found := false
-	for _, f := range rec.all() {
-		if f.Name == "tool.cancelled" && f.CallID == c.ID() {
-			found = true
+	synctest.Test(t, func(t *testing.T) { // the bubble's clock: the bound on reaching the backend costs no time
+		rec := &factRecorder{}
+		p := &probe{entered: make(chan context.Context, 1)}
+		task := newTask(t, loadProbe(t, p, tool.WithObserver(rec)), tool.TaskConfig{})
+		c, err := task.Start(tool.ContextWithCallID(context.Background(), "llm-call-1"), "read", map[string]any{"count": 3})
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if !found {
-		t.Errorf("no tool.cancelled fact for %s: %v", c.ID(), rec.names())
-	}
+		res, err := c.Wait(context.Background())
+		if err != nil || res.CallID != "llm-call-1" || c.ID() != "llm-call-1" {
+			t.Fatalf("Wait = %+v, %v; want call id llm-call-1", res, err)
+		}
+
+		c, err = task.Start(context.Background(), "block", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var running context.Context
+		select {
+		case running = <-p.entered:
+		case <-time.After(time.Hour):
+			t.Fatal("the block call never reached the backend")
+		}
+		if err := running.Err(); err != nil {
+			t.Fatalf("the call's context ended before Cancel: %v", err)
+		}
+		c.Cancel()
+		if err := running.Err(); !errors.Is(err, context.Canceled) {
+			t.Errorf("after Cancel the backend's context has %v, want context.Canceled", err)
+		}
+		if _, err := c.Wait(context.Background()); !errors.Is(err, context.Canceled) {
+			t.Errorf("cancelled call: err = %v, want context.Canceled", err)
+		}
+		found := false
+		for _, f := range rec.all() {
+			if f.Name == "tool.cancelled" && f.CallID == c.ID() {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("no tool.cancelled fact for %s: %v", c.ID(), rec.names())
+		}
+	})
 }
 
 func TestHostLimits(t *testing.T) {
@@ -279,13 +314,16 @@ func TestHostLimits(t *testing.T) {
 		}
 	})
 	t.Run("action timeout", func(t *testing.T) {
-		task := newTask(t, loadProbe(t, &probe{}, tool.WithLimits(tool.Limits{
-			ActionTimeouts: map[string]time.Duration{"block": 30 * time.Millisecond}})), tool.TaskConfig{})
-		res := mustInvoke(t, task, "block", nil)
-		// The backend had the call, which is not marked idempotent: it may have acted.
-		if e := res.Error; e == nil || e.Kind != runtime.KindTimeout || e.Retryable || !e.OutcomeUnknown || e.Hint == nil {
-			t.Errorf("block = %+v, want a timeout with the outcome unknown, not retryable, with a hint", res.Error)
-		}
+		// The bubble's clock: the 30ms run out only once the call waits in the backend, however loaded the machine.
+		synctest.Test(t, func(t *testing.T) {
+			task := newTask(t, loadProbe(t, &probe{}, tool.WithLimits(tool.Limits{
+				ActionTimeouts: map[string]time.Duration{"block": 30 * time.Millisecond}})), tool.TaskConfig{})
+			res := mustInvoke(t, task, "block", nil)
+			// The backend had the call, which is not marked idempotent: it may have acted.
+			if e := res.Error; e == nil || e.Kind != runtime.KindTimeout || e.Retryable || !e.OutcomeUnknown || e.Hint == nil {
+				t.Errorf("block = %+v, want a timeout with the outcome unknown, not retryable, with a hint", res.Error)
+			}
+		})
 	})
 	t.Run("result budget", func(t *testing.T) {
 		task := newTask(t, loadProbe(t, &probe{}, tool.WithLimits(tool.Limits{ResultBytes: 100})), tool.TaskConfig{})
@@ -355,6 +393,7 @@ func (s *slowInit) Initialize(ctx context.Context, in *runtime.Init) (runtime.In
 func TestCloseTearsDownAnInitializeStillInFlight(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := &slowInit{delay: 300 * time.Millisecond}
+		s.tornDown = make(chan struct{}, 1)
 		reg := runtime.Default().Clone()
 		if err := reg.Register(s); err != nil {
 			t.Fatal(err)
@@ -369,10 +408,14 @@ func TestCloseTearsDownAnInitializeStillInFlight(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 		defer cancel()
 		t.Logf("Close: %v", task.Close(ctx)) // ctx ends long before Initialize does
-		time.Sleep(time.Second)              // Initialize succeeds meanwhile
+		select {
+		case <-s.tornDown: // Initialize succeeded after Close returned, and its instance was torn down
+		case <-time.After(time.Hour):
+			t.Errorf("a successful Initialize was never torn down (inits %d)", s.inits.Load())
+		}
 		synctest.Wait()
 		if s.inits.Load() != 1 || s.teardowns.Load() != 1 {
-			t.Errorf("inits %d, teardowns %d: a successful Initialize was never torn down", s.inits.Load(), s.teardowns.Load())
+			t.Errorf("inits %d, teardowns %d, want 1 and 1", s.inits.Load(), s.teardowns.Load())
 		}
 	})
 }
@@ -408,30 +451,30 @@ func fmtSprint(v any) string { return fmt.Sprintf("%+v", v) }
 // Once a bug: Close with an ended ctx skips Teardown of an already-initialized instance about half the time (select
 // between in.done and ctx.Done picks at random), and reports "calls still running" with no call running.
 func TestCloseWithAnEndedContextStillTearsDown(t *testing.T) {
-	p := &probe{}
-	tl := loadProbe(t, p)
-	n := 200 // the bug showed about half the time: 200 rounds in full, 20 with -short
-	if testing.Short() {
-		n = 20
-	}
-	spurious := 0
-	for i := 0; i < n; i++ {
-		task, _ := tl.NewTask(context.Background(), tool.TaskConfig{})
-		mustInvoke(t, task, "read", nil)
-		ctx, cancel := context.WithCancel(context.Background())
-		cancel()
-		if err := task.Close(ctx); err != nil {
-			spurious++
+	synctest.Test(t, func(t *testing.T) { // the bubble's clock: the read action's 20ms cost no time, 200 times over
+		p := &probe{}
+		tl := loadProbe(t, p)
+		const n = 200 // the bug showed about half the time; with no wall-clock cost, -short runs them all too
+		spurious := 0
+		for range n {
+			task, _ := tl.NewTask(context.Background(), tool.TaskConfig{})
+			mustInvoke(t, task, "read", nil)
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			if err := task.Close(ctx); err != nil {
+				spurious++
+			}
 		}
-	}
-	if got := p.teardowns.Load(); got != int32(n) {
-		t.Errorf("%d successful Initializes, %d Teardowns; %d Close errors", p.inits.Load(), got, spurious)
-	}
+		if got := p.teardowns.Load(); got != n {
+			t.Errorf("%d successful Initializes, %d Teardowns; %d Close errors", p.inits.Load(), got, spurious)
+		}
+	})
 }
 
 type panicInit struct{ probe }
 
 func (p *panicInit) Initialize(context.Context, *runtime.Init) (runtime.Instance, error) {
+	p.inits.Add(1)
 	panic("backend bug")
 }
 
@@ -445,16 +488,22 @@ func TestInitializePanicDoesNotHangClose(t *testing.T) {
 	}
 	tl := mustLoadSrc(t, probeManifest, tool.WithRuntimes(reg))
 	task, _ := tl.NewTask(context.Background(), tool.TaskConfig{})
-	func() {
-		defer func() { recover() }()
-		task.Invoke(context.Background(), "read", nil)
+	_, err := task.Invoke(context.Background(), "read", nil)
+	if p.inits.Load() != 1 || !errors.Is(err, tool.ErrUnrecoverable) || !strings.Contains(err.Error(), "panicked") {
+		t.Fatalf("Invoke: %v after %d Initializes, want the unrecoverable error of one that panicked", err, p.inits.Load())
+	}
+	done := make(chan error, 2)
+	go func() {
+		_, err := task.Invoke(context.Background(), "read", nil) // waits for the Initialize that panicked
+		done <- err
+		done <- task.Close(context.Background())
 	}()
-	done := make(chan error, 1)
-	go func() { done <- task.Close(context.Background()) }()
-	select {
-	case err := <-done:
-		t.Logf("Close: %v", err)
-	case <-time.After(2 * time.Second):
-		t.Errorf("Close(context.Background()) hangs after a panicking Initialize")
+	for _, what := range []string{"a second call", "Close(context.Background())"} {
+		select {
+		case err := <-done:
+			t.Logf("%s: %v", what, err)
+		case <-time.After(10 * time.Second): // a bound on failure only: both return at once
+			t.Fatalf("%s hangs after a panicking Initialize", what)
+		}
 	}
 }

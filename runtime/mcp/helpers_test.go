@@ -10,34 +10,63 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/commonagents-go/tool"
+	"github.com/commonagents-go/tool/runtime/mcp/internal/mcpserver"
 )
 
-// serverBin is the test MCP server, built once per test binary by TestMain.
+// serverBin is the test MCP server (internal/mcpserver): a link to the test binary named mcpserver, made by
+// TestMain.
 var serverBin string
 
+// TestMain runs the test MCP server when the test binary is run under the name mcpserver, a fake server when
+// MCP_FAKE_TOOL_REPLY names a reply, and the tests otherwise. The server dispatches on the name it is run under,
+// not on an environment variable, since the backend gives a stdio server only PATH, HOME and the variables its
+// manifest lists.
 func TestMain(m *testing.M) {
+	if filepath.Base(os.Args[0]) == "mcpserver" {
+		mcpserver.Main()
+		helperExit()
+	}
 	if reply := fakeReplies[os.Getenv("MCP_FAKE_TOOL_REPLY")]; reply != "" {
 		fakeStdioServer(reply)
-		os.Exit(0)
+		helperExit()
 	}
-	dir, err := os.MkdirTemp("", "mcpserver")
+	dir, err := linkServer()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
+		fmt.Fprintln(os.Stderr, "linking the test MCP server:", err)
 		os.Exit(1)
 	}
 	serverBin = filepath.Join(dir, "mcpserver")
-	out, err := exec.Command("go", "build", "-o", serverBin, "github.com/commonagents-go/tool/internal/testdata/mcpserver").CombinedOutput()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "building the test MCP server: %v\n%s", err, out)
-		os.Exit(1)
-	}
 	code := m.Run()
 	_ = os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// helperExit ends a helper process that succeeded. Not os.Exit(0): under -race that runs the race detector's
+// finalizer, which sleeps a second (GORACE atexit_sleep_ms) when goroutines remain, and the backend passes no
+// GORACE to its processes; a second at each exit would slow every call and trip the teardown bounds. A race in a
+// helper is still reported on its stderr when it happens.
+func helperExit() { syscall.Exit(0) }
+
+// linkServer makes a temporary directory holding a link named mcpserver to the test binary.
+func linkServer() (string, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return "", err
+	}
+	dir, err := os.MkdirTemp("", "mcpserver-")
+	if err != nil {
+		return "", err
+	}
+	if err := os.Symlink(self, filepath.Join(dir, "mcpserver")); err != nil {
+		_ = os.RemoveAll(dir)
+		return "", err
+	}
+	return dir, nil
 }
 
 // fakeReplies are the tools/call replies fakeStdioServer can give, by the name the test passes in the environment

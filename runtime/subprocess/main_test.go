@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -16,30 +15,18 @@ import (
 
 	"github.com/commonagents-go/tool"
 	"github.com/commonagents-go/tool/internal/leakcheck"
+	"github.com/commonagents-go/tool/runtime/subprocess/internal/testprograms"
 )
 
-// bin is the directory of the test programs (internal/testprograms): one binary, built once by TestMain, linked
-// under each program's name.
+// bin is the directory of the test programs (internal/testprograms): links to the test binary, one under each
+// program's name, made by TestMain. Run under one of those names, the test binary is that program: testprograms
+// runs it from its init, before TestMain.
 var bin string
 
-// programs are the names internal/testprograms answers to.
-var programs = []string{"crash", "echo", "escape", "fail", "hang", "hugeout", "pending", "printenv", "rawout",
-	"rawserver", "rpcserver", "spawnhang"}
-
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "exec-testprograms-")
-	if err == nil {
-		build := exec.Command("go", "build", "-o", filepath.Join(dir, "testprograms"), "./internal/testprograms")
-		build.Stdout, build.Stderr = os.Stderr, os.Stderr
-		err = build.Run()
-	}
-	for _, name := range programs {
-		if err == nil {
-			err = os.Symlink(filepath.Join(dir, "testprograms"), filepath.Join(dir, name))
-		}
-	}
+	dir, err := linkPrograms()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "building the test programs:", err)
+		fmt.Fprintln(os.Stderr, "linking the test programs:", err)
 		os.Exit(1)
 	}
 	bin = dir
@@ -50,6 +37,25 @@ func TestMain(m *testing.M) {
 	}
 	_ = os.RemoveAll(bin)
 	os.Exit(code)
+}
+
+// linkPrograms makes a temporary directory holding a link to the test binary under each program's name.
+func linkPrograms() (string, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return "", err
+	}
+	dir, err := os.MkdirTemp("", "exec-testprograms-")
+	if err != nil {
+		return "", err
+	}
+	for _, name := range testprograms.Names() {
+		if err := os.Symlink(self, filepath.Join(dir, name)); err != nil {
+			_ = os.RemoveAll(dir)
+			return "", err
+		}
+	}
+	return dir, nil
 }
 
 // prog is the path of a test program.
