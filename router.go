@@ -60,6 +60,9 @@ const (
 // allow-listed values of the parameters that filters compare with equality (`<payload expr> ==
 // parameters.X`), so a payload visits only the tasks whose allow list holds the value it carries, however many
 // other tasks there are. A Router is safe for concurrent use; a task removes itself when it closes.
+//
+// A Router keys its tasks as the Store does, by namespace, tool name and task ID: tasks of different tools may
+// share an ID.
 type Router struct {
 	prefix     string
 	inFlight   budget
@@ -69,9 +72,15 @@ type Router struct {
 	deadLetter func(ctx context.Context, taskID string, in *Inbound, err error) error
 
 	mu    sync.RWMutex
-	tools map[string]*routes // by "namespace/name"; kept after the last task leaves, so the tool stays known
-	tasks map[string]*routed // by task ID: the tasks given to Add
+	tools map[string]*routes  // by "namespace/name"; kept after the last task leaves, so the tool stays known
+	tasks map[taskKey]*routed // the tasks given to Add
 }
+
+// taskKey names a task as the Store does: a task ID is unique within its tool only.
+type taskKey struct{ namespace, tool, id string }
+
+// keyOf is t's key.
+func keyOf(t *Task) taskKey { return taskKey{t.tool.Namespace(), t.tool.Name(), t.id} }
 
 // routes are the Tool values of one tool name the Router serves: one group each.
 type routes struct {
@@ -103,7 +112,7 @@ type routed struct {
 
 // NewRouter returns an empty Router; zero fields of opts keep their defaults.
 func NewRouter(opts RouterOptions) *Router {
-	r := &Router{prefix: defaultWebhookPrefix, tools: map[string]*routes{}, tasks: map[string]*routed{},
+	r := &Router{prefix: defaultWebhookPrefix, tools: map[string]*routes{}, tasks: map[taskKey]*routed{},
 		inFlight: budget{limit: defaultInFlightBytes}, cacheMax: defaultTaskCacheSize, cacheIdle: defaultTaskCacheIdle,
 		fanOut: defaultMaxFanOut, deadLetter: opts.DeadLetter}
 	if opts.Prefix != "" {
@@ -124,16 +133,18 @@ func NewRouter(opts RouterOptions) *Router {
 	return r
 }
 
-// Add starts routing payloads to t. It fails with ErrClosed for a closed task and when another task with the
-// same ID is already routed; adding the same task twice does nothing.
+// Add starts routing payloads to t. It fails with ErrClosed for a closed task, and when another task of the same
+// tool (namespace and name) with the same ID is already routed; adding the same task twice does nothing. Tasks of
+// different tools may share an ID.
 func (r *Router) Add(t *Task) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if rt, ok := r.tasks[t.id]; ok {
+	key := keyOf(t)
+	if rt, ok := r.tasks[key]; ok {
 		if rt.task == t {
 			return nil
 		}
-		return fmt.Errorf("tool: router: another task with ID %q is already routed", t.id)
+		return fmt.Errorf("tool: router: another task %s of %s/%s is already routed", t.id, key.namespace, key.tool)
 	}
 	if err := t.watch(r); err != nil {
 		return err
@@ -147,7 +158,7 @@ func (r *Router) Add(t *Task) error {
 	} else {
 		g.mem.add(t)
 	}
-	r.tasks[t.id] = &routed{task: t, group: g}
+	r.tasks[key] = &routed{task: t, group: g}
 	return nil
 }
 
@@ -236,8 +247,12 @@ func (r *Router) CloseTask(ctx context.Context, namespace, tool, id string) erro
 	return fmt.Errorf("tool: router: close task %s of %s/%s: %w", id, namespace, tool, ErrNotFound)
 }
 
-// Task lends the host the task id of namespace/tool that a Router in store mode serves, so that a call for it
-// (Invoke, Interrupt, Touch, ...) can run on whichever replica it reaches: the task this replica holds, or else
+// Task lends the host the task id of namespace/tool that the Router holds through Add, or that a Router in store
+// mode serves. A task given to Add in eager mode is lent as it is: release does nothing, and the task stays until
+// Remove or its end.
+//
+// In store mode a call for the task (Invoke, Interrupt, Touch, ...) can run on whichever replica it reaches: the
+// task this replica holds, or else
 // the stored task brought into memory with the Hydrator's configuration, one Scan, exactly as a webhook brings it.
 // (A copy held here keeps the allow list it has; calls merge theirs into the stored one, and webhooks re-read it
 // when the index says another replica grew it.) While lent it is pinned: the cache does not evict it. Call
@@ -248,6 +263,12 @@ func (r *Router) CloseTask(ctx context.Context, namespace, tool, id string) erro
 // has passed is closed as it is brought into memory (ErrTaskExpired); one whose stored state does not decode is
 // an error naming it (task.hydration_failed). ctx bounds bringing the task into memory, not the lend.
 func (r *Router) Task(ctx context.Context, namespace, tool, id string) (t *Task, release func(), err error) {
+	r.mu.RLock()
+	rt := r.tasks[taskKey{namespace, tool, id}]
+	r.mu.RUnlock()
+	if rt != nil && rt.group.cache == nil {
+		return rt.task, func() {}, nil
+	}
 	groups, _ := r.groups(namespace, tool)
 	for _, g := range groups {
 		if g.cache == nil {
@@ -294,10 +315,12 @@ func (rs *routes) group(tl *Tool) *group {
 	return g
 }
 
-// Remove stops routing to the task with that ID; an unknown ID does nothing.
-func (r *Router) Remove(taskID string) {
+// Remove stops routing to the task id of namespace/tool that was given to Add; in store mode the task is then no
+// longer pinned, and leaves memory when the cache's bounds say so. A task Add was not given does nothing; Remove
+// neither closes nor detaches the task.
+func (r *Router) Remove(namespace, tool, id string) {
 	r.mu.Lock()
-	rt := r.tasks[taskID]
+	rt := r.tasks[taskKey{namespace, tool, id}]
 	if rt != nil {
 		r.removeLocked(rt)
 	}
@@ -308,7 +331,7 @@ func (r *Router) Remove(taskID string) {
 }
 
 func (r *Router) removeLocked(rt *routed) {
-	delete(r.tasks, rt.task.id)
+	delete(r.tasks, keyOf(rt.task))
 	g := rt.group
 	if g.cache != nil {
 		g.cache.unpin(rt.task)
@@ -323,7 +346,7 @@ func (r *Router) removeLocked(rt *routed) {
 func (r *Router) grown(t *Task, added map[string]any, evicted map[string][]string) {
 	r.mu.RLock() // held, so that a Remove cannot come between the lookup and the index's update
 	defer r.mu.RUnlock()
-	rt := r.tasks[t.id]
+	rt := r.tasks[keyOf(t)]
 	if rt == nil || rt.task != t || rt.group.mem == nil {
 		return
 	}
@@ -341,7 +364,7 @@ func (r *Router) grown(t *Task, added map[string]any, evicted map[string][]strin
 func (r *Router) closed(t *Task) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if rt := r.tasks[t.id]; rt != nil && rt.task == t {
+	if rt := r.tasks[keyOf(t)]; rt != nil && rt.task == t {
 		r.removeLocked(rt)
 		if rt.group.cache != nil {
 			rt.group.cache.forget(t)

@@ -578,3 +578,70 @@ func TestStoreModeEvictionOfAnUnchangedTaskWritesNothing(t *testing.T) {
 		t.Errorf("%d writes of task state for two visits and an eviction, want 0", n)
 	}
 }
+
+// Two tools whose tasks share an ID both route and are both lent in store mode, whether the Router brings them
+// into memory or holds them through Add.
+func TestStoreModeKeysTasksByToolAndID(t *testing.T) {
+	t.Parallel()
+	const id = "conv-7f3a"
+	ms := tool.NewMemoryStore()
+	names := []string{"issue-tracker", "issue-tracker-2"}
+	sinks := map[string]*countingSink{}
+	r := tool.NewRouter(tool.RouterOptions{})
+	served := map[string]*tool.Tool{}
+	for _, name := range names {
+		a := issueTrackerNamed(t, name, tool.WithStore(ms), tool.WithRouteIndex(), tool.WithReplicaID("a"))
+		if _, err := a.ReindexRoutes(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		task := newTask(t, a, tool.TaskConfig{ID: id, Capability: tool.Capability{Bindings: map[string]any{"repo_id": 4242}}})
+		mustInvoke(t, task, "create_issue", map[string]any{"title": "x", "assignee": "alice"})
+		sinks[name] = &countingSink{}
+		b := issueTrackerNamed(t, name, tool.WithStore(ms), tool.WithRouteIndex(), tool.WithReplicaID("b"))
+		hydrate := func(_ context.Context, _ string) (tool.TaskConfig, bool) {
+			return tool.TaskConfig{Capability: tool.Capability{Bindings: map[string]any{"repo_id": 4242}}, Sink: sinks[name]}, true
+		}
+		if err := r.Serve(b, hydrate); err != nil {
+			t.Fatal(err)
+		}
+		served[name] = b
+	}
+	lends := func(when string) {
+		t.Helper()
+		for _, name := range names {
+			lent, release, err := r.Task(context.Background(), "engineering", name, id)
+			if err != nil || lent.Tool().Name() != name || lent.ID() != id {
+				t.Fatalf("%s: Router.Task(%s, %s) = %v, %v; want the task of %s", when, name, id, lent, err, name)
+			}
+			release()
+		}
+	}
+	for i, name := range names {
+		ds, err := r.Dispatch(context.Background(), "engineering", name, signed(hookSecret, fmt.Sprint("d", i), assigned(4242, "alice")))
+		if err != nil || len(ds) != 1 || len(ds[0].Activations) != 1 {
+			t.Fatalf("webhook for %s: %+v, %v; want its task activated", name, ds, err)
+		}
+	}
+	lends("hydrated")
+	for _, name := range names {
+		task, err := served[name].RestoreTask(context.Background(), tool.TaskConfig{ID: id,
+			Capability: tool.Capability{Bindings: map[string]any{"repo_id": 4242}}, Sink: sinks[name]})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = task.Detach(context.Background()) })
+		if err := r.Add(task); err != nil {
+			t.Fatalf("Add the task %s of %s in store mode: %v", id, name, err)
+		}
+	}
+	lends("given to Add")
+	for i, name := range names {
+		ds, err := r.Dispatch(context.Background(), "engineering", name, signed(hookSecret, fmt.Sprint("e", i), assigned(4242, "alice")))
+		if err != nil || len(ds) != 1 || len(ds[0].Activations) != 1 {
+			t.Fatalf("webhook for %s once its task was given to Add: %+v, %v", name, ds, err)
+		}
+		if got := sinks[name].accepted.Load(); got != 2 {
+			t.Errorf("the sink of %s accepted %d, want 2", name, got)
+		}
+	}
+}
