@@ -31,7 +31,7 @@ func expiringReplicas(t *testing.T, ropts tool.RouterOptions) (*replicas, *toolt
 	hydrate := func(_ context.Context, id string) (tool.TaskConfig, bool) {
 		return tool.TaskConfig{Capability: tool.Capability{Bindings: map[string]any{"repo_id": 4242}}, Sink: rp.sink}, true
 	}
-	if err := rp.router.Serve(rp.b, hydrate); err != nil {
+	if err := rp.router.Serve(context.Background(), rp.b, hydrate); err != nil {
 		t.Fatal(err)
 	}
 	return rp, clock, log

@@ -172,17 +172,17 @@ func (r *Router) Add(t *Task) error {
 // configuration, one Scan each, into a bounded cache (RouterOptions.TaskCacheSize). A task another replica grew
 // is re-read when the index says so. The Tool must be loaded WithRouteIndex over a Store that is a
 // store.ScanStore (store/postgres: also a store.SwapStore, store.ClaimStore and store.ExpiringStore, which
-// replicas need), and Tool.ReindexRoutes must have completed. Serve then reads the marker of Tool.ReindexRoutes (one Store read,
-// bounded by the Tool's CallTimeout) and fails with ErrNotReindexed without it; it also fails for a Tool loaded
-// without WithRouteIndex, a Store that is not a store.ScanStore, and a Tool already served, or given to Add, in eager
-// mode. It reads no task state: a restarted replica serves at once. Tasks given to Add are then kept in memory
-// (pinned) and not indexed by the Router: they write their routes themselves.
-func (r *Router) Serve(t *Tool, hydrate Hydrator) error {
+// replicas need), and Tool.ReindexRoutes must have completed. Serve then reads the marker of Tool.ReindexRoutes
+// (one Store read, bounded by ctx and by the Tool's CallTimeout) and fails with ErrNotReindexed without it; it
+// also fails for a Tool loaded without WithRouteIndex, a Store that is not a store.ScanStore, and a Tool already
+// served, or given to Add, in eager mode. It reads no task state: a restarted replica serves at once. Tasks given
+// to Add are then kept in memory (pinned) and not indexed by the Router: they write their routes themselves.
+func (r *Router) Serve(ctx context.Context, t *Tool, hydrate Hydrator) error {
 	if t == nil {
 		return errors.New("tool: router: Serve of a nil Tool")
 	}
 	if hydrate != nil {
-		if err := storeMode(t); err != nil {
+		if err := storeMode(ctx, t); err != nil {
 			return err
 		}
 	}
@@ -204,15 +204,15 @@ func (r *Router) Serve(t *Tool, hydrate Hydrator) error {
 	return nil
 }
 
-// storeMode checks that t can be served in store mode.
-func storeMode(t *Tool) error {
+// storeMode checks that t can be served in store mode; ctx bounds the read of the marker.
+func storeMode(ctx context.Context, t *Tool) error {
 	if t.routing == nil {
 		return errors.New("tool: router: store mode needs a Tool loaded WithRouteIndex")
 	}
 	if _, ok := t.opts.store.(store.ScanStore); !ok {
 		return errors.New("tool: router: store mode needs a Store that implements store.ScanStore")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), t.opts.limits.CallTimeout)
+	ctx, cancel := context.WithTimeout(ctx, t.opts.limits.CallTimeout)
 	defer cancel()
 	return t.reindexed(ctx)
 }

@@ -95,7 +95,7 @@ func newReplicas(t *testing.T, ropts tool.RouterOptions, bopts ...tool.Option) *
 	hydrate := func(_ context.Context, id string) (tool.TaskConfig, bool) {
 		return tool.TaskConfig{Capability: tool.Capability{Bindings: map[string]any{"repo_id": 4242}}, Sink: rp.sink}, true
 	}
-	if err := rp.router.Serve(rp.b, hydrate); err != nil {
+	if err := rp.router.Serve(context.Background(), rp.b, hydrate); err != nil {
 		t.Fatal(err)
 	}
 	return rp
@@ -212,17 +212,17 @@ func TestStoreModeNeedsTheReindexMarker(t *testing.T) {
 	ms := tool.NewMemoryStore()
 	hydrate := func(context.Context, string) (tool.TaskConfig, bool) { return tool.TaskConfig{}, false }
 	plain := issueTracker(t, tool.WithStore(ms))
-	if err := tool.NewRouter(tool.RouterOptions{}).Serve(plain, hydrate); err == nil {
+	if err := tool.NewRouter(tool.RouterOptions{}).Serve(context.Background(), plain, hydrate); err == nil {
 		t.Error("Serve with a Hydrator of a Tool without WithRouteIndex: nil error")
 	}
 	tl := issueTracker(t, tool.WithStore(ms), tool.WithRouteIndex())
-	if err := tool.NewRouter(tool.RouterOptions{}).Serve(tl, hydrate); !errors.Is(err, tool.ErrNotReindexed) {
+	if err := tool.NewRouter(tool.RouterOptions{}).Serve(context.Background(), tl, hydrate); !errors.Is(err, tool.ErrNotReindexed) {
 		t.Errorf("Serve with a Hydrator before ReindexRoutes = %v, want ErrNotReindexed", err)
 	}
 	if _, err := tl.ReindexRoutes(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if err := tool.NewRouter(tool.RouterOptions{}).Serve(tl, hydrate); err != nil {
+	if err := tool.NewRouter(tool.RouterOptions{}).Serve(context.Background(), tl, hydrate); err != nil {
 		t.Errorf("Serve with a Hydrator after ReindexRoutes: %v", err)
 	}
 }
@@ -564,7 +564,7 @@ func TestStoreModeEvictionOfAnUnchangedTaskWritesNothing(t *testing.T) {
 	hydrate := func(_ context.Context, id string) (tool.TaskConfig, bool) {
 		return tool.TaskConfig{Capability: tool.Capability{Bindings: map[string]any{"repo_id": 4242}}}, true
 	}
-	if err := r.Serve(b, hydrate); err != nil {
+	if err := r.Serve(context.Background(), b, hydrate); err != nil {
 		t.Fatal(err)
 	}
 	// Both tasks follow alice, but the payload's action is not "assigned": both are visited, neither activates,
@@ -601,7 +601,7 @@ func TestStoreModeKeysTasksByToolAndID(t *testing.T) {
 		hydrate := func(_ context.Context, _ string) (tool.TaskConfig, bool) {
 			return tool.TaskConfig{Capability: tool.Capability{Bindings: map[string]any{"repo_id": 4242}}, Sink: sinks[name]}, true
 		}
-		if err := r.Serve(b, hydrate); err != nil {
+		if err := r.Serve(context.Background(), b, hydrate); err != nil {
 			t.Fatal(err)
 		}
 		served[name] = b
@@ -643,5 +643,44 @@ func TestStoreModeKeysTasksByToolAndID(t *testing.T) {
 		if got := sinks[name].accepted.Load(); got != 2 {
 			t.Errorf("the sink of %s accepted %d, want 2", name, got)
 		}
+	}
+}
+
+// blockingGet is a memory store whose Get blocks until its context ends once block is set.
+type blockingGet struct {
+	memStore
+	block   atomic.Bool
+	entered chan struct{}
+}
+
+func (s *blockingGet) Get(ctx context.Context, key string) ([]byte, error) {
+	if s.block.Load() {
+		close(s.entered)
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	return s.memStore.Get(ctx, key)
+}
+
+// Serve's ctx bounds its Store read (the marker of ReindexRoutes).
+func TestServeStoreReadEndsWithItsContext(t *testing.T) {
+	t.Parallel()
+	st := &blockingGet{memStore: tool.NewMemoryStore().(memStore), entered: make(chan struct{})}
+	tl := issueTracker(t, tool.WithStore(st), tool.WithRouteIndex())
+	if _, err := tl.ReindexRoutes(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	st.block.Store(true)
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() {
+		served <- tool.NewRouter(tool.RouterOptions{}).Serve(ctx, tl, func(context.Context, string) (tool.TaskConfig, bool) {
+			return tool.TaskConfig{}, false
+		})
+	}()
+	await(t, st.entered, "Serve's read of the marker")
+	cancel()
+	if err := await(t, served, "Serve once its ctx ended"); !errors.Is(err, context.Canceled) {
+		t.Errorf("Serve = %v, want context.Canceled", err)
 	}
 }

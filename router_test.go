@@ -457,10 +457,10 @@ func TestRouterServesToolWithoutTasks(t *testing.T) {
 	t.Parallel()
 	tl := repoTool(t)
 	r := tool.NewRouter(tool.RouterOptions{})
-	if err := r.Serve(nil, nil); err == nil {
+	if err := r.Serve(context.Background(), nil, nil); err == nil {
 		t.Error("Serve(nil) did not fail")
 	}
-	if err := r.Serve(tl, nil); err != nil {
+	if err := r.Serve(context.Background(), tl, nil); err != nil {
 		t.Fatal(err)
 	}
 	mux := http.NewServeMux()
@@ -619,7 +619,7 @@ func TestRouterWarnsEagerReplicasSharingAStore(t *testing.T) {
 		obs := &factRecorder{}
 		tl := repoTool(t, tool.WithStore(store), tool.WithClock(clock), tool.WithReplicaID(id), tool.WithObserver(obs))
 		r := tool.NewRouter(tool.RouterOptions{})
-		if err := r.Serve(tl, nil); err != nil {
+		if err := r.Serve(context.Background(), tl, nil); err != nil {
 			t.Fatal(err)
 		}
 		return r, obs

@@ -96,7 +96,7 @@ func storeModeRouter(b *testing.B, schema string, sink tool.Sink) (r *tool.Route
 		b.Fatal(err)
 	}
 	r = tool.NewRouter(tool.RouterOptions{})
-	err = r.Serve(tl, func(_ context.Context, id string) (tool.TaskConfig, bool) {
+	err = r.Serve(ctx, tl, func(_ context.Context, id string) (tool.TaskConfig, bool) {
 		return tool.TaskConfig{Capability: tool.Capability{Bindings: map[string]any{"team": id}}, Sink: sink}, true
 	})
 	if err != nil {
@@ -336,7 +336,7 @@ func BenchmarkStoreModeEviction(b *testing.B) {
 	const idle = time.Minute
 	r := tool.NewRouter(tool.RouterOptions{TaskCacheIdle: idle})
 	sink := tool.SinkFunc(func(context.Context, tool.Activation) error { return nil })
-	err = r.Serve(tl, func(_ context.Context, id string) (tool.TaskConfig, bool) {
+	err = r.Serve(ctx, tl, func(_ context.Context, id string) (tool.TaskConfig, bool) {
 		return tool.TaskConfig{Capability: tool.Capability{Bindings: map[string]any{"team": id}}, Sink: sink}, true
 	})
 	if err != nil {

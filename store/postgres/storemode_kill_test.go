@@ -108,7 +108,7 @@ func runStoreReplica(dsn, schema, replica string) error {
 		return tool.TaskConfig{ID: id, Capability: tool.Capability{Bindings: map[string]any{"team": id}}, Sink: sink}
 	}
 	r := tool.NewRouter(tool.RouterOptions{})
-	if err := r.Serve(tl, func(_ context.Context, id string) (tool.TaskConfig, bool) { return cfg(id), true }); err != nil {
+	if err := r.Serve(ctx, tl, func(_ context.Context, id string) (tool.TaskConfig, bool) { return cfg(id), true }); err != nil {
 		return err
 	}
 	mux := http.NewServeMux()
