@@ -62,7 +62,9 @@ const (
 // other tasks there are. A Router is safe for concurrent use; a task removes itself when it closes.
 //
 // A Router keys its tasks as the Store does, by namespace, tool name and task ID: tasks of different tools may
-// share an ID.
+// share an ID. A Router in store mode sends the tasks it evicts from its cache back to the Store in a goroutine of
+// its own, which runs while there are such tasks; Close stops it and detaches the tasks the Router brought into
+// memory.
 type Router struct {
 	prefix     string
 	inFlight   budget
@@ -71,7 +73,11 @@ type Router struct {
 	fanOut     int           // RouterOptions.MaxFanOut
 	deadLetter func(ctx context.Context, taskID string, in *Inbound, err error) error
 
+	evicted *detacher // store mode: detaches what the caches evict, off the webhooks' goroutines
+	calls   flight    // Dispatch, Task, CloseTask and SweepExpired in progress: Close waits for them
+
 	mu    sync.RWMutex
+	ended bool                // by Close: the Router takes no more webhooks, calls or tasks
 	tools map[string]*routes  // by "namespace/name"; kept after the last task leaves, so the tool stays known
 	tasks map[taskKey]*routed // the tasks given to Add
 }
@@ -113,8 +119,8 @@ type routed struct {
 // NewRouter returns an empty Router; zero fields of opts keep their defaults.
 func NewRouter(opts RouterOptions) *Router {
 	r := &Router{prefix: defaultWebhookPrefix, tools: map[string]*routes{}, tasks: map[taskKey]*routed{},
-		inFlight: budget{limit: defaultInFlightBytes}, cacheMax: defaultTaskCacheSize, cacheIdle: defaultTaskCacheIdle,
-		fanOut: defaultMaxFanOut, deadLetter: opts.DeadLetter}
+		evicted: newDetacher(), inFlight: budget{limit: defaultInFlightBytes}, cacheMax: defaultTaskCacheSize,
+		cacheIdle: defaultTaskCacheIdle, fanOut: defaultMaxFanOut, deadLetter: opts.DeadLetter}
 	if opts.Prefix != "" {
 		r.prefix = strings.TrimRight("/"+strings.Trim(opts.Prefix, "/"), "/") // "/" is the root: /{namespace}/{tool}
 	}
@@ -133,33 +139,50 @@ func NewRouter(opts RouterOptions) *Router {
 	return r
 }
 
-// Add starts routing payloads to t. It fails with ErrClosed for a closed task, and when another task of the same
-// tool (namespace and name) with the same ID is already routed; adding the same task twice does nothing. Tasks of
-// different tools may share an ID.
+// Add starts routing payloads to t. It fails with ErrClosed for a closed task or a closed Router, and when
+// another task of the same tool (namespace and name) with the same ID is already routed; adding the same task
+// twice does nothing. Tasks of different tools may share an ID.
+//
+// In store mode t is kept in memory (pinned) and is the task webhooks and Task reach for its ID; a copy of it
+// that the cache held is detached in the Router's own goroutine, not by Add.
 func (r *Router) Add(t *Task) error {
+	old, err := r.add(t)
+	if old != nil {
+		r.evicted.add(reasonReplaced, old)
+	}
+	return err
+}
+
+// add is Add under the Router's lock; it returns the older copy of t that the cache held, for the caller to
+// detach once the lock is released.
+func (r *Router) add(t *Task) (old *Task, _ error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.ended {
+		return nil, fmt.Errorf("tool: router: add task %s: %w", t.id, ErrClosed)
+	}
 	key := keyOf(t)
 	if rt, ok := r.tasks[key]; ok {
 		if rt.task == t {
-			return nil
+			return nil, nil
 		}
-		return fmt.Errorf("tool: router: another task %s of %s/%s is already routed", t.id, key.namespace, key.tool)
+		return nil, fmt.Errorf("tool: router: another task %s of %s/%s is already routed", t.id, key.namespace, key.tool)
 	}
 	if err := t.watch(r); err != nil {
-		return err
+		return nil, err
 	}
 	g := r.routesOf(t.tool).group(t.tool)
 	if g.cache != nil {
-		if err := g.cache.pin(t); err != nil {
+		var err error
+		if old, err = g.cache.pin(t); err != nil {
 			t.unwatch(r)
-			return err
+			return nil, err
 		}
 	} else {
 		g.mem.add(t)
 	}
 	r.tasks[key] = &routed{task: t, group: g}
-	return nil
+	return old, nil
 }
 
 // Serve makes the Router serve t's webhooks before it holds any task of t, and after its last task leaves: a
@@ -177,6 +200,7 @@ func (r *Router) Add(t *Task) error {
 // also fails for a Tool loaded without WithRouteIndex, a Store that is not a store.ScanStore, and a Tool already
 // served, or given to Add, in eager mode. It reads no task state: a restarted replica serves at once. Tasks given
 // to Add are then kept in memory (pinned) and not indexed by the Router: they write their routes themselves.
+// After Close, Serve fails with ErrClosed.
 func (r *Router) Serve(ctx context.Context, t *Tool, hydrate Hydrator) error {
 	if t == nil {
 		return errors.New("tool: router: Serve of a nil Tool")
@@ -188,6 +212,9 @@ func (r *Router) Serve(ctx context.Context, t *Tool, hydrate Hydrator) error {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.ended {
+		return fmt.Errorf("tool: router: serve %s/%s: %w", t.Namespace(), t.Name(), ErrClosed)
+	}
 	rs := r.routesOf(t)
 	exists := slices.ContainsFunc(rs.groups, func(g *group) bool { return g.tool == t })
 	g := rs.group(t)
@@ -198,7 +225,7 @@ func (r *Router) Serve(ctx context.Context, t *Tool, hydrate Hydrator) error {
 		return errors.New("tool: router: Serve with a Hydrator of a Tool the Router already serves in eager mode")
 	default:
 		g.mem, g.index = nil, newStoreIndex(t, r.fanOut)
-		g.cache = newTaskCache(t, hydrate, r.cacheMax, r.cacheIdle)
+		g.cache = newTaskCache(t, hydrate, r.cacheMax, r.cacheIdle, r.evicted)
 		g.source = g.cache
 	}
 	return nil
@@ -222,8 +249,13 @@ func storeMode(ctx context.Context, t *Tool) error {
 // recorded is torn down) and closed as by Task.Close, which removes its state and its routes. Copies other
 // replicas hold are no longer named by the index, so no webhook reaches them, and they leave their caches when
 // idle. A task whose ExpiresAt has passed is closed as it is brought into memory (nil). A task the Store does
-// not hold, or the Hydrator declines, is an error wrapping ErrNotFound; ctx bounds the call.
+// not hold, or the Hydrator declines, is an error wrapping ErrNotFound; after Close, ErrClosed. ctx bounds the
+// call.
 func (r *Router) CloseTask(ctx context.Context, namespace, tool, id string) error {
+	if err := r.enter(); err != nil {
+		return err
+	}
+	defer r.calls.done()
 	groups, _ := r.groups(namespace, tool)
 	for _, g := range groups {
 		if g.cache == nil {
@@ -261,8 +293,13 @@ func (r *Router) CloseTask(ctx context.Context, namespace, tool, id string) erro
 //
 // A task the Store does not hold, or the Hydrator declines, is an error wrapping ErrNotFound; one whose ExpiresAt
 // has passed is closed as it is brought into memory (ErrTaskExpired); one whose stored state does not decode is
-// an error naming it (task.hydration_failed). ctx bounds bringing the task into memory, not the lend.
+// an error naming it (task.hydration_failed); after Close, ErrClosed. ctx bounds bringing the task into memory,
+// not the lend.
 func (r *Router) Task(ctx context.Context, namespace, tool, id string) (t *Task, release func(), err error) {
+	if err := r.enter(); err != nil {
+		return nil, nil, err
+	}
+	defer r.calls.done()
 	r.mu.RLock()
 	rt := r.tasks[taskKey{namespace, tool, id}]
 	r.mu.RUnlock()
@@ -389,7 +426,14 @@ var errUnknownTool = errors.New("tool: router: no task of this tool was ever add
 // On its first payload for a Tool, and every few minutes after, Dispatch records this replica (WithReplicaID) in
 // the Tool's Store as serving it, and reports facts.RouterEagerReplicas to the Tool's Observer when other
 // replicas did the same recently: a Router that holds its tasks in memory cannot see their allow-list growth.
+//
+// After Close the error wraps ErrNotAccepted and ErrClosed (ServeHTTP answers 503): another replica takes the
+// sender's retry.
 func (r *Router) Dispatch(ctx context.Context, namespace, tool string, in *Inbound) ([]*Delivery, error) {
+	if err := r.enter(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrNotAccepted, err)
+	}
+	defer r.calls.done()
 	groups, known := r.groups(namespace, tool)
 	if !known {
 		return nil, fmt.Errorf("%w: %s/%s", errUnknownTool, namespace, tool)
