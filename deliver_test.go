@@ -68,6 +68,12 @@ func (r rewriteHost) RoundTrip(req *http.Request) (*http.Response, error) {
 // issueTracker loads testdata/ok/issue-tracker.yaml against an in-process GitHub that records created issues.
 func issueTracker(t *testing.T, opts ...tool.Option) *tool.Tool {
 	t.Helper()
+	return issueTrackerNamed(t, "issue-tracker", opts...)
+}
+
+// issueTrackerNamed is issueTracker with another tool name (namespace engineering).
+func issueTrackerNamed(t *testing.T, name string, opts ...tool.Option) *tool.Tool {
+	t.Helper()
 	srv := newRecorder(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprint(w, `{"html_url": "https://github.com/o/r/issues/1"}`)
@@ -79,7 +85,7 @@ func issueTracker(t *testing.T, opts ...tool.Option) *tool.Tool {
 	}
 	opts = append([]tool.Option{tool.WithSettings(map[string]any{"webhook_secret": hookSecret}),
 		tool.WithHTTPClient(&http.Client{Transport: rewriteHost{target}}), tool.WithAuth(tokens{"github": "ghp_test"})}, opts...)
-	return mustLoadSrc(t, string(src), opts...)
+	return mustLoadSrc(t, strings.Replace(string(src), `name: "issue-tracker"`, `name: "`+name+`"`, 1), opts...)
 }
 
 func assigned(repoID int, login string) string {

@@ -20,7 +20,7 @@ type workers struct {
 	mu       sync.Mutex
 	running  []events.Worker       // by event index; nil when not running
 	busy     []bool                // by event index: a Stop is running; the event starts again only after it
-	stopping sync.WaitGroup        // stops in the background (expiry)
+	stopping flight                // stops in the background (expiry)
 	watchdog func(context.Context) // stops the expiry watchdog; nil when the task has none
 	closed   bool                  // set by Close: nothing starts or stops in the background any more
 }
@@ -108,7 +108,7 @@ func (e *taskEvents) stopExpired(newly []int) {
 	if e.workers.closed || !slices.ContainsFunc(e.workers.running, func(w events.Worker) bool { return w != nil }) {
 		return
 	}
-	e.workers.stopping.Go(func() { _ = e.stopWorkers(e.ctx, events.StopExpired, which) })
+	e.workers.stopping.goFunc(func() { _ = e.stopWorkers(e.ctx, events.StopExpired, which) })
 }
 
 // stopWatchdog stops the expiry watchdog; startWorkers starts a new one.
@@ -137,7 +137,7 @@ func (e *taskEvents) close(ctx context.Context, detach bool) error {
 	err := e.stopWorkers(ctx, reason, all)
 	bound, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.tool.opts.limits.TeardownTimeout)
 	defer cancel()
-	if !waitGroupWithin(bound, &e.workers.stopping) {
+	if !e.workers.stopping.wait(bound) {
 		err = errors.Join(err, errors.New("expired subscriptions still being removed"))
 	}
 	return err

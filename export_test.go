@@ -30,3 +30,17 @@ func LentTasks(r *Router) int {
 	}
 	return n
 }
+
+// WaitDetached waits until the goroutine that detaches the tasks r's caches evict has nothing left to do (store
+// mode), for tests.
+func WaitDetached(r *Router) {
+	for {
+		r.evicted.mu.Lock()
+		done := r.evicted.done
+		r.evicted.mu.Unlock()
+		if done == nil {
+			return
+		}
+		<-done
+	}
+}

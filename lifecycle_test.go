@@ -14,6 +14,8 @@ import (
 	tool "github.com/commonagents-go/tool"
 	"github.com/commonagents-go/tool/internal/leakcheck"
 	"github.com/commonagents-go/tool/runtime"
+	"github.com/commonagents-go/tool/tooltest"
+	"go.uber.org/goleak"
 )
 
 // probe is a backend that counts its lifecycle and measures how calls overlap.
@@ -418,6 +420,139 @@ func TestCloseTearsDownAnInitializeStillInFlight(t *testing.T) {
 			t.Errorf("inits %d, teardowns %d, want 1 and 1", s.inits.Load(), s.teardowns.Load())
 		}
 	})
+}
+
+// await fails t unless ch is closed (or receives) within tooltest.Timeout.
+func await[T any](t *testing.T, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(tooltest.Timeout):
+		t.Fatalf("%s: not within %s", what, tooltest.Timeout)
+		var zero T
+		return zero
+	}
+}
+
+// heldProbe is a probe whose Initialize (holdInit) or whose Invoke does not return, whatever its context, until
+// release is closed: a backend stuck in a blocking call.
+type heldProbe struct {
+	probe
+	holdInit bool
+	entered  chan struct{} // closed once the held method was entered
+	release  chan struct{}
+}
+
+func newHeldProbe(holdInit bool) *heldProbe {
+	return &heldProbe{holdInit: holdInit, entered: make(chan struct{}), release: make(chan struct{})}
+}
+
+func (h *heldProbe) Initialize(context.Context, *runtime.Init) (runtime.Instance, error) {
+	h.inits.Add(1)
+	if h.holdInit {
+		close(h.entered)
+		<-h.release
+	}
+	return h, nil
+}
+
+func (h *heldProbe) Invoke(context.Context, runtime.Action, *runtime.Call) (*runtime.Result, error) {
+	if !h.holdInit {
+		close(h.entered)
+		<-h.release
+	}
+	return &runtime.Result{Output: "done"}, nil
+}
+
+// loadHeld loads probeManifest over h, with a teardown bound of an hour.
+func loadHeld(t *testing.T, h *heldProbe, opts ...tool.Option) *tool.Tool {
+	t.Helper()
+	reg := runtime.Default().Clone()
+	if err := reg.Register(h); err != nil {
+		t.Fatal(err)
+	}
+	return mustLoadSrc(t, probeManifest, append([]tool.Option{tool.WithRuntimes(reg),
+		tool.WithLimits(tool.Limits{TeardownTimeout: time.Hour})}, opts...)...)
+}
+
+// startHeld starts a call of task that h holds, and returns where its error arrives once h releases it.
+func startHeld(t *testing.T, task *tool.Task, h *heldProbe) <-chan error {
+	t.Helper()
+	called := make(chan error, 1)
+	go func() {
+		_, err := task.Invoke(context.Background(), "read", nil)
+		called <- err
+	}()
+	await(t, h.entered, "the held call")
+	t.Cleanup(func() {
+		select {
+		case <-h.release:
+		default:
+			close(h.release)
+		}
+	})
+	return called
+}
+
+// endedContext is a context that has ended.
+func endedContext() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}
+
+// Close waits for an Initialize still in flight for the teardown bound on the Tool's Clock, not in real time, and
+// starts no goroutine for it: the call that runs Initialize tears down what it produces.
+func TestCloseWaitsForInitializeOnTheToolsClock(t *testing.T) {
+	leakcheck.Check(t)
+	h := newHeldProbe(true)
+	clock := tooltest.NewClock(time.Time{})
+	task, err := loadHeld(t, h, tool.WithClock(clock)).NewTask(context.Background(), tool.TaskConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	called := startHeld(t, task, h)
+	timers := clock.Timers()
+	before := goleak.IgnoreCurrent()
+	closed := make(chan error, 1)
+	go func() { closed <- task.Close(endedContext()) }()
+	clock.BlockUntil(t, timers+1) // Close waits on the Tool's Clock
+	clock.Advance(time.Hour)
+	err = await(t, closed, "Close once the teardown bound passed on the Tool's Clock")
+	if err == nil || !strings.Contains(err.Error(), "did not end within the teardown bound") {
+		t.Errorf("Close = %v, want the Initialize named as not ended within the teardown bound", err)
+	}
+	if err := goleak.Find(before); err != nil {
+		t.Errorf("Close left goroutines behind: %v", err)
+	}
+	close(h.release)
+	if err := await(t, called, "the call whose Initialize Close stopped waiting for"); !errors.Is(err, tool.ErrClosed) {
+		t.Errorf("the call = %v, want ErrClosed", err)
+	}
+	if h.inits.Load() != 1 || h.teardowns.Load() != 1 {
+		t.Errorf("inits %d, teardowns %d; want the late instance torn down by its call", h.inits.Load(), h.teardowns.Load())
+	}
+}
+
+// Close whose ctx ends while a call never returns leaves no goroutine waiting for that call.
+func TestCloseLeavesNoGoroutineForACallThatDoesNotReturn(t *testing.T) {
+	leakcheck.Check(t)
+	h := newHeldProbe(false)
+	task, err := loadHeld(t, h).NewTask(context.Background(), tool.TaskConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	called := startHeld(t, task, h)
+	before := goleak.IgnoreCurrent()
+	if err := task.Close(endedContext()); err == nil || !strings.Contains(err.Error(), "calls still running") {
+		t.Errorf("Close = %v, want calls still running", err)
+	}
+	if err := goleak.Find(before); err != nil {
+		t.Errorf("Close left goroutines behind: %v", err)
+	}
+	close(h.release)
+	await(t, called, "the held call once released")
 }
 
 // Once a bug: a call racing Close can be reported as unrecoverable (ErrClosed wrapped in ErrUnrecoverable).

@@ -60,6 +60,11 @@ const (
 // allow-listed values of the parameters that filters compare with equality (`<payload expr> ==
 // parameters.X`), so a payload visits only the tasks whose allow list holds the value it carries, however many
 // other tasks there are. A Router is safe for concurrent use; a task removes itself when it closes.
+//
+// A Router keys its tasks as the Store does, by namespace, tool name and task ID: tasks of different tools may
+// share an ID. A Router in store mode sends the tasks it evicts from its cache back to the Store in a goroutine of
+// its own, which runs while there are such tasks; Close stops it and detaches the tasks the Router brought into
+// memory.
 type Router struct {
 	prefix     string
 	inFlight   budget
@@ -68,10 +73,20 @@ type Router struct {
 	fanOut     int           // RouterOptions.MaxFanOut
 	deadLetter func(ctx context.Context, taskID string, in *Inbound, err error) error
 
+	evicted *detacher // store mode: detaches what the caches evict, off the webhooks' goroutines
+	calls   flight    // Dispatch, Task, CloseTask and SweepExpired in progress: Close waits for them
+
 	mu    sync.RWMutex
-	tools map[string]*routes // by "namespace/name"; kept after the last task leaves, so the tool stays known
-	tasks map[string]*routed // by task ID: the tasks given to Add
+	ended bool                // by Close: the Router takes no more webhooks, calls or tasks
+	tools map[string]*routes  // by "namespace/name"; kept after the last task leaves, so the tool stays known
+	tasks map[taskKey]*routed // the tasks given to Add
 }
+
+// taskKey names a task as the Store does: a task ID is unique within its tool only.
+type taskKey struct{ namespace, tool, id string }
+
+// keyOf is t's key.
+func keyOf(t *Task) taskKey { return taskKey{t.tool.Namespace(), t.tool.Name(), t.id} }
 
 // routes are the Tool values of one tool name the Router serves: one group each.
 type routes struct {
@@ -103,9 +118,9 @@ type routed struct {
 
 // NewRouter returns an empty Router; zero fields of opts keep their defaults.
 func NewRouter(opts RouterOptions) *Router {
-	r := &Router{prefix: defaultWebhookPrefix, tools: map[string]*routes{}, tasks: map[string]*routed{},
-		inFlight: budget{limit: defaultInFlightBytes}, cacheMax: defaultTaskCacheSize, cacheIdle: defaultTaskCacheIdle,
-		fanOut: defaultMaxFanOut, deadLetter: opts.DeadLetter}
+	r := &Router{prefix: defaultWebhookPrefix, tools: map[string]*routes{}, tasks: map[taskKey]*routed{},
+		evicted: newDetacher(), inFlight: budget{limit: defaultInFlightBytes}, cacheMax: defaultTaskCacheSize,
+		cacheIdle: defaultTaskCacheIdle, fanOut: defaultMaxFanOut, deadLetter: opts.DeadLetter}
 	if opts.Prefix != "" {
 		r.prefix = strings.TrimRight("/"+strings.Trim(opts.Prefix, "/"), "/") // "/" is the root: /{namespace}/{tool}
 	}
@@ -124,31 +139,50 @@ func NewRouter(opts RouterOptions) *Router {
 	return r
 }
 
-// Add starts routing payloads to t. It fails with ErrClosed for a closed task and when another task with the
-// same ID is already routed; adding the same task twice does nothing.
+// Add starts routing payloads to t. It fails with ErrClosed for a closed task or a closed Router, and when
+// another task of the same tool (namespace and name) with the same ID is already routed; adding the same task
+// twice does nothing. Tasks of different tools may share an ID.
+//
+// In store mode t is kept in memory (pinned) and is the task webhooks and Task reach for its ID; a copy of it
+// that the cache held is detached in the Router's own goroutine, not by Add.
 func (r *Router) Add(t *Task) error {
+	old, err := r.add(t)
+	if old != nil {
+		r.evicted.add(reasonReplaced, old)
+	}
+	return err
+}
+
+// add is Add under the Router's lock; it returns the older copy of t that the cache held, for the caller to
+// detach once the lock is released.
+func (r *Router) add(t *Task) (old *Task, _ error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if rt, ok := r.tasks[t.id]; ok {
+	if r.ended {
+		return nil, fmt.Errorf("tool: router: add task %s: %w", t.id, ErrClosed)
+	}
+	key := keyOf(t)
+	if rt, ok := r.tasks[key]; ok {
 		if rt.task == t {
-			return nil
+			return nil, nil
 		}
-		return fmt.Errorf("tool: router: another task with ID %q is already routed", t.id)
+		return nil, fmt.Errorf("tool: router: another task %s of %s/%s is already routed", t.id, key.namespace, key.tool)
 	}
 	if err := t.watch(r); err != nil {
-		return err
+		return nil, err
 	}
 	g := r.routesOf(t.tool).group(t.tool)
 	if g.cache != nil {
-		if err := g.cache.pin(t); err != nil {
+		var err error
+		if old, err = g.cache.pin(t); err != nil {
 			t.unwatch(r)
-			return err
+			return nil, err
 		}
 	} else {
 		g.mem.add(t)
 	}
-	r.tasks[t.id] = &routed{task: t, group: g}
-	return nil
+	r.tasks[key] = &routed{task: t, group: g}
+	return old, nil
 }
 
 // Serve makes the Router serve t's webhooks before it holds any task of t, and after its last task leaves: a
@@ -161,22 +195,26 @@ func (r *Router) Add(t *Task) error {
 // configuration, one Scan each, into a bounded cache (RouterOptions.TaskCacheSize). A task another replica grew
 // is re-read when the index says so. The Tool must be loaded WithRouteIndex over a Store that is a
 // store.ScanStore (store/postgres: also a store.SwapStore, store.ClaimStore and store.ExpiringStore, which
-// replicas need), and Tool.ReindexRoutes must have completed. Serve then reads the marker of Tool.ReindexRoutes (one Store read,
-// bounded by the Tool's CallTimeout) and fails with ErrNotReindexed without it; it also fails for a Tool loaded
-// without WithRouteIndex, a Store that is not a store.ScanStore, and a Tool already served, or given to Add, in eager
-// mode. It reads no task state: a restarted replica serves at once. Tasks given to Add are then kept in memory
-// (pinned) and not indexed by the Router: they write their routes themselves.
-func (r *Router) Serve(t *Tool, hydrate Hydrator) error {
+// replicas need), and Tool.ReindexRoutes must have completed. Serve then reads the marker of Tool.ReindexRoutes
+// (one Store read, bounded by ctx and by the Tool's CallTimeout) and fails with ErrNotReindexed without it; it
+// also fails for a Tool loaded without WithRouteIndex, a Store that is not a store.ScanStore, and a Tool already
+// served, or given to Add, in eager mode. It reads no task state: a restarted replica serves at once. Tasks given
+// to Add are then kept in memory (pinned) and not indexed by the Router: they write their routes themselves.
+// After Close, Serve fails with ErrClosed.
+func (r *Router) Serve(ctx context.Context, t *Tool, hydrate Hydrator) error {
 	if t == nil {
 		return errors.New("tool: router: Serve of a nil Tool")
 	}
 	if hydrate != nil {
-		if err := storeMode(t); err != nil {
+		if err := storeMode(ctx, t); err != nil {
 			return err
 		}
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.ended {
+		return fmt.Errorf("tool: router: serve %s/%s: %w", t.Namespace(), t.Name(), ErrClosed)
+	}
 	rs := r.routesOf(t)
 	exists := slices.ContainsFunc(rs.groups, func(g *group) bool { return g.tool == t })
 	g := rs.group(t)
@@ -187,21 +225,21 @@ func (r *Router) Serve(t *Tool, hydrate Hydrator) error {
 		return errors.New("tool: router: Serve with a Hydrator of a Tool the Router already serves in eager mode")
 	default:
 		g.mem, g.index = nil, newStoreIndex(t, r.fanOut)
-		g.cache = newTaskCache(t, hydrate, r.cacheMax, r.cacheIdle)
+		g.cache = newTaskCache(t, hydrate, r.cacheMax, r.cacheIdle, r.evicted)
 		g.source = g.cache
 	}
 	return nil
 }
 
-// storeMode checks that t can be served in store mode.
-func storeMode(t *Tool) error {
+// storeMode checks that t can be served in store mode; ctx bounds the read of the marker.
+func storeMode(ctx context.Context, t *Tool) error {
 	if t.routing == nil {
 		return errors.New("tool: router: store mode needs a Tool loaded WithRouteIndex")
 	}
 	if _, ok := t.opts.store.(store.ScanStore); !ok {
 		return errors.New("tool: router: store mode needs a Store that implements store.ScanStore")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), t.opts.limits.CallTimeout)
+	ctx, cancel := context.WithTimeout(ctx, t.opts.limits.CallTimeout)
 	defer cancel()
 	return t.reindexed(ctx)
 }
@@ -211,8 +249,13 @@ func storeMode(t *Tool) error {
 // recorded is torn down) and closed as by Task.Close, which removes its state and its routes. Copies other
 // replicas hold are no longer named by the index, so no webhook reaches them, and they leave their caches when
 // idle. A task whose ExpiresAt has passed is closed as it is brought into memory (nil). A task the Store does
-// not hold, or the Hydrator declines, is an error wrapping ErrNotFound; ctx bounds the call.
+// not hold, or the Hydrator declines, is an error wrapping ErrNotFound; after Close, ErrClosed. ctx bounds the
+// call.
 func (r *Router) CloseTask(ctx context.Context, namespace, tool, id string) error {
+	if err := r.enter(); err != nil {
+		return err
+	}
+	defer r.calls.done()
 	groups, _ := r.groups(namespace, tool)
 	for _, g := range groups {
 		if g.cache == nil {
@@ -236,8 +279,12 @@ func (r *Router) CloseTask(ctx context.Context, namespace, tool, id string) erro
 	return fmt.Errorf("tool: router: close task %s of %s/%s: %w", id, namespace, tool, ErrNotFound)
 }
 
-// Task lends the host the task id of namespace/tool that a Router in store mode serves, so that a call for it
-// (Invoke, Interrupt, Touch, ...) can run on whichever replica it reaches: the task this replica holds, or else
+// Task lends the host the task id of namespace/tool that the Router holds through Add, or that a Router in store
+// mode serves. A task given to Add in eager mode is lent as it is: release does nothing, and the task stays until
+// Remove or its end.
+//
+// In store mode a call for the task (Invoke, Interrupt, Touch, ...) can run on whichever replica it reaches: the
+// task this replica holds, or else
 // the stored task brought into memory with the Hydrator's configuration, one Scan, exactly as a webhook brings it.
 // (A copy held here keeps the allow list it has; calls merge theirs into the stored one, and webhooks re-read it
 // when the index says another replica grew it.) While lent it is pinned: the cache does not evict it. Call
@@ -246,8 +293,19 @@ func (r *Router) CloseTask(ctx context.Context, namespace, tool, id string) erro
 //
 // A task the Store does not hold, or the Hydrator declines, is an error wrapping ErrNotFound; one whose ExpiresAt
 // has passed is closed as it is brought into memory (ErrTaskExpired); one whose stored state does not decode is
-// an error naming it (task.hydration_failed). ctx bounds bringing the task into memory, not the lend.
+// an error naming it (task.hydration_failed); after Close, ErrClosed. ctx bounds bringing the task into memory,
+// not the lend.
 func (r *Router) Task(ctx context.Context, namespace, tool, id string) (t *Task, release func(), err error) {
+	if err := r.enter(); err != nil {
+		return nil, nil, err
+	}
+	defer r.calls.done()
+	r.mu.RLock()
+	rt := r.tasks[taskKey{namespace, tool, id}]
+	r.mu.RUnlock()
+	if rt != nil && rt.group.cache == nil {
+		return rt.task, func() {}, nil
+	}
 	groups, _ := r.groups(namespace, tool)
 	for _, g := range groups {
 		if g.cache == nil {
@@ -294,10 +352,12 @@ func (rs *routes) group(tl *Tool) *group {
 	return g
 }
 
-// Remove stops routing to the task with that ID; an unknown ID does nothing.
-func (r *Router) Remove(taskID string) {
+// Remove stops routing to the task id of namespace/tool that was given to Add; in store mode the task is then no
+// longer pinned, and leaves memory when the cache's bounds say so. A task Add was not given does nothing; Remove
+// neither closes nor detaches the task.
+func (r *Router) Remove(namespace, tool, id string) {
 	r.mu.Lock()
-	rt := r.tasks[taskID]
+	rt := r.tasks[taskKey{namespace, tool, id}]
 	if rt != nil {
 		r.removeLocked(rt)
 	}
@@ -308,7 +368,7 @@ func (r *Router) Remove(taskID string) {
 }
 
 func (r *Router) removeLocked(rt *routed) {
-	delete(r.tasks, rt.task.id)
+	delete(r.tasks, keyOf(rt.task))
 	g := rt.group
 	if g.cache != nil {
 		g.cache.unpin(rt.task)
@@ -323,7 +383,7 @@ func (r *Router) removeLocked(rt *routed) {
 func (r *Router) grown(t *Task, added map[string]any, evicted map[string][]string) {
 	r.mu.RLock() // held, so that a Remove cannot come between the lookup and the index's update
 	defer r.mu.RUnlock()
-	rt := r.tasks[t.id]
+	rt := r.tasks[keyOf(t)]
 	if rt == nil || rt.task != t || rt.group.mem == nil {
 		return
 	}
@@ -341,7 +401,7 @@ func (r *Router) grown(t *Task, added map[string]any, evicted map[string][]strin
 func (r *Router) closed(t *Task) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if rt := r.tasks[t.id]; rt != nil && rt.task == t {
+	if rt := r.tasks[keyOf(t)]; rt != nil && rt.task == t {
 		r.removeLocked(rt)
 		if rt.group.cache != nil {
 			rt.group.cache.forget(t)
@@ -366,7 +426,14 @@ var errUnknownTool = errors.New("tool: router: no task of this tool was ever add
 // On its first payload for a Tool, and every few minutes after, Dispatch records this replica (WithReplicaID) in
 // the Tool's Store as serving it, and reports facts.RouterEagerReplicas to the Tool's Observer when other
 // replicas did the same recently: a Router that holds its tasks in memory cannot see their allow-list growth.
+//
+// After Close the error wraps ErrNotAccepted and ErrClosed (ServeHTTP answers 503): another replica takes the
+// sender's retry.
 func (r *Router) Dispatch(ctx context.Context, namespace, tool string, in *Inbound) ([]*Delivery, error) {
+	if err := r.enter(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrNotAccepted, err)
+	}
+	defer r.calls.done()
 	groups, known := r.groups(namespace, tool)
 	if !known {
 		return nil, fmt.Errorf("%w: %s/%s", errUnknownTool, namespace, tool)

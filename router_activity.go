@@ -26,7 +26,7 @@ type activity struct {
 func (t *Task) leave() {
 	t.activity.left.Store(t.tool.opts.clock.Now().UnixNano())
 	t.activity.running.Add(-1)
-	t.calls.Done()
+	t.calls.done()
 }
 
 // active reports whether something runs in the task.

@@ -75,8 +75,12 @@ func (t *Task) expiredAt(now time.Time) bool {
 // Hydrator's configuration, so that what its backends recorded is torn down, and closed as by Task.Close (the
 // task.expired fact): its state, routes and expiry record go. A task the Hydrator declines is left stored and
 // not counted; a record whose task the Store no longer holds is removed. Tasks that cannot be closed are named
-// in the error, and the sweep goes on with the others; ctx bounds the call.
+// in the error, and the sweep goes on with the others; after Close, ErrClosed. ctx bounds the call.
 func (r *Router) SweepExpired(ctx context.Context) (int, error) {
+	if err := r.enter(); err != nil {
+		return 0, err
+	}
+	defer r.calls.done()
 	r.mu.RLock()
 	var caches []*taskCache
 	for _, rs := range r.tools {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -34,8 +35,10 @@ type memStore interface {
 type readCounter struct {
 	memStore
 	taskReads, scans, lookups atomic.Int64
-	lookupDown                atomic.Bool // Lookup fails
-	scanGate                  func()      // when set (before the Store is used concurrently), each task Scan runs it first
+	lookupDown                atomic.Bool          // Lookup fails
+	eventsDown                atomic.Bool          // Put of a task's event state fails
+	scanGate                  func()               // when set (before the Store is used concurrently), each task Scan runs it first
+	trace                     func(op, key string) // likewise: each Put and task Scan reports itself
 }
 
 func (s *readCounter) Get(ctx context.Context, key string) ([]byte, error) {
@@ -56,11 +59,24 @@ func (s *readCounter) Scan(ctx context.Context, prefix string) ([]store.Entry, e
 	if strings.HasPrefix(prefix, "tasks/") {
 		s.taskReads.Add(1)
 		s.scans.Add(1)
+		if s.trace != nil {
+			s.trace("scan", prefix)
+		}
 		if s.scanGate != nil {
 			s.scanGate()
 		}
 	}
 	return s.memStore.Scan(ctx, prefix)
+}
+
+func (s *readCounter) Put(ctx context.Context, key string, value []byte) error {
+	if s.trace != nil {
+		s.trace("put", key)
+	}
+	if s.eventsDown.Load() && strings.HasPrefix(key, "tasks/") && strings.HasSuffix(key, "/events") {
+		return errStoreDown
+	}
+	return s.memStore.Put(ctx, key, value)
 }
 
 func (s *readCounter) Lookup(ctx context.Context, routes [][]byte, after string, limit int) ([]store.RouteHits, error) {
@@ -95,9 +111,14 @@ func newReplicas(t *testing.T, ropts tool.RouterOptions, bopts ...tool.Option) *
 	hydrate := func(_ context.Context, id string) (tool.TaskConfig, bool) {
 		return tool.TaskConfig{Capability: tool.Capability{Bindings: map[string]any{"repo_id": 4242}}, Sink: rp.sink}, true
 	}
-	if err := rp.router.Serve(rp.b, hydrate); err != nil {
+	if err := rp.router.Serve(context.Background(), rp.b, hydrate); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() {
+		if err := rp.router.Close(context.Background()); err != nil {
+			t.Errorf("Router.Close: %v", err)
+		}
+	})
 	return rp
 }
 
@@ -212,17 +233,17 @@ func TestStoreModeNeedsTheReindexMarker(t *testing.T) {
 	ms := tool.NewMemoryStore()
 	hydrate := func(context.Context, string) (tool.TaskConfig, bool) { return tool.TaskConfig{}, false }
 	plain := issueTracker(t, tool.WithStore(ms))
-	if err := tool.NewRouter(tool.RouterOptions{}).Serve(plain, hydrate); err == nil {
+	if err := tool.NewRouter(tool.RouterOptions{}).Serve(context.Background(), plain, hydrate); err == nil {
 		t.Error("Serve with a Hydrator of a Tool without WithRouteIndex: nil error")
 	}
 	tl := issueTracker(t, tool.WithStore(ms), tool.WithRouteIndex())
-	if err := tool.NewRouter(tool.RouterOptions{}).Serve(tl, hydrate); !errors.Is(err, tool.ErrNotReindexed) {
+	if err := tool.NewRouter(tool.RouterOptions{}).Serve(context.Background(), tl, hydrate); !errors.Is(err, tool.ErrNotReindexed) {
 		t.Errorf("Serve with a Hydrator before ReindexRoutes = %v, want ErrNotReindexed", err)
 	}
 	if _, err := tl.ReindexRoutes(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if err := tool.NewRouter(tool.RouterOptions{}).Serve(tl, hydrate); err != nil {
+	if err := tool.NewRouter(tool.RouterOptions{}).Serve(context.Background(), tl, hydrate); err != nil {
 		t.Errorf("Serve with a Hydrator after ReindexRoutes: %v", err)
 	}
 }
@@ -559,12 +580,14 @@ func TestStoreModeEvictionOfAnUnchangedTaskWritesNothing(t *testing.T) {
 		mustInvoke(t, task, "create_issue", map[string]any{"title": "x", "assignee": "alice"})
 	}
 	pc := &putCounter{memStore: rp.mem}
-	b := issueTracker(t, tool.WithStore(pc), tool.WithRouteIndex(), tool.WithReplicaID("b2"))
+	obs := tooltest.NewObserver()
+	b := issueTracker(t, tool.WithStore(pc), tool.WithRouteIndex(), tool.WithReplicaID("b2"), tool.WithObserver(obs))
 	r := tool.NewRouter(tool.RouterOptions{TaskCacheSize: 1, TaskCacheIdle: 0})
+	t.Cleanup(func() { _ = r.Close(context.Background()) })
 	hydrate := func(_ context.Context, id string) (tool.TaskConfig, bool) {
 		return tool.TaskConfig{Capability: tool.Capability{Bindings: map[string]any{"repo_id": 4242}}}, true
 	}
-	if err := r.Serve(b, hydrate); err != nil {
+	if err := r.Serve(context.Background(), b, hydrate); err != nil {
 		t.Fatal(err)
 	}
 	// Both tasks follow alice, but the payload's action is not "assigned": both are visited, neither activates,
@@ -574,7 +597,340 @@ func TestStoreModeEvictionOfAnUnchangedTaskWritesNothing(t *testing.T) {
 	if err != nil || len(ds) != 2 {
 		t.Fatalf("deliveries %+v, %v; want both tasks visited", ds, err)
 	}
+	obs.Wait(t, facts.TaskDetached, 1) // in the Router's goroutine
 	if n := pc.puts.Load(); n != 0 {
 		t.Errorf("%d writes of task state for two visits and an eviction, want 0", n)
+	}
+}
+
+// Two tools whose tasks share an ID both route and are both lent in store mode, whether the Router brings them
+// into memory or holds them through Add.
+func TestStoreModeKeysTasksByToolAndID(t *testing.T) {
+	t.Parallel()
+	const id = "conv-7f3a"
+	ms := tool.NewMemoryStore()
+	names := []string{"issue-tracker", "issue-tracker-2"}
+	sinks := map[string]*countingSink{}
+	r := tool.NewRouter(tool.RouterOptions{})
+	t.Cleanup(func() { _ = r.Close(context.Background()) })
+	served := map[string]*tool.Tool{}
+	for _, name := range names {
+		a := issueTrackerNamed(t, name, tool.WithStore(ms), tool.WithRouteIndex(), tool.WithReplicaID("a"))
+		if _, err := a.ReindexRoutes(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		task := newTask(t, a, tool.TaskConfig{ID: id, Capability: tool.Capability{Bindings: map[string]any{"repo_id": 4242}}})
+		mustInvoke(t, task, "create_issue", map[string]any{"title": "x", "assignee": "alice"})
+		sinks[name] = &countingSink{}
+		b := issueTrackerNamed(t, name, tool.WithStore(ms), tool.WithRouteIndex(), tool.WithReplicaID("b"))
+		hydrate := func(_ context.Context, _ string) (tool.TaskConfig, bool) {
+			return tool.TaskConfig{Capability: tool.Capability{Bindings: map[string]any{"repo_id": 4242}}, Sink: sinks[name]}, true
+		}
+		if err := r.Serve(context.Background(), b, hydrate); err != nil {
+			t.Fatal(err)
+		}
+		served[name] = b
+	}
+	lends := func(when string) {
+		t.Helper()
+		for _, name := range names {
+			lent, release, err := r.Task(context.Background(), "engineering", name, id)
+			if err != nil || lent.Tool().Name() != name || lent.ID() != id {
+				t.Fatalf("%s: Router.Task(%s, %s) = %v, %v; want the task of %s", when, name, id, lent, err, name)
+			}
+			release()
+		}
+	}
+	for i, name := range names {
+		ds, err := r.Dispatch(context.Background(), "engineering", name, signed(hookSecret, fmt.Sprint("d", i), assigned(4242, "alice")))
+		if err != nil || len(ds) != 1 || len(ds[0].Activations) != 1 {
+			t.Fatalf("webhook for %s: %+v, %v; want its task activated", name, ds, err)
+		}
+	}
+	lends("hydrated")
+	for _, name := range names {
+		task, err := served[name].RestoreTask(context.Background(), tool.TaskConfig{ID: id,
+			Capability: tool.Capability{Bindings: map[string]any{"repo_id": 4242}}, Sink: sinks[name]})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = task.Detach(context.Background()) })
+		if err := r.Add(task); err != nil {
+			t.Fatalf("Add the task %s of %s in store mode: %v", id, name, err)
+		}
+	}
+	lends("given to Add")
+	for i, name := range names {
+		ds, err := r.Dispatch(context.Background(), "engineering", name, signed(hookSecret, fmt.Sprint("e", i), assigned(4242, "alice")))
+		if err != nil || len(ds) != 1 || len(ds[0].Activations) != 1 {
+			t.Fatalf("webhook for %s once its task was given to Add: %+v, %v", name, ds, err)
+		}
+		if got := sinks[name].accepted.Load(); got != 2 {
+			t.Errorf("the sink of %s accepted %d, want 2", name, got)
+		}
+	}
+}
+
+// detachGate is an Observer that holds the first task.detached fact of one task until release is closed: a
+// Detach of that task that does not return, as a slow Store write or teardown would not.
+type detachGate struct {
+	id      string
+	once    sync.Once
+	entered chan struct{} // closed once that Detach reached its fact
+	release chan struct{}
+}
+
+// newDetachGate returns a gate for the task id; register its open as a cleanup after the Router's Close (cleanups
+// run last first), so that a failing test does not leave Close waiting on it.
+func newDetachGate(id string) *detachGate {
+	return &detachGate{id: id, entered: make(chan struct{}), release: make(chan struct{})}
+}
+
+func (g *detachGate) Observe(_ context.Context, f tool.Fact) {
+	if f.Name != facts.TaskDetached || f.TaskID != g.id {
+		return
+	}
+	first := false
+	g.once.Do(func() { first = true; close(g.entered) })
+	if first {
+		<-g.release
+	}
+}
+
+func (g *detachGate) open() {
+	select {
+	case <-g.release:
+	default:
+		close(g.release)
+	}
+}
+
+// followers starts, at a, a task for each login, IDs t0, t1, ..., with that login in its allow list.
+func followers(t *testing.T, rp *replicas, logins ...string) {
+	t.Helper()
+	for i, login := range logins {
+		task := newTask(t, rp.a, tool.TaskConfig{ID: fmt.Sprintf("t%d", i), Capability: tool.Capability{Bindings: map[string]any{"repo_id": 4242}}})
+		mustInvoke(t, task, "create_issue", map[string]any{"title": "x", "assignee": login})
+	}
+}
+
+// The webhook whose end evicts another task from the cache does not wait on that task's Detach: the Router's own
+// goroutine detaches it.
+func TestStoreModeEvictionDoesNotDetachOnTheWebhook(t *testing.T) {
+	t.Parallel()
+	gate := newDetachGate("t0")
+	rp := newReplicas(t, tool.RouterOptions{TaskCacheSize: 1}, tool.WithObserver(gate))
+	t.Cleanup(gate.open)
+	followers(t, rp, "alice", "bob")
+	if n := rp.dispatch(t, "d1", "alice"); n != 1 {
+		t.Fatalf("alice: %d activations, want 1", n)
+	}
+	returned := make(chan int, 1)
+	go func() { returned <- rp.dispatch(t, "d2", "bob") }() // t1 comes in, t0 goes out
+	if n := await(t, returned, "the webhook that evicted t0 while t0's Detach is held"); n != 1 {
+		t.Errorf("bob: %d activations, want 1", n)
+	}
+	await(t, gate.entered, "t0's Detach")
+}
+
+// A Detach that fails after an eviction is reported as a fact naming the task, not dropped.
+func TestStoreModeDetachFailureIsAFact(t *testing.T) {
+	t.Parallel()
+	obs := tooltest.NewObserver()
+	rp := newReplicas(t, tool.RouterOptions{TaskCacheSize: 1}, tool.WithObserver(obs))
+	followers(t, rp, "alice", "bob")
+	if n := rp.dispatch(t, "d1", "alice"); n != 1 { // t0's last activity changes: its Detach writes it
+		t.Fatalf("alice: %d activations, want 1", n)
+	}
+	rp.store.eventsDown.Store(true)
+	if n := rp.dispatch(t, "d2", "bob"); n != 1 { // evicts t0
+		t.Fatalf("bob: %d activations, want 1", n)
+	}
+	f := obs.Wait(t, facts.TaskDetachFailed, 1)[0]
+	if f.TaskID != "t0" || f.Data["reason"] != "evicted" || f.Data["expired"] != false ||
+		!strings.Contains(fmt.Sprint(f.Data["error"]), errStoreDown.Error()) {
+		t.Errorf("fact %+v, want task t0, reason evicted, expired false and the Store's error", f)
+	}
+	rp.store.eventsDown.Store(false)
+}
+
+// Router.Add does not hold the Router's lock while the copy it replaces is detached: webhooks for other tasks go
+// on meanwhile, and Add returns.
+func TestRouterAddDoesNotHoldTheLockWhileDetaching(t *testing.T) {
+	t.Parallel()
+	gate := newDetachGate("t0")
+	rp := newReplicas(t, tool.RouterOptions{}, tool.WithObserver(gate))
+	followers(t, rp, "alice", "bob")
+	if n := rp.dispatch(t, "d1", "alice"); n != 1 { // t0 in the cache
+		t.Fatalf("alice: %d activations, want 1", n)
+	}
+	pinned, err := rp.b.RestoreTask(context.Background(), tool.TaskConfig{ID: "t0",
+		Capability: tool.Capability{Bindings: map[string]any{"repo_id": 4242}}, Sink: rp.sink})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = pinned.Detach(context.Background()) })
+	t.Cleanup(gate.open) // first of all: the Detach it holds may hold the Router's lock (it did)
+	added := make(chan error, 1)
+	go func() { added <- rp.router.Add(pinned) }()
+	await(t, gate.entered, "the Detach of the copy Add replaced")
+	returned := make(chan int, 1)
+	go func() { returned <- rp.dispatch(t, "d2", "bob") }()
+	if n := await(t, returned, "a webhook for another task while the replaced copy's Detach is held"); n != 1 {
+		t.Errorf("bob: %d activations, want 1", n)
+	}
+	if err := await(t, added, "Add while the replaced copy's Detach is held"); err != nil {
+		t.Errorf("Add: %v", err)
+	}
+}
+
+// Router.Close detaches every task the Router brought into memory, lent ones and evicted ones not yet detached
+// included, leaves the tasks given to Add to the host, stops its goroutine, and refuses what comes after.
+func TestRouterCloseDetachesWhatItBroughtIntoMemory(t *testing.T) {
+	tooltest.NoLeaks(t)
+	obs := tooltest.NewObserver()
+	gate := newDetachGate("t0")
+	ctx := context.Background()
+	rp := newReplicas(t, tool.RouterOptions{TaskCacheSize: 2}, tool.WithObserver(tool.ObserverFunc(func(ctx context.Context, f tool.Fact) {
+		obs.Observe(ctx, f)
+		gate.Observe(ctx, f)
+	})))
+	t.Cleanup(gate.open)
+	followers(t, rp, "alice", "bob", "carol", "dave")
+	for i, login := range []string{"alice", "bob", "carol"} { // t0 is evicted: its Detach is held
+		if n := rp.dispatch(t, fmt.Sprint("d", i), login); n != 1 {
+			t.Fatalf("%s: %d activations, want 1", login, n)
+		}
+	}
+	await(t, gate.entered, "the Detach of the evicted t0")
+	if n := rp.dispatch(t, "d3", "dave"); n != 1 { // evicts t1, queued behind t0
+		t.Fatalf("dave: %d activations, want 1", n)
+	}
+	lent, release, err := rp.router.Task(ctx, "engineering", "issue-tracker", "t2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	pinned, err := rp.b.NewTask(ctx, tool.TaskConfig{ID: "pinned", Capability: tool.Capability{Bindings: map[string]any{"repo_id": 4242}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pinned.Close(ctx)
+	if err := rp.router.Add(pinned); err != nil {
+		t.Fatal(err)
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- rp.router.Close(ctx) }()
+	gate.open()
+	if err := await(t, closed, "Router.Close"); err != nil {
+		t.Fatalf("Router.Close: %v", err)
+	}
+	detached := map[string]int{}
+	for _, f := range obs.Facts(facts.TaskDetached) {
+		detached[f.TaskID]++
+	}
+	if want := map[string]int{"t0": 1, "t1": 1, "t2": 1, "t3": 1}; !maps.Equal(detached, want) {
+		t.Errorf("tasks detached by the time Close returned: %v, want %v (the pinned task is the host's)", detached, want)
+	}
+	if _, err := lent.Invoke(ctx, "create_issue", map[string]any{"title": "x", "assignee": "erin"}); !errors.Is(err, tool.ErrClosed) {
+		t.Errorf("a call on a task lent before Close = %v, want ErrClosed (detached)", err)
+	}
+	if _, err := pinned.Invoke(ctx, "create_issue", map[string]any{"title": "x", "assignee": "erin"}); err != nil {
+		t.Errorf("a call on the task given to Add, after Close: %v", err)
+	}
+	if _, err := rp.send("d9", "alice"); !errors.Is(err, tool.ErrNotAccepted) || !errors.Is(err, tool.ErrClosed) {
+		t.Errorf("Dispatch after Close = %v, want ErrNotAccepted and ErrClosed (503)", err)
+	}
+	if _, _, err := rp.router.Task(ctx, "engineering", "issue-tracker", "t2"); !errors.Is(err, tool.ErrClosed) {
+		t.Errorf("Router.Task after Close = %v, want ErrClosed", err)
+	}
+	if err := rp.router.CloseTask(ctx, "engineering", "issue-tracker", "t2"); !errors.Is(err, tool.ErrClosed) {
+		t.Errorf("Router.CloseTask after Close = %v, want ErrClosed", err)
+	}
+	if _, err := rp.router.SweepExpired(ctx); !errors.Is(err, tool.ErrClosed) {
+		t.Errorf("Router.SweepExpired after Close = %v, want ErrClosed", err)
+	}
+	if err := rp.router.Add(pinned); !errors.Is(err, tool.ErrClosed) {
+		t.Errorf("Router.Add after Close = %v, want ErrClosed", err)
+	}
+	if err := rp.router.Serve(ctx, rp.b, nil); !errors.Is(err, tool.ErrClosed) {
+		t.Errorf("Router.Serve after Close = %v, want ErrClosed", err)
+	}
+}
+
+// blockingGet is a memory store whose Get blocks until its context ends once block is set.
+type blockingGet struct {
+	memStore
+	block   atomic.Bool
+	entered chan struct{}
+}
+
+func (s *blockingGet) Get(ctx context.Context, key string) ([]byte, error) {
+	if s.block.Load() {
+		close(s.entered)
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	return s.memStore.Get(ctx, key)
+}
+
+// Serve's ctx bounds its Store read (the marker of ReindexRoutes).
+func TestServeStoreReadEndsWithItsContext(t *testing.T) {
+	t.Parallel()
+	st := &blockingGet{memStore: tool.NewMemoryStore().(memStore), entered: make(chan struct{})}
+	tl := issueTracker(t, tool.WithStore(st), tool.WithRouteIndex())
+	if _, err := tl.ReindexRoutes(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	st.block.Store(true)
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() {
+		served <- tool.NewRouter(tool.RouterOptions{}).Serve(ctx, tl, func(context.Context, string) (tool.TaskConfig, bool) {
+			return tool.TaskConfig{}, false
+		})
+	}()
+	await(t, st.entered, "Serve's read of the marker")
+	cancel()
+	if err := await(t, served, "Serve once its ctx ended"); !errors.Is(err, context.Canceled) {
+		t.Errorf("Serve = %v, want context.Canceled", err)
+	}
+}
+
+// A task brought into memory again while its evicted copy still waits to be detached reads what that copy writes:
+// the webhook that needs the task detaches the copy first (it is the same task, not another's).
+func TestStoreModeRehydrationWaitsForTheEvictedCopy(t *testing.T) {
+	t.Parallel()
+	gate := newDetachGate("t0")
+	rp := newReplicas(t, tool.RouterOptions{TaskCacheSize: 1}, tool.WithObserver(gate))
+	t.Cleanup(gate.open)
+	followers(t, rp, "alice", "bob", "carol")
+	var mu sync.Mutex
+	var ops []string
+	rp.store.trace = func(op, key string) {
+		mu.Lock()
+		ops = append(ops, op+" "+key)
+		mu.Unlock()
+	}
+	for i, login := range []string{"alice", "bob", "carol", "bob"} {
+		// t0 evicted by bob (its Detach held), t1 by carol (queued behind t0), then bob needs t1 again
+		if n := rp.dispatch(t, fmt.Sprint("d", i), login); n != 1 {
+			t.Fatalf("%s: %d activations, want 1", login, n)
+		}
+		if i == 1 {
+			await(t, gate.entered, "the Detach of the evicted t0")
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	put := slices.Index(ops, "put tasks/engineering/issue-tracker/t1/events")
+	scan := -1 // the second hydration's
+	for i, op := range ops {
+		if op == "scan tasks/engineering/issue-tracker/t1/" {
+			scan = i
+		}
+	}
+	if put < 0 || put > scan {
+		t.Errorf("t1's evicted copy wrote its state at %d, its second hydration read it at %d; want the write first: %v", put, scan, ops)
 	}
 }

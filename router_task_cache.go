@@ -13,7 +13,8 @@ import (
 )
 
 // The task source of store mode: a bounded cache of the tasks a Router brings into memory from the Store as
-// webhooks need them (hydration), and sends back to the Store (eviction, as Task.Detach) when they are idle.
+// webhooks need them (hydration), and sends back to the Store (eviction, as Task.Detach, by the Router's detacher:
+// router_detach.go) when they are idle.
 
 // errSkip is a task source's answer for a task the index named that is not to be visited: the host's Hydrator
 // declined it, or the Store no longer holds it (it was closed).
@@ -28,15 +29,17 @@ var (
 
 // taskCache holds the tasks of one Tool value that a Router in store mode brought into memory: at most max of
 // them, each while it is active (router_activity.go), pinned (Router.Add, background events), lent to a dispatch, or
-// idle less than idle. It is safe for concurrent use. It starts no goroutine: it sweeps when it lends a task,
-// at most every idle/4.
+// idle less than idle. It is safe for concurrent use. It starts no goroutine: it sweeps when a lend ends, at most
+// every idle/4, and hands what it evicts to the Router's detacher.
 type taskCache struct {
 	tool    *Tool
 	hydrate Hydrator
 	max     int
 	idle    time.Duration
+	evicted *detacher
 
 	mu         sync.Mutex
+	closed     bool // by drain (Router.Close): a task loaded after it is detached by its loader
 	entries    map[string]*cacheEntry
 	lru        *list.List // of *cacheEntry, the most recently lent at the front
 	lastSweep  time.Time
@@ -87,9 +90,9 @@ type cacheEntry struct {
 	gen     uint64     // under refresh: the generation of the allow list the task holds, at least
 }
 
-func newTaskCache(t *Tool, h Hydrator, max int, idle time.Duration) *taskCache {
-	return &taskCache{tool: t, hydrate: h, max: max, idle: idle, entries: map[string]*cacheEntry{}, lru: list.New(),
-		quarantine: map[string]*quarantined{}}
+func newTaskCache(t *Tool, h Hydrator, max int, idle time.Duration, evicted *detacher) *taskCache {
+	return &taskCache{tool: t, hydrate: h, max: max, idle: idle, evicted: evicted, entries: map[string]*cacheEntry{},
+		lru: list.New(), quarantine: map[string]*quarantined{}}
 }
 
 // task lends the task ref names until release is called, hydrating it when it is not in memory, and re-reading
@@ -156,11 +159,18 @@ func (c *taskCache) lend(id string) (e *cacheEntry, load bool, _ *hydrationError
 // uses (startTask with the snapshot), made with a context that never ends. gen is the generation the index
 // held before the Scan, so the task holds an allow list at least that new.
 func (c *taskCache) load(ctx context.Context, e *cacheEntry, gen uint64) {
-	e.task, e.err = c.hydrateTask(ctx, e.id)
+	e.err = c.evicted.settle(ctx, taskKey{c.tool.Namespace(), c.tool.Name(), e.id})
+	if e.err == nil {
+		e.task, e.err = c.hydrateTask(ctx, e.id)
+	}
 	e.gen = gen
 	c.mu.Lock()
+	var late *Task // loaded after Router.Close drained the cache
 	var herr *hydrationError
 	switch {
+	case e.err == nil && c.closed:
+		late, e.task, e.err = e.task, nil, fmt.Errorf("%w: tool: router: %w", ErrNotAccepted, ErrClosed)
+		c.remove(e)
 	case errors.As(e.err, &herr):
 		q := c.quarantine[e.id]
 		if q == nil {
@@ -178,6 +188,9 @@ func (c *taskCache) load(ctx context.Context, e *cacheEntry, gen uint64) {
 	}
 	c.mu.Unlock()
 	close(e.ready)
+	if late != nil {
+		_ = c.evicted.detach(ctx, late, reasonClosed) // this webhook's own task: Close has stopped the detacher
+	}
 }
 
 func (c *taskCache) hydrateTask(ctx context.Context, id string) (*Task, error) {
@@ -232,20 +245,14 @@ func (c *taskCache) refresh(ctx context.Context, e *cacheEntry, ref taskRef) err
 	return nil
 }
 
-// release ends a lend, and evicts what the bounds say.
+// release ends a lend, and evicts what the bounds say: the Router's detacher sends those tasks back to the
+// Store, so that the webhook that released waits on no other task's I/O.
 func (c *taskCache) release(e *cacheEntry) {
 	c.mu.Lock()
 	e.lent--
 	evicted := c.evictable()
 	c.mu.Unlock()
-	now := c.tool.opts.clock.Now()
-	for _, t := range evicted {
-		if t.expiredAt(now) { // its timer has not fired yet: it ends, as the timer would end it
-			t.expire()
-			continue
-		}
-		_ = t.Detach(context.Background()) // its state stays in the Store, where the next hydration reads it
-	}
+	c.evicted.add(reasonEvicted, evicted...)
 }
 
 // evictable removes from the cache the tasks over the size bound, least recently lent first, and, at most every
@@ -313,27 +320,28 @@ func (c *taskCache) forget(t *Task) {
 	}
 }
 
-// pin puts t, given to Router.Add, in the cache for good: it is the task dispatches get for its ID. It fails
-// when another task of that ID is in the cache and lent.
-func (c *taskCache) pin(t *Task) error {
+// pin puts t, given to Router.Add, in the cache for good: it is the task dispatches get for its ID. It returns
+// the copy of t the cache held, if any, for the caller to detach (no I/O under the Router's lock). It fails when
+// another task of that ID is in the cache and lent.
+func (c *taskCache) pin(t *Task) (old *Task, _ error) {
 	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, fmt.Errorf("tool: router: %w", ErrClosed)
+	}
 	e := c.entries[t.id]
-	var old *Task
 	if e != nil {
 		select {
 		case <-e.ready:
 		default:
-			c.mu.Unlock()
-			return fmt.Errorf("tool: router: task %q is being loaded; add it again", t.id)
+			return nil, fmt.Errorf("tool: router: task %q is being loaded; add it again", t.id)
 		}
 		if e.task == t {
 			e.pinned = true
-			c.mu.Unlock()
-			return nil
+			return nil, nil
 		}
 		if e.lent > 0 || e.pinned {
-			c.mu.Unlock()
-			return fmt.Errorf("tool: router: another task with ID %q is in use", t.id)
+			return nil, fmt.Errorf("tool: router: another task with ID %q is in use", t.id)
 		}
 		old = e.task
 		c.remove(e)
@@ -342,11 +350,30 @@ func (c *taskCache) pin(t *Task) error {
 	close(e.ready)
 	e.elem = c.lru.PushFront(e)
 	c.entries[t.id] = e
-	c.mu.Unlock()
-	if old != nil {
-		_ = old.Detach(context.Background())
+	return old, nil
+}
+
+// drain empties the cache for Router.Close and returns the tasks it brought into memory, lent ones included. The
+// tasks given to Router.Add are the host's and are left alone; a task still being loaded is detached by its
+// loader (load).
+func (c *taskCache) drain() []*Task {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closed = true
+	var out []*Task
+	for _, e := range c.entries {
+		select {
+		case <-e.ready:
+		default:
+			continue
+		}
+		if e.task != nil && !e.pinned {
+			out = append(out, e.task)
+		}
 	}
-	return nil
+	c.entries = map[string]*cacheEntry{}
+	c.lru.Init()
+	return out
 }
 
 // unpin makes t evictable again (Router.Remove).

@@ -207,7 +207,7 @@ func TestRouterTaskMembership(t *testing.T) {
 	if n := visited(); n != 1 {
 		t.Fatalf("visited %d tasks, want 1", n)
 	}
-	r.Remove("same")
+	r.Remove("tests", "repo-events", "same")
 	if n := visited(); n != 0 {
 		t.Errorf("after Remove: visited %d tasks, want 0", n)
 	}
@@ -221,6 +221,57 @@ func TestRouterTaskMembership(t *testing.T) {
 	}
 	if err := r.Add(b); !errors.Is(err, tool.ErrClosed) {
 		t.Errorf("Add(closed) = %v, want ErrClosed", err)
+	}
+}
+
+// A Router keys its tasks as the Store does, by namespace, tool and ID: two tools whose tasks share an ID both
+// route, both are lent by Router.Task (eager mode lends a task given to Add), and Remove names the one it removes.
+func TestRouterKeysTasksByToolAndID(t *testing.T) {
+	t.Parallel()
+	const id = "conv-7f3a"
+	r := tool.NewRouter(tool.RouterOptions{})
+	bind := tool.Capability{Bindings: map[string]any{"repo": "o/r"}}
+	names := []string{"repo-events", "repo-events-2"}
+	tasks := map[string]*tool.Task{}
+	sinks := map[string]*countingSink{}
+	for _, name := range names {
+		tl := mustLoadSrc(t, strings.Replace(repoEvents(""), "name: repo-events\n", "name: "+name+"\n", 1),
+			tool.WithSettings(map[string]any{"secret": hookSecret}))
+		sinks[name] = &countingSink{}
+		tasks[name] = newTask(t, tl, tool.TaskConfig{ID: id, Capability: bind, Sink: sinks[name]})
+		if err := r.Add(tasks[name]); err != nil {
+			t.Fatalf("Add the task %s of %s: %v", id, name, err)
+		}
+	}
+	for _, name := range names {
+		ds, err := r.Dispatch(context.Background(), "tests", name, signed(hookSecret, "", pushFor("o/r")))
+		if err != nil || len(ds) != 1 || len(ds[0].Activations) != 1 {
+			t.Errorf("webhook for %s: %+v, %v; want its task activated", name, ds, err)
+		}
+		lent, release, err := r.Task(context.Background(), "tests", name, id)
+		if err != nil || lent != tasks[name] {
+			t.Errorf("Router.Task(%s, %s) = %p, %v; want the task given to Add (%p)", name, id, lent, err, tasks[name])
+		} else {
+			release()
+			release() // later calls do nothing
+		}
+	}
+	for _, name := range names {
+		if got := sinks[name].accepted.Load(); got != 1 {
+			t.Errorf("the sink of %s accepted %d, want 1", name, got)
+		}
+	}
+	if _, _, err := r.Task(context.Background(), "tests", "repo-events-3", id); !errors.Is(err, tool.ErrNotFound) {
+		t.Errorf("Router.Task of a tool it does not hold = %v, want ErrNotFound", err)
+	}
+	r.Remove("tests", "repo-events", id)
+	if _, _, err := r.Task(context.Background(), "tests", "repo-events", id); !errors.Is(err, tool.ErrNotFound) {
+		t.Errorf("Router.Task after Remove = %v, want ErrNotFound", err)
+	}
+	if lent, release, err := r.Task(context.Background(), "tests", "repo-events-2", id); err != nil || lent != tasks["repo-events-2"] {
+		t.Errorf("the other tool's task after Remove: %p, %v; want it still held", lent, err)
+	} else {
+		release()
 	}
 }
 
@@ -406,10 +457,10 @@ func TestRouterServesToolWithoutTasks(t *testing.T) {
 	t.Parallel()
 	tl := repoTool(t)
 	r := tool.NewRouter(tool.RouterOptions{})
-	if err := r.Serve(nil, nil); err == nil {
+	if err := r.Serve(context.Background(), nil, nil); err == nil {
 		t.Error("Serve(nil) did not fail")
 	}
-	if err := r.Serve(tl, nil); err != nil {
+	if err := r.Serve(context.Background(), tl, nil); err != nil {
 		t.Fatal(err)
 	}
 	mux := http.NewServeMux()
@@ -435,7 +486,7 @@ func TestRouterServesToolWithoutTasks(t *testing.T) {
 	if code, body := post(path); code != http.StatusAccepted || !strings.Contains(body, `"activations":1`) {
 		t.Errorf("with a task: %d %s, want 202 with one activation", code, body)
 	}
-	r.Remove(task.ID())
+	r.Remove("tests", "repo-events", task.ID())
 	if code, body := post(path); code != http.StatusAccepted || !strings.Contains(body, `"activations":0`) {
 		t.Errorf("after the last task left: %d %s, want 202 with no activation", code, body)
 	}
@@ -450,7 +501,7 @@ func TestRouterToolStaysKnownAfterItsLastTask(t *testing.T) {
 	if err := r.Add(task); err != nil {
 		t.Fatal(err)
 	}
-	r.Remove(task.ID())
+	r.Remove("tests", "repo-events", task.ID())
 	in := signed(hookSecret, "", pushFor("o/r"))
 	req := httptest.NewRequest(http.MethodPost, "/v1/webhooks/events"+"/tests/repo-events", bytes.NewReader(in.Body))
 	req.Header = in.Headers
@@ -568,7 +619,7 @@ func TestRouterWarnsEagerReplicasSharingAStore(t *testing.T) {
 		obs := &factRecorder{}
 		tl := repoTool(t, tool.WithStore(store), tool.WithClock(clock), tool.WithReplicaID(id), tool.WithObserver(obs))
 		r := tool.NewRouter(tool.RouterOptions{})
-		if err := r.Serve(tl, nil); err != nil {
+		if err := r.Serve(context.Background(), tl, nil); err != nil {
 			t.Fatal(err)
 		}
 		return r, obs

@@ -102,7 +102,7 @@ type Task struct {
 	runSeq    uint64
 	watchers  []watcher // routers holding the task
 	instances map[string]*instance
-	calls     sync.WaitGroup
+	calls     flight // the calls in the task (enter, leave)
 	closeOnce sync.Once
 	closeErr  error
 
@@ -118,9 +118,12 @@ type Task struct {
 
 // instance is a backend initialized for the task, or being initialized.
 type instance struct {
-	done chan struct{}
+	done chan struct{} // closed under the task's mu, once inst and err are set
 	inst runtime.Instance
 	err  error
+	// abandoned (under the task's mu): close stopped waiting for Initialize, so the call that runs it tears down
+	// what it produces.
+	abandoned bool
 }
 
 // NewTask starts a task (SPEC §3.3): it checks the capability's bindings — every key must be a declared
@@ -287,7 +290,7 @@ func (t *Task) close(ctx context.Context, detach bool) error {
 	if err := t.events.close(ctx, detach); err != nil {
 		errs = append(errs, err)
 	}
-	if !waitGroupWithin(ctx, &t.calls) {
+	if !t.calls.wait(ctx) {
 		errs = append(errs, fmt.Errorf("calls still running: %w", ctx.Err()))
 	}
 
@@ -299,17 +302,9 @@ func (t *Task) close(ctx context.Context, detach bool) error {
 	for kind, in := range instances {
 		// Initialize runs on the task's context, which is cancelled by now, so it ends soon; every successful
 		// Initialize is torn down, within the teardown bound, even when ctx has already ended (SPEC §7.4).
-		select {
-		case <-in.done:
-		case <-time.After(t.tool.opts.limits.TeardownTimeout):
+		if !t.settled(in) {
 			keep[kind] = true
 			errs = append(errs, fmt.Errorf("initialize %s did not end within the teardown bound", kind))
-			go func() { // tear down whatever it produces once it does end
-				<-in.done
-				if in.inst != nil {
-					_ = t.teardown(context.Background(), kind, in.inst)
-				}
-			}()
 			continue
 		}
 		if in.inst == nil {
@@ -385,20 +380,86 @@ func (t *Task) notifyGrown(added map[string]any, evicted map[string][]string) {
 	}
 }
 
-// waitGroupWithin waits for wg until ctx ends; it reports whether wg finished.
-func waitGroupWithin(ctx context.Context, wg *sync.WaitGroup) bool {
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
+// settled waits, for the teardown bound on the Tool's Clock, until in's Initialize has ended, and reports
+// whether it did. When the bound passes first, in is abandoned: the call that runs Initialize tears down what it
+// produces (initialize), so that no goroutine of close's waits for it.
+func (t *Task) settled(in *instance) bool {
 	select {
-	case <-done:
+	case <-in.done:
+		return true
+	default:
+	}
+	timer := t.tool.opts.clock.NewTimer(t.tool.opts.limits.TeardownTimeout)
+	defer timer.Stop()
+	select {
+	case <-in.done:
+		return true
+	case <-timer.C():
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	select {
+	case <-in.done: // it ended as the bound passed
+		return true
+	default:
+		in.abandoned = true
+		return false
+	}
+}
+
+// flight counts work in flight, as a sync.WaitGroup does, and is waited for within a context with no goroutine:
+// work that never ends leaves nothing behind but itself. The zero value is ready to use.
+type flight struct {
+	mu   sync.Mutex
+	n    int
+	idle chan struct{} // made by a waiter, closed when n drops to zero; nil while nobody waits
+}
+
+// add counts one more.
+func (f *flight) add() {
+	f.mu.Lock()
+	f.n++
+	f.mu.Unlock()
+}
+
+// done ends what add counted.
+func (f *flight) done() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.n--; f.n == 0 && f.idle != nil {
+		close(f.idle)
+		f.idle = nil
+	}
+}
+
+// goFunc runs fn in a goroutine, counted until it returns.
+func (f *flight) goFunc(fn func()) {
+	f.add()
+	go func() {
+		defer f.done()
+		fn()
+	}()
+}
+
+// wait waits until nothing is in flight or ctx ends, and reports whether nothing is.
+func (f *flight) wait(ctx context.Context) bool {
+	f.mu.Lock()
+	if f.n == 0 {
+		f.mu.Unlock()
+		return true
+	}
+	if f.idle == nil {
+		f.idle = make(chan struct{})
+	}
+	idle := f.idle
+	f.mu.Unlock()
+	select {
+	case <-idle:
 		return true
 	case <-ctx.Done():
-		select {
-		case <-done:
-			return true
-		default:
-			return false
-		}
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return f.n == 0
 	}
 }
 
@@ -457,7 +518,7 @@ func (t *Task) enter() error {
 	if t.closed {
 		return ErrClosed
 	}
-	t.calls.Add(1)
+	t.calls.add()
 	t.activity.running.Add(1)
 	return nil
 }
@@ -505,20 +566,38 @@ func (t *Task) instance(ctx context.Context, a *action, call *runtime.Call) (run
 	return in.inst, in.err
 }
 
-// initialize runs the backend's Initialize into in; a panic becomes an unrecoverable error (its value is not
-// kept: it could hold a secret) and in.done is closed whatever happens.
+// initialize runs the backend's Initialize into in, and closes in.done whatever happens. When close has
+// abandoned in meanwhile (it waited for the teardown bound), what Initialize produced is torn down here and in
+// holds ErrClosed.
 func (t *Task) initialize(ctx context.Context, a *action, call *runtime.Call, in *instance) {
-	defer close(in.done)
+	inst, err := t.runInitialize(ctx, a, call)
+	t.mu.Lock()
+	abandoned := in.abandoned
+	if abandoned {
+		in.err = ErrClosed
+	} else {
+		in.inst, in.err = inst, err
+	}
+	close(in.done)
+	t.mu.Unlock()
+	if abandoned && inst != nil {
+		_ = t.teardown(ctx, a.kind, inst) // close's error named it; a failure is reported as a fact
+	}
+}
+
+// runInitialize runs the backend's Initialize; a panic becomes an unrecoverable error (its value is not kept: it
+// could hold a secret).
+func (t *Task) runInitialize(ctx context.Context, a *action, call *runtime.Call) (inst runtime.Instance, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			in.inst, in.err = nil, runtime.Unrecoverable(fmt.Errorf("initialize %s panicked", a.kind))
+			inst, err = nil, runtime.Unrecoverable(fmt.Errorf("initialize %s panicked", a.kind))
 		}
 	}()
-	in.inst, in.err = a.backend.Initialize(ctx, t.initFor(ctx, a, call))
-	if in.err != nil {
-		in.inst = nil
-		in.err = runtime.Unrecoverable(fmt.Errorf("initialize %s: %w", a.kind, in.err))
+	inst, err = a.backend.Initialize(ctx, t.initFor(ctx, a, call))
+	if err != nil {
+		return nil, runtime.Unrecoverable(fmt.Errorf("initialize %s: %w", a.kind, err))
 	}
+	return inst, nil
 }
 
 // runtimeLimits are the host's limits as backends see them.

@@ -123,6 +123,13 @@ const (
 	// stored state does not decode, or its configuration fails NewTask's checks. Fact.TaskID names it; the
 	// webhook is answered 503. Data: error.
 	TaskHydrationFailed = "task.hydration_failed"
+	// TaskDetachFailed: a Router in store mode sent a task it had brought into memory out of it, and Task.Detach
+	// failed (a Store write of its last activity, a backend's teardown), or, for a task whose ExpiresAt had
+	// passed, the close that ends it failed. The Router does this in a goroutine of its own, never on a webhook's.
+	// The task has left memory either way; the Store holds what it last wrote. Fact.TaskID names it. Data: error;
+	// reason ("evicted": the cache's bounds, "replaced": Router.Add pinned another copy, "router_closed":
+	// Router.Close); expired (bool: the task was closed, not detached).
+	TaskDetachFailed = "task.detach_failed"
 )
 
 // Backends: reported by the backends of a task's calls.

@@ -14,7 +14,9 @@ import (
 	"time"
 
 	"github.com/commonagents-go/tool"
+	"github.com/commonagents-go/tool/facts"
 	"github.com/commonagents-go/tool/store/postgres"
+	"github.com/commonagents-go/tool/tooltest"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -94,7 +96,7 @@ func storeModeRouter(b *testing.B, schema string, sink tool.Sink) (r *tool.Route
 		b.Fatal(err)
 	}
 	r = tool.NewRouter(tool.RouterOptions{})
-	err = r.Serve(tl, func(_ context.Context, id string) (tool.TaskConfig, bool) {
+	err = r.Serve(ctx, tl, func(_ context.Context, id string) (tool.TaskConfig, bool) {
 		return tool.TaskConfig{Capability: tool.Capability{Bindings: map[string]any{"team": id}}, Sink: sink}, true
 	})
 	if err != nil {
@@ -299,4 +301,101 @@ func BenchmarkSweepExpired(b *testing.B) {
 			}
 		}
 	})
+}
+
+// evictees is how many cached tasks one webhook of BenchmarkStoreModeEviction sends out of the cache.
+const evictees = 100
+
+// BenchmarkStoreModeEviction measures what the eviction of cached tasks costs the webhook that triggers it
+// (issue 42): each round brings t1..t100 into memory (a delivery each, which activates them, so each has a last
+// activity to write back), then times a webhook for the hot task t0 with no eviction due ("none") and one that,
+// once the Tool's Clock has moved past the cache's idle age, sends the 100 idle tasks out of the cache
+// ("evict"), in turn first and second. After the evict sample it waits, untimed, until the 100 tasks are
+// detached. It reports the p50 and p99 of both, and the ratio of the p99s. Run with -benchtime Nx: N rounds, N
+// samples of each.
+func BenchmarkStoreModeEviction(b *testing.B) {
+	schema := newSchema(b)
+	seedFanin(b, schema, open(b, schema), max(storedCount(b), evictees))
+	ctx := context.Background()
+	st, err := postgres.Open(ctx, dsn(b), postgres.WithSchema(schema))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	clock := tooltest.NewClock(time.Now())
+	detached := make(chan struct{}, evictees)
+	obs := tool.ObserverFunc(func(_ context.Context, f tool.Fact) {
+		if f.Name == facts.TaskDetached {
+			detached <- struct{}{}
+		}
+	})
+	tl, err := tool.Load(ctx, []byte(fanManifest), tool.WithStore(st), tool.WithRouteIndex(), tool.WithReplicaID("bench"),
+		tool.WithClock(clock), tool.WithObserver(obs))
+	if err != nil {
+		b.Fatal(err)
+	}
+	const idle = time.Minute
+	r := tool.NewRouter(tool.RouterOptions{TaskCacheIdle: idle})
+	sink := tool.SinkFunc(func(context.Context, tool.Activation) error { return nil })
+	err = r.Serve(ctx, tl, func(_ context.Context, id string) (tool.TaskConfig, bool) {
+		return tool.TaskConfig{Capability: tool.Capability{Bindings: map[string]any{"team": id}}, Sink: sink}, true
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	run := strconv.FormatInt(time.Now().UnixNano(), 36) // the framework runs this more than once
+	deliverTo(b, r, 0, "warm-"+run)                     // t0 is the hot task; the cache's first sweep is done
+	none, evict := make([]time.Duration, 0, b.N), make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for round := range b.N {
+		b.StopTimer()
+		for i := 1; i <= evictees; i++ {
+			deliverTo(b, r, i, fmt.Sprint("cold-", run, "-", round, "-", i))
+		}
+		b.StartTimer()
+		if round%2 == 0 {
+			none = append(none, timeNone(b, r, detached, fmt.Sprint("none-", run, "-", round)))
+		}
+		clock.Advance(2 * idle)
+		start := time.Now()
+		deliverTo(b, r, 0, fmt.Sprint("evict-", run, "-", round))
+		evict = append(evict, time.Since(start))
+		b.StopTimer()
+		for range evictees { // detached by the webhook (before) or in the background (after): not timed
+			select {
+			case <-detached:
+			case <-time.After(time.Minute):
+				b.Fatalf("round %d: the idle tasks were not detached within a minute", round)
+			}
+		}
+		b.StartTimer()
+		if round%2 == 1 {
+			none = append(none, timeNone(b, r, detached, fmt.Sprint("none-", run, "-", round)))
+		}
+	}
+	b.StopTimer()
+	pn, pe := percentile(none, 99), percentile(evict, 99)
+	b.ReportMetric(float64(percentile(none, 50).Microseconds()), "none-p50-µs")
+	b.ReportMetric(float64(pn.Microseconds()), "none-p99-µs")
+	b.ReportMetric(float64(percentile(evict, 50).Microseconds()), "evict-p50-µs")
+	b.ReportMetric(float64(pe.Microseconds()), "evict-p99-µs")
+	b.ReportMetric(float64(pe)/float64(pn), "evict/none-p99")
+}
+
+// timeNone times a webhook for t0 that evicts nothing.
+func timeNone(b *testing.B, r *tool.Router, detached chan struct{}, delivery string) time.Duration {
+	start := time.Now()
+	deliverTo(b, r, 0, delivery)
+	d := time.Since(start)
+	if n := len(detached); n != 0 {
+		b.Fatalf("%s: %d tasks detached by a webhook with no eviction due", delivery, n)
+	}
+	return d
+}
+
+// percentile is the p-th percentile of d (nearest rank).
+func percentile(d []time.Duration, p int) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[min(len(s)-1, (len(s)*p+99)/100-1)]
 }

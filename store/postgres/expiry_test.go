@@ -62,7 +62,7 @@ func TestStoreModeExpiry(t *testing.T) {
 	hydrate := func(_ context.Context, id string) (tool.TaskConfig, bool) {
 		return tool.TaskConfig{Capability: tool.Capability{Bindings: map[string]any{"team": "t"}}, Sink: sink}, true
 	}
-	if err := r.Serve(b, hydrate); err != nil {
+	if err := r.Serve(ctx, b, hydrate); err != nil {
 		t.Fatal(err)
 	}
 	mux := http.NewServeMux()

@@ -82,13 +82,16 @@ func printLine(v any) {
 
 // runStoreReplica serves the webhooks of fanManifest in store mode on a port it prints ({"addr": ...}), prints
 // {"activation": ...} as its Sink accepts, and grows allow lists on its standard input's "grow <task> <login>"
-// lines, printing {"grown": "<task> <login>"} once the call returned.
+// lines, printing {"grown": "<task> <login>"} once the call returned. When its standard input ends it shuts down
+// as a replica should: it stops listening, closes its Router (which detaches the tasks its cache holds), prints
+// {"closed": "<Router.Close's error>"} and closes the Store.
 func runStoreReplica(dsn, schema, replica string) error {
 	ctx := context.Background()
 	st, err := postgres.Open(ctx, dsn, postgres.WithSchema(schema))
 	if err != nil {
 		return err
 	}
+	defer st.Close()
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 3))
 	var rngMu sync.Mutex
 	sink := tool.SinkFunc(func(_ context.Context, a tool.Activation) error {
@@ -108,7 +111,7 @@ func runStoreReplica(dsn, schema, replica string) error {
 		return tool.TaskConfig{ID: id, Capability: tool.Capability{Bindings: map[string]any{"team": id}}, Sink: sink}
 	}
 	r := tool.NewRouter(tool.RouterOptions{})
-	if err := r.Serve(tl, func(_ context.Context, id string) (tool.TaskConfig, bool) { return cfg(id), true }); err != nil {
+	if err := r.Serve(ctx, tl, func(_ context.Context, id string) (tool.TaskConfig, bool) { return cfg(id), true }); err != nil {
 		return err
 	}
 	mux := http.NewServeMux()
@@ -141,6 +144,13 @@ func runStoreReplica(dsn, schema, replica string) error {
 		}
 		printLine(map[string]any{"grown": f[1] + " " + f[2]})
 	}
+	ln.Close()
+	for _, task := range tasks {
+		_ = task.Detach(ctx)
+	}
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	printLine(map[string]any{"closed": fmt.Sprint(r.Close(cctx))})
 	return nil
 }
 
@@ -218,6 +228,29 @@ func (p *storeProc) kill() {
 		_ = p.cmd.Wait()
 	})
 	<-p.done
+}
+
+// shutdown closes the process's standard input, which shuts it down (runStoreReplica), and fails t unless its
+// Router closed without error.
+func (p *storeProc) shutdown(t testing.TB) {
+	t.Helper()
+	p.stdin.Close()
+	for {
+		select {
+		case line := <-p.lines:
+			if closed, ok := line["closed"]; ok {
+				if closed != "<nil>" {
+					t.Errorf("Router.Close at shutdown: %v", closed)
+				}
+				<-p.done
+				_ = p.cmd.Wait()
+				return
+			}
+		case <-p.done:
+			t.Errorf("the replica ended without closing its Router")
+			return
+		}
+	}
 }
 
 // alive reports whether the process still runs.
@@ -349,8 +382,8 @@ func TestStoreModeKillAtRandomPoints(t *testing.T) {
 		}
 	}
 	for _, p := range procs {
-		if p != nil {
-			p.kill()
+		if p != nil && p.alive() {
+			p.shutdown(t) // what a replica does when it is stopped, not killed: its cached tasks are detached
 		}
 	}
 	ids := map[string]map[string]bool{} // task + delivery → Activation.IDs
