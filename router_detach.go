@@ -142,7 +142,7 @@ func (d *detacher) settle(ctx context.Context, key taskKey) error {
 
 // close stops the goroutine, once the task it is detaching is done, and returns the tasks it had not taken yet
 // (taken now: the caller detaches them with finish). When ctx ends first, the goroutine's context is cancelled:
-// that task's Store writes fail (and are reported), its backends' teardowns keep their own bound.
+// that task's calls are no longer waited for, and its detach keeps the teardown bound.
 func (d *detacher) close(ctx context.Context) []*leaving {
 	d.mu.Lock()
 	d.closed = true
@@ -216,11 +216,10 @@ func (r *Router) enter() error {
 // and had not detached yet. Tasks given to Add are the host's: the Router stops routing to them and leaves them
 // running.
 //
-// When ctx ends first, the detaches left run with an ended context: the Store writes they need fail, and each
-// backend's teardown keeps its own bound (Limits.TeardownTimeout), so that Close returns with no goroutine of the
-// Router's running. A task that does not detach cleanly is reported (facts.TaskDetachFailed) and named in the
-// error, which also wraps ctx's error when webhooks or calls were still in progress. Later calls of Close return
-// nil.
+// When ctx ends first, Close still detaches what is left, each detach bounded by Limits.TeardownTimeout (a Store
+// write past ctx's deadline fails), so that it returns with no goroutine of the Router's running. A task that
+// does not detach cleanly is reported (facts.TaskDetachFailed) and named in the error, which also wraps ctx's
+// error when webhooks or calls were still in progress. Later calls of Close return nil.
 func (r *Router) Close(ctx context.Context) error {
 	r.mu.Lock()
 	if r.ended {

@@ -173,7 +173,7 @@ var All = []string{
 	EventActivated, EventDiscarded, EventRefused, SubscriptionCreated, SubscriptionRenewed, SubscriptionFailed,
 	SubscriptionRemoved, SubscriptionUnsubscribeFailed, SubscriptionAbandoned, SubscriptionExpired,
 	SubscriptionOrphaned, PollFetched, PollFailed, PollStopped,
-	RouterEagerReplicas, TaskHydrationFailed,
+	RouterEagerReplicas, TaskHydrationFailed, TaskDetachFailed,
 	SessionCreated, SessionDestroyed, SessionDestroyFailed, JobCreated, JobDeleted, JobDeleteFailed,
 	ExecProcessStarted, ExecServerStarted, ExecServerExited, MCPServerStarted, MCPAuthorizationChallenged,
 }
