@@ -70,11 +70,11 @@ type SessionHandler struct {
 	reserved int // sessions being created: counted against MaxSessions until they exist or fail
 	// reservedBy counts reserved by owner, for MaxSessionsPerOwner; an owner without one has no entry.
 	reservedBy map[string]int
-	closed   bool
-	active   int           // requests being served, listening streams aside
-	drained  chan struct{} // closed when active drops to 0 after Close began
-	stop     chan struct{}
-	reaper   sync.WaitGroup
+	closed     bool
+	active     int           // requests being served, listening streams aside
+	drained    chan struct{} // closed when active drops to 0 after Close began
+	stop       chan struct{}
+	reaper     sync.WaitGroup
 	// streams ends the listening streams at Close.
 	streams    context.Context
 	endStreams context.CancelFunc

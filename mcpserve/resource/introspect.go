@@ -13,26 +13,37 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 )
 
-// maxCachedTokens bounds the introspection cache; past it, the cache is emptied.
+// maxCachedTokens bounds the tokens remembered as verified; past it, they are forgotten.
 const maxCachedTokens = 10000
 
-// introspection caches the answers of the introspection endpoint, by a digest of the token, never longer than
-// the token lives.
-type introspection struct {
+// tokenCache remembers the users of the tokens that passed, by a digest of the token (never the token), until
+// their exp. Past maxCachedTokens it is emptied.
+type tokenCache struct {
 	mu    sync.Mutex
 	users map[[32]byte]User
 }
 
-// introspect asks the RFC 7662 endpoint about an opaque token: it must be active, and its aud must name the
-// resource. The answer is kept until the token's exp.
-func (s *Server) introspect(ctx context.Context, token string) (User, error) {
-	now, d := s.cfg.Now(), tokenDigest(token)
-	s.cache.mu.Lock()
-	u, ok := s.cache.users[d]
-	s.cache.mu.Unlock()
-	if ok && now.Before(u.Expiry) {
-		return u, nil
+// get returns the user of the token of digest d, if it passed and has not expired at now.
+func (c *tokenCache) get(d [32]byte, now time.Time) (User, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	u, ok := c.users[d]
+	return u, ok && now.Before(u.Expiry)
+}
+
+func (c *tokenCache) put(d [32]byte, u User) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.users == nil || len(c.users) >= maxCachedTokens {
+		c.users = map[[32]byte]User{}
 	}
+	c.users[d] = u
+}
+
+// introspect asks the RFC 7662 endpoint about an opaque token: it must be active, and its aud must name the
+// resource. Verify remembers the answer until the token's exp.
+func (s *Server) introspect(ctx context.Context, token string) (User, error) {
+	now := s.cfg.Now()
 	in := s.cfg.Introspection
 	form := url.Values{"token": {token}, "token_type_hint": {"access_token"}}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, in.URL, strings.NewReader(form.Encode()))
@@ -91,12 +102,5 @@ func (s *Server) introspect(ctx context.Context, token string) (User, error) {
 	} else if s.issuers[iss] == nil {
 		return User{}, fmt.Errorf("%w: not issued by an accepted issuer", ErrInvalidToken)
 	}
-	u = User{Issuer: iss, Subject: ans.Sub, Scopes: strings.Fields(ans.Scope), Expiry: exp}
-	s.cache.mu.Lock()
-	if len(s.cache.users) >= maxCachedTokens {
-		clear(s.cache.users)
-	}
-	s.cache.users[d] = u
-	s.cache.mu.Unlock()
-	return u, nil
+	return User{Issuer: iss, Subject: ans.Sub, Scopes: strings.Fields(ans.Scope), Expiry: exp}, nil
 }

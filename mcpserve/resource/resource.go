@@ -110,7 +110,7 @@ type Server struct {
 	cfg      Config
 	metadata *oauthex.ProtectedResourceMetadata
 	issuers  map[string]*issuer
-	cache    introspection
+	verified tokenCache
 }
 
 // New checks cfg and returns its Server. It fetches nothing: an issuer's metadata and keys are fetched when a
@@ -133,7 +133,7 @@ func New(cfg Config) (*Server, error) {
 	cfg.MaxKeySetBytes = cmpOr(cfg.MaxKeySetBytes, DefaultMaxKeySetBytes)
 	cfg.MaxKeys = cmpOr(cfg.MaxKeys, DefaultMaxKeys)
 	cfg.RefetchInterval = cmpOr(cfg.RefetchInterval, DefaultRefetchInterval)
-	s := &Server{cfg: cfg, issuers: map[string]*issuer{}, cache: introspection{users: map[[32]byte]User{}}}
+	s := &Server{cfg: cfg, issuers: map[string]*issuer{}}
 	for _, iss := range cfg.Issuers {
 		if _, err := url.Parse(iss); err != nil || iss == "" {
 			return nil, fmt.Errorf("resource: issuer %q is not a URL", iss)

@@ -41,7 +41,7 @@ type testIssuer struct {
 	introspec func(token string) map[string]any
 }
 
-func newIssuer(t *testing.T) *testIssuer {
+func newIssuer(t testing.TB) *testIssuer {
 	t.Helper()
 	rk, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
@@ -76,7 +76,7 @@ func newIssuer(t *testing.T) *testIssuer {
 	return is
 }
 
-func (is *testIssuer) setKeys(t *testing.T, keys ...jose.JSONWebKey) {
+func (is *testIssuer) setKeys(t testing.TB, keys ...jose.JSONWebKey) {
 	t.Helper()
 	b, err := json.Marshal(jose.JSONWebKeySet{Keys: keys})
 	if err != nil {
@@ -86,7 +86,7 @@ func (is *testIssuer) setKeys(t *testing.T, keys ...jose.JSONWebKey) {
 }
 
 // token signs claims with key under kid and alg, with extra header fields.
-func token(t *testing.T, alg jose.SignatureAlgorithm, key any, kid string, claims map[string]any, hdr map[jose.HeaderKey]any) string {
+func token(t testing.TB, alg jose.SignatureAlgorithm, key any, kid string, claims map[string]any, hdr map[jose.HeaderKey]any) string {
 	t.Helper()
 	opts := (&jose.SignerOptions{}).WithHeader("kid", kid)
 	for k, v := range hdr {
@@ -386,5 +386,30 @@ func TestMetadata(t *testing.T) {
 	if meta.Resource != resourceURL || len(meta.AuthorizationServers) != 1 || meta.AuthorizationServers[0] != is.URL ||
 		strings.Join(meta.ScopesSupported, " ") != "mcp:tools deploy:write" {
 		t.Errorf("metadata %s", rec.Body)
+	}
+}
+
+// A token that passed is remembered until its exp, and refused past it (and the leeway), without a second
+// signature check in between.
+func TestVerifiedTokensExpire(t *testing.T) {
+	t.Parallel()
+	is := newIssuer(t)
+	var now atomic.Int64
+	now.Store(epoch.Unix())
+	s, err := resource.New(resource.Config{Resource: resourceURL, Issuers: []string{is.URL},
+		Client: mcpauth.Guard{AllowLoopback: true}.Client(), Now: func() time.Time { return time.Unix(now.Load(), 0) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := token(t, jose.RS256, is.rsa, "r1", goodClaims(is), nil) // exp: epoch + 1h
+	for _, at := range []time.Duration{0, 30 * time.Minute, time.Hour + 29*time.Second} {
+		now.Store(epoch.Add(at).Unix())
+		if _, err := s.Verify(context.Background(), tok); err != nil {
+			t.Fatalf("at +%s: %v", at, err)
+		}
+	}
+	now.Store(epoch.Add(time.Hour + resource.DefaultLeeway + time.Second).Unix())
+	if _, err := s.Verify(context.Background(), tok); !errors.Is(err, resource.ErrInvalidToken) {
+		t.Errorf("past exp and the leeway: %v, want a refusal", err)
 	}
 }

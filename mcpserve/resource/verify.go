@@ -36,7 +36,22 @@ type claims struct {
 // Verify checks token and returns who it was issued to. A JWT is checked against its issuer's keys; any other
 // token goes to the introspection endpoint, when there is one. The error wraps ErrInvalidToken when the token is
 // refused, and never quotes it.
+//
+// A token that passed is remembered, by its digest, until its exp: its next requests cost a hash, not a
+// signature check. A key the issuer withdraws meanwhile does not end them (a JWT cannot be revoked either).
 func (s *Server) Verify(ctx context.Context, token string) (User, error) {
+	d := tokenDigest(token)
+	if u, ok := s.verified.get(d, s.cfg.Now().Add(-s.cfg.Leeway)); ok {
+		return u, nil
+	}
+	u, err := s.verify(ctx, token)
+	if err == nil {
+		s.verified.put(d, u)
+	}
+	return u, err
+}
+
+func (s *Server) verify(ctx context.Context, token string) (User, error) {
 	if strings.Count(token, ".") != 2 {
 		if s.cfg.Introspection == nil {
 			return User{}, fmt.Errorf("%w: not a JWT, and no introspection endpoint", ErrInvalidToken)
