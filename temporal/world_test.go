@@ -27,7 +27,7 @@ const (
 // /quota and /busy once with 429 Retry-After: 2, and echoes the API key from /echo.
 type shop struct {
 	*httptest.Server
-	mu     sync.Mutex
+	mu      sync.Mutex
 	counts  map[string]int // "POST /orders ref", "GET /quota key", ...
 	arrived map[string]chan struct{}
 }
