@@ -246,7 +246,7 @@ func TestStartTaskAgainLendsTheStoredTask(t *testing.T) {
 		if err := v.Get(&info); err != nil {
 			t.Fatal(err)
 		}
-		if len(info.Functions) != 7 || info.EventTimeouts["order_shipped"] != time.Minute {
+		if len(info.Functions) != 8 || info.EventTimeouts["order_shipped"] != time.Minute {
 			t.Errorf("StartTask %d: %d functions, timeouts %v", i+1, len(info.Functions), info.EventTimeouts)
 		}
 	}
