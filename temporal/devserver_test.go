@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
-	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/client"
 	"google.golang.org/protobuf/encoding/protojson"
 

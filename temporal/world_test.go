@@ -30,10 +30,11 @@ type shop struct {
 	mu      sync.Mutex
 	counts  map[string]int // "POST /orders ref", "GET /quota key", ...
 	arrived map[string]chan struct{}
+	by      map[string]string // the worker that sent a key's first request: its base URL's /wN prefix
 }
 
 func newShop(t testing.TB) *shop {
-	s := &shop{counts: map[string]int{}, arrived: map[string]chan struct{}{}}
+	s := &shop{counts: map[string]int{}, arrived: map[string]chan struct{}{}, by: map[string]string{}}
 	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
 	t.Cleanup(s.Close)
 	return s
@@ -46,12 +47,13 @@ func (s *shop) count(key string) int {
 	return s.counts[key]
 }
 
-// first records key and reports whether it is its first request.
-func (s *shop) first(key string) (int, bool) {
+// first records a request of key from worker and reports whether it is its first.
+func (s *shop) first(key, worker string) (int, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.counts[key]++
 	if s.counts[key] == 1 {
+		s.by[key] = worker
 		close(s.arrivedLocked(key))
 	}
 	return s.counts[key], s.counts[key] == 1
@@ -73,8 +75,22 @@ func (s *shop) arrivedLocked(key string) chan struct{} {
 	return ch
 }
 
+// sender is the worker that sent key's first request ("w1", "w2", ...; "" without a prefix).
+func (s *shop) sender(key string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.by[key]
+}
+
 func (s *shop) serve(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
+	var worker string
+	if rest, ok := strings.CutPrefix(r.URL.Path, "/w"); ok {
+		if n, tail, ok := strings.Cut(rest, "/"); ok {
+			worker, r.URL.Path = "w"+n, "/"+tail
+		}
+	}
+	first := func(key string) (int, bool) { return s.first(key, worker) }
 	var body struct{ Ref, Item, Account, DelayMS string }
 	if r.Method == http.MethodPost {
 		var raw map[string]any
@@ -96,11 +112,11 @@ func (s *shop) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	switch p := r.URL.Path; {
 	case r.Method == http.MethodPost && p == "/orders":
-		n, _ := s.first("POST /orders " + body.Ref)
+		n, _ := first("POST /orders " + body.Ref)
 		hold(body.DelayMS)
 		fmt.Fprintf(w, `{"order_no":%d,"ref":%q}`, n, body.Ref)
 	case r.Method == http.MethodPost && p == "/busy":
-		if _, first := s.first("POST /busy " + body.Ref); first {
+		if _, first := first("POST /busy " + body.Ref); first {
 			w.Header().Set("Retry-After", "2")
 			w.WriteHeader(http.StatusTooManyRequests)
 			return
@@ -108,16 +124,16 @@ func (s *shop) serve(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, `{"ok":true}`)
 	case strings.HasPrefix(p, "/orders/"):
 		ref := strings.TrimPrefix(p, "/orders/")
-		if _, first := s.first("GET /orders " + ref); first {
+		if _, first := first("GET /orders " + ref); first {
 			hold(r.URL.Query().Get("delay_ms"))
 		}
 		fmt.Fprintf(w, `{"ref":%q,"orders":%d}`, ref, s.count("POST /orders "+ref))
 	case p == "/export":
 		n, _ := strconv.Atoi(r.URL.Query().Get("n"))
-		s.first("GET /export")
+		first("GET /export")
 		fmt.Fprintf(w, `{"data":%q}`, strings.Repeat("x", n))
 	case p == "/quota":
-		if _, first := s.first("GET /quota " + r.URL.Query().Get("key")); first {
+		if _, first := first("GET /quota " + r.URL.Query().Get("key")); first {
 			w.Header().Set("Retry-After", "2")
 			w.WriteHeader(http.StatusTooManyRequests)
 			return
