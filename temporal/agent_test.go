@@ -204,6 +204,7 @@ func startWorker(ctx context.Context, cfg workerConfig) (*runningWorker, error) 
 		Register(rw.worker, w.acts)
 		rw.worker.RegisterWorkflowWithOptions(agentWorkflow, workflow.RegisterOptions{Name: agentWorkflowName})
 		rw.worker.RegisterWorkflowWithOptions(collectWorkflow, workflow.RegisterOptions{Name: collectWorkflowName})
+		rw.worker.RegisterWorkflowWithOptions(roundTripWorkflow, workflow.RegisterOptions{Name: roundTripWorkflowName})
 		rw.worker.RegisterActivityWithOptions(fakeLLM, activity.RegisterOptions{Name: fakeLLMName})
 		rw.worker.RegisterActivityWithOptions(noop, activity.RegisterOptions{Name: noopName})
 		if err := rw.worker.Start(); err != nil {
