@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -268,5 +269,57 @@ func TestSecretSettingIsMaskedInOutcomes(t *testing.T) {
 	b, _ := json.Marshal(r)
 	if len(r.Outcomes) != 2 || strings.Contains(string(b), testAPIKey) || !strings.Contains(string(b), "[redacted]") {
 		t.Errorf("outcomes %s: want the key redacted", b)
+	}
+}
+
+// runWithFirstAttempt runs s with attempt 1 of every call replaced by first (attempts after it are Invoke's).
+func runWithFirstAttempt(t *testing.T, w *world, s script, first func(ctx context.Context, c Call) (Outcome, error)) report {
+	t.Helper()
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestWorkflowEnvironment()
+	env.RegisterWorkflow(scriptWorkflow)
+	env.RegisterActivityWithOptions(w.acts.StartTask, activity.RegisterOptions{Name: ActivityStartTask})
+	env.RegisterActivityWithOptions(w.acts.CloseTask, activity.RegisterOptions{Name: ActivityCloseTask})
+	env.RegisterActivityWithOptions(func(ctx context.Context, c Call) (Outcome, error) {
+		if activity.GetInfo(ctx).Attempt == 1 {
+			return first(ctx, c)
+		}
+		return w.acts.Invoke(ctx, c)
+	}, activity.RegisterOptions{Name: ActivityInvoke})
+	env.ExecuteWorkflow(scriptWorkflow, s)
+	var r report
+	if err := env.GetWorkflowResult(&r); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// TestAttemptAfterALendFailureSends: an attempt whose lend failed (a Store outage) records that it sent
+// nothing, so the next attempt of a non-idempotent call sends; an attempt that failed otherwise (it may have
+// sent) records nothing of the kind, and the next one answers outcome_unknown.
+func TestAttemptAfterALendFailureSends(t *testing.T) {
+	s := newShop(t)
+	w := newWorld(t, worldOptions{shopURL: s.URL})
+	place := func(task, order string) script {
+		return script{Task: ref(task), Calls: []Call{call(task+"-1", "shop_place_order",
+			fmt.Sprintf(`{"ref":%q,"item":"tea"}`, order))}}
+	}
+	lendFailed := func(ctx context.Context, c Call) (Outcome, error) {
+		return Outcome{}, w.acts.unsent(ctx, 1, errors.New("store: connection refused"))
+	}
+	r := runWithFirstAttempt(t, w, place("acme-l1", "l1"), lendFailed)
+	if len(r.Outcomes) != 1 || r.Outcomes[0].IsError || s.count("POST /orders l1") != 1 {
+		t.Errorf("after a failed lend: outcomes %+v (%q), %d POSTs: want attempt 2 to send", r.Outcomes, r.Err,
+			s.count("POST /orders l1"))
+	}
+	mayHaveSent := func(ctx context.Context, c Call) (Outcome, error) {
+		activity.RecordHeartbeat(ctx, progress{}) // what the heartbeats during a send record
+		return Outcome{}, errors.New("worker lost")
+	}
+	r = runWithFirstAttempt(t, w, place("acme-l2", "l2"), mayHaveSent)
+	if len(r.Outcomes) != 1 || r.Outcomes[0].Error == nil || !r.Outcomes[0].Error.OutcomeUnknown ||
+		s.count("POST /orders l2") != 0 {
+		t.Errorf("after an attempt that may have sent: outcomes %+v (%q), %d POSTs: want outcome_unknown, no POST",
+			r.Outcomes, r.Err, s.count("POST /orders l2"))
 	}
 }
