@@ -272,8 +272,12 @@ func TestSecretSettingIsMaskedInOutcomes(t *testing.T) {
 	}
 }
 
-// runWithFirstAttempt runs s with attempt 1 of every call replaced by first (attempts after it are Invoke's).
-func runWithFirstAttempt(t *testing.T, w *world, s script, first func(ctx context.Context, c Call) (Outcome, error)) report {
+// attemptFunc replaces an attempt of Invoke.
+type attemptFunc = func(ctx context.Context, c Call) (Outcome, error)
+
+// runWithEarlyAttempts runs s with the first attempts of every call replaced by early's (the later ones are
+// Invoke's).
+func runWithEarlyAttempts(t *testing.T, w *world, s script, early ...attemptFunc) report {
 	t.Helper()
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestWorkflowEnvironment()
@@ -281,8 +285,8 @@ func runWithFirstAttempt(t *testing.T, w *world, s script, first func(ctx contex
 	env.RegisterActivityWithOptions(w.acts.StartTask, activity.RegisterOptions{Name: ActivityStartTask})
 	env.RegisterActivityWithOptions(w.acts.CloseTask, activity.RegisterOptions{Name: ActivityCloseTask})
 	env.RegisterActivityWithOptions(func(ctx context.Context, c Call) (Outcome, error) {
-		if activity.GetInfo(ctx).Attempt == 1 {
-			return first(ctx, c)
+		if n := int(activity.GetInfo(ctx).Attempt); n <= len(early) {
+			return early[n-1](ctx, c)
 		}
 		return w.acts.Invoke(ctx, c)
 	}, activity.RegisterOptions{Name: ActivityInvoke})
@@ -305,9 +309,9 @@ func TestAttemptAfterALendFailureSends(t *testing.T) {
 			fmt.Sprintf(`{"ref":%q,"item":"tea"}`, order))}}
 	}
 	lendFailed := func(ctx context.Context, c Call) (Outcome, error) {
-		return Outcome{}, w.acts.unsent(ctx, 1, errors.New("store: connection refused"))
+		return Outcome{}, w.acts.unsent(ctx, activity.GetInfo(ctx).Attempt, errors.New("store: connection refused"))
 	}
-	r := runWithFirstAttempt(t, w, place("acme-l1", "l1"), lendFailed)
+	r := runWithEarlyAttempts(t, w, place("acme-l1", "l1"), lendFailed)
 	if len(r.Outcomes) != 1 || r.Outcomes[0].IsError || s.count("POST /orders l1") != 1 {
 		t.Errorf("after a failed lend: outcomes %+v (%q), %d POSTs: want attempt 2 to send", r.Outcomes, r.Err,
 			s.count("POST /orders l1"))
@@ -316,10 +320,17 @@ func TestAttemptAfterALendFailureSends(t *testing.T) {
 		activity.RecordHeartbeat(ctx, progress{}) // what the heartbeats during a send record
 		return Outcome{}, errors.New("worker lost")
 	}
-	r = runWithFirstAttempt(t, w, place("acme-l2", "l2"), mayHaveSent)
-	if len(r.Outcomes) != 1 || r.Outcomes[0].Error == nil || !r.Outcomes[0].Error.OutcomeUnknown ||
-		s.count("POST /orders l2") != 0 {
-		t.Errorf("after an attempt that may have sent: outcomes %+v (%q), %d POSTs: want outcome_unknown, no POST",
-			r.Outcomes, r.Err, s.count("POST /orders l2"))
+	for i, early := range [][]attemptFunc{{mayHaveSent}, {mayHaveSent, lendFailed}, {lendFailed, mayHaveSent}} {
+		order := fmt.Sprintf("m%d", i)
+		r = runWithEarlyAttempts(t, w, place("acme-"+order, order), early...)
+		if len(r.Outcomes) != 1 || r.Outcomes[0].Error == nil || !r.Outcomes[0].Error.OutcomeUnknown ||
+			s.count("POST /orders "+order) != 0 {
+			t.Errorf("after %d early attempts, #%d: outcomes %+v (%q), %d POSTs: want outcome_unknown, no POST",
+				len(early), i, r.Outcomes, r.Err, s.count("POST /orders "+order))
+		}
+	}
+	r = runWithEarlyAttempts(t, w, place("acme-l3", "l3"), lendFailed, lendFailed)
+	if len(r.Outcomes) != 1 || r.Outcomes[0].IsError || s.count("POST /orders l3") != 1 {
+		t.Errorf("after two failed lends: outcomes %+v (%q): want attempt 3 to send", r.Outcomes, r.Err)
 	}
 }
