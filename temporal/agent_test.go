@@ -205,6 +205,7 @@ func startWorker(ctx context.Context, cfg workerConfig) (*runningWorker, error) 
 		rw.worker.RegisterWorkflowWithOptions(agentWorkflow, workflow.RegisterOptions{Name: agentWorkflowName})
 		rw.worker.RegisterWorkflowWithOptions(collectWorkflow, workflow.RegisterOptions{Name: collectWorkflowName})
 		rw.worker.RegisterWorkflowWithOptions(roundTripWorkflow, workflow.RegisterOptions{Name: roundTripWorkflowName})
+		rw.worker.RegisterWorkflowWithOptions(cancelWorkflow, workflow.RegisterOptions{Name: cancelWorkflowName})
 		rw.worker.RegisterActivityWithOptions(fakeLLM, activity.RegisterOptions{Name: fakeLLMName})
 		rw.worker.RegisterActivityWithOptions(noop, activity.RegisterOptions{Name: noopName})
 		if err := rw.worker.Start(); err != nil {
@@ -313,4 +314,29 @@ func collectWorkflow(ctx workflow.Context, in CollectInput) (CollectResult, erro
 		r.IDs = append(r.IDs, a.ID)
 	}
 	return r, nil
+}
+
+const cancelWorkflowName = "cancel_call"
+
+// cancelWorkflow starts c and cancels it when the signal "cancel" comes; it returns the call's error.
+func cancelWorkflow(ctx workflow.Context, c Call) (string, error) {
+	o := DefaultActivityOptions()
+	o.HeartbeatTimeout = 3 * time.Second
+	o.WaitForCancellation = true
+	ctx = workflow.WithActivityOptions(ctx, o)
+	if _, err := Start(ctx, StartInput{Task: c.Task}); err != nil {
+		return "", err
+	}
+	defer Close(ctx, c.Task)
+	callCtx, cancel := workflow.WithCancel(ctx)
+	f := workflow.ExecuteActivity(callCtx, ActivityInvoke, c)
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		workflow.GetSignalChannel(ctx, "cancel").Receive(ctx, nil)
+		cancel()
+	})
+	err := f.Get(ctx, nil)
+	if err == nil {
+		return "completed", nil
+	}
+	return err.Error(), nil
 }

@@ -286,3 +286,38 @@ func post(t testing.TB, url string, in *tool.Inbound) int {
 	res.Body.Close()
 	return res.StatusCode
 }
+
+// TestCancelledCallIsCancelledThroughHeartbeats: Temporal tells an activity of its cancellation in the reply to a
+// heartbeat; Invoke heartbeats while the call runs, so the call's request is cancelled at the shop.
+func TestCancelledCallIsCancelledThroughHeartbeats(t *testing.T) {
+	c := dial(t)
+	s := newShop(t)
+	queue := "cancel-" + nonce()
+	inProcessWorker(t, workerConfig{TemporalAddr: temporalAddr(t), TaskQueue: queue, ShopURL: s.URL,
+		ReplicaID: "w1", Temporal: true})
+	id, order := "acme-cancel-"+nonce(), "c-"+nonce()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	wr, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: queue}, cancelWorkflowName,
+		Call{V: Version, Task: ref(id), CallID: id + "-1", Function: "shop_get_order",
+			Args: json.RawMessage(fmt.Sprintf(`{"ref":%q,"delay_ms":60000}`, order))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-s.arrival("GET /orders " + order)
+	if err := c.SignalWorkflow(ctx, id, "", "cancel", nil); err != nil {
+		t.Fatal(err)
+	}
+	var got string
+	if err := wr.Get(ctx, &got); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(got, "canceled") {
+		t.Errorf("the call ended with %q, want its cancellation", got)
+	}
+	select {
+	case <-s.arrival("cancelled /orders/" + order):
+	case <-ctx.Done():
+		t.Error("the shop's request was not cancelled")
+	}
+}

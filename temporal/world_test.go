@@ -103,11 +103,12 @@ func (s *shop) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		body.Ref, body.Item, body.Account, body.DelayMS = str("ref"), str("item"), str("account"), str("delay_ms")
 	}
-	hold := func(ms string) {
+	hold := func(ms string) { // a request whose sender gives up is counted as "cancelled <path>"
 		n, _ := strconv.Atoi(ms)
 		select {
 		case <-time.After(time.Duration(n) * time.Millisecond):
 		case <-r.Context().Done():
+			first("cancelled " + r.URL.Path)
 		}
 	}
 	switch p := r.URL.Path; {
