@@ -189,9 +189,14 @@ func infoOf(t *tool.Task, cfg tool.TaskConfig) TaskInfo {
 			ConcurrencySafe: e.IsConcurrencySafe})
 	}
 	for _, ev := range t.Tool().Manifest().Events {
+		// SPEC §9.5: the capability's, else the event's, at most its max_timeout (Load checked both). The
+		// host's Limits.MaxEventTimeout has no accessor: a host that sets it caps the wait itself.
 		d := cfg.Capability.EventTimeout
-		if d == 0 && ev.Timeout != "" {
-			d, _ = time.ParseDuration(ev.Timeout) // Load checked it
+		if d <= 0 && ev.Timeout != "" {
+			d, _ = time.ParseDuration(ev.Timeout)
+		}
+		if max, _ := time.ParseDuration(ev.MaxTimeout); max > 0 && (d <= 0 || d > max) {
+			d = max
 		}
 		if d > 0 {
 			if info.EventTimeouts == nil {
