@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -145,6 +146,8 @@ type workerConfig struct {
 	// LostReplyEvery makes the Sink return an error after signalling every n-th activation, as a lost reply
 	// would: the webhook is answered 503 and its retry signals again.
 	LostReplyEvery int `json:"lost_reply_every,omitempty"`
+	// Sink replaces the SignalSink's options (in this process only).
+	Sink *SinkOptions `json:"-"`
 }
 
 // runningWorker is a worker of the tests: its world, its webhook endpoint, its Temporal client and worker.
@@ -175,7 +178,11 @@ func startWorker(ctx context.Context, cfg workerConfig) (*runningWorker, error) 
 		return nil, err
 	}
 	rw.client = c
-	var sink tool.Sink = SignalSink(c, SinkOptions{})
+	var opts SinkOptions
+	if cfg.Sink != nil {
+		opts = *cfg.Sink
+	}
+	var sink tool.Sink = SignalSink(c, opts)
 	if n := cfg.LostReplyEvery; n > 0 {
 		sink = lostReplies(sink, n)
 	}
@@ -206,6 +213,7 @@ func startWorker(ctx context.Context, cfg workerConfig) (*runningWorker, error) 
 		rw.worker.RegisterWorkflowWithOptions(collectWorkflow, workflow.RegisterOptions{Name: collectWorkflowName})
 		rw.worker.RegisterWorkflowWithOptions(roundTripWorkflow, workflow.RegisterOptions{Name: roundTripWorkflowName})
 		rw.worker.RegisterWorkflowWithOptions(cancelWorkflow, workflow.RegisterOptions{Name: cancelWorkflowName})
+		rw.worker.RegisterWorkflowWithOptions(wakeWorkflow, workflow.RegisterOptions{Name: wakeWorkflowName})
 		rw.worker.RegisterActivityWithOptions(fakeLLM, activity.RegisterOptions{Name: fakeLLMName})
 		rw.worker.RegisterActivityWithOptions(noop, activity.RegisterOptions{Name: noopName})
 		if err := rw.worker.Start(); err != nil {
@@ -339,4 +347,21 @@ func cancelWorkflow(ctx workflow.Context, c Call) (string, error) {
 		return "completed", nil
 	}
 	return err.Error(), nil
+}
+
+const wakeWorkflowName = "wake"
+
+// wakeWorkflow is what a SignalWithStart Sink starts for an activation of a task whose conversation is not
+// running: it lends the stored task (MustExist: never a fresh one), takes the activation and closes the task.
+func wakeWorkflow(ctx workflow.Context, task TaskRef) (string, error) {
+	ctx = workflow.WithActivityOptions(ctx, DefaultActivityOptions())
+	if _, err := Start(ctx, StartInput{Task: task, MustExist: true}); err != nil {
+		return "", err
+	}
+	defer Close(ctx, task)
+	a, ok := NewEvents(ctx).Next(ctx, time.Minute)
+	if !ok {
+		return "", errors.New("no activation")
+	}
+	return a.Message, nil
 }

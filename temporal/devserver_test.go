@@ -7,12 +7,14 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -319,5 +321,82 @@ func TestCancelledCallIsCancelledThroughHeartbeats(t *testing.T) {
 	case <-s.arrival("cancelled /orders/" + order):
 	case <-ctx.Done():
 		t.Error("the shop's request was not cancelled")
+	}
+}
+
+// TestActivationForAnEndedConversation: a conversation terminated while it waited (its deferred Close never ran)
+// leaves its task stored. An activation for it then reaches a Sink whose workflow is gone. The Signal Sink
+// accepts it (202: no retry can deliver it) and tells SinkOptions.Ended, where the host closes the task; the
+// SignalWithStart Sink starts a run that lends the stored task, takes the activation and closes the task.
+func TestActivationForAnEndedConversation(t *testing.T) {
+	dsn := postgresDSN(t)
+	c := dial(t)
+	s := newShop(t)
+	queue := "ended-" + nonce()
+	var mu sync.Mutex
+	var ended []tool.Activation
+	signal := inProcessWorker(t, workerConfig{TemporalAddr: temporalAddr(t), TaskQueue: queue, DSN: dsn,
+		ShopURL: s.URL, ReplicaID: "signal", Temporal: true, Sink: &SinkOptions{
+			Ended: func(_ context.Context, a tool.Activation) { mu.Lock(); ended = append(ended, a); mu.Unlock() }}})
+	starter := inProcessWorker(t, workerConfig{TemporalAddr: temporalAddr(t), TaskQueue: queue, DSN: dsn,
+		ShopURL: s.URL, ReplicaID: "start", Sink: &SinkOptions{Start: &StartOptions{
+			Options:  client.StartWorkflowOptions{TaskQueue: queue},
+			Workflow: wakeWorkflowName,
+			Args:     func(a tool.Activation) []any { return []any{ref(a.TaskID)} }}}})
+	for _, tc := range []struct {
+		name string
+		hook *runningWorker
+	}{{"signal", signal}, {"signal-with-start", starter}} {
+		t.Run(tc.name, func(t *testing.T) {
+			id, order := "acme-ended-"+nonce(), "e-"+nonce()
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			in := AgentInput{Task: ref(id), WaitTimeout: time.Hour, Script: []Turn{
+				{Calls: []ToolCall{{Name: "shop_place_order", Args: json.RawMessage(fmt.Sprintf(`{"ref":%q,"item":"tea"}`, order))}}},
+				{WaitFor: "order_shipped"}}}
+			if _, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: queue}, agentWorkflowName, in); err != nil {
+				t.Fatal(err)
+			}
+			for count(history(t, c, id), enums.EVENT_TYPE_TIMER_STARTED) == 0 { // waiting for the event
+				select {
+				case <-ctx.Done():
+					t.Fatal("the conversation never waited")
+				case <-time.After(100 * time.Millisecond):
+				}
+			}
+			if err := c.TerminateWorkflow(ctx, id, "", "test"); err != nil {
+				t.Fatal(err)
+			}
+			body := fmt.Appendf(nil, `{"account":"acme","ref":%q,"n":7}`, order)
+			if status := post(t, tc.hook.webhook, tooltest.Signer{Secret: testWebhookSecret}.GitHub(body, id+"-late")); status != http.StatusAccepted {
+				t.Fatalf("webhook: %d", status)
+			}
+			if tc.hook == signal {
+				mu.Lock()
+				got := len(ended) == 1 && ended[0].TaskID == id
+				mu.Unlock()
+				if !got {
+					t.Fatalf("Ended heard %v, want the activation of %s", ended, id)
+				}
+				if _, release, err := signal.world.router.Task(ctx, "examples", "shop", id); err != nil {
+					t.Fatalf("the task of the terminated conversation: %v, want it stored", err)
+				} else {
+					release()
+				}
+				if err := signal.world.router.CloseTask(ctx, "examples", "shop", id); err != nil { // what Ended's host does
+					t.Fatal(err)
+				}
+			} else {
+				var msg string
+				if err := c.GetWorkflow(ctx, id, "").Get(ctx, &msg); err != nil || !strings.Contains(msg, order+" shipped (7)") {
+					t.Fatalf("the started run returned %q (%v)", msg, err)
+				}
+			}
+			// Asked of the replica that ran the activities: the starter's Router may still lend the copy it
+			// cached for the webhook (store mode re-reads a cached task only when the index says so).
+			if _, _, err := signal.world.router.Task(ctx, "examples", "shop", id); !errors.Is(err, tool.ErrNotFound) {
+				t.Errorf("the task afterwards: %v, want it closed", err)
+			}
+		})
 	}
 }

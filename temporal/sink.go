@@ -24,8 +24,10 @@ type SinkOptions struct {
 	Start *StartOptions
 	// Ended is told of an activation for a workflow that is not running when Start is nil: the conversation
 	// ended (or was terminated) and the activation is dropped. The Sink accepts it, so the sender is answered
-	// 2xx and does not retry what no retry can deliver. Close the task there if it is still stored (a
-	// terminated workflow skipped its Close); ctx is the webhook's.
+	// 2xx and does not retry what no retry can deliver. The task is still stored (a terminated workflow skipped
+	// its Close): close it once the webhook is answered (Router.CloseTask from another goroutine: inside Ended
+	// the task is in the middle of its delivery), or leave it to its ExpiresAt and Router.SweepExpired. ctx is
+	// the webhook's.
 	Ended func(ctx context.Context, a tool.Activation)
 }
 
