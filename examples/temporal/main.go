@@ -80,6 +80,10 @@ func Agent(ctx workflow.Context, in Order) (string, error) {
 		case t.Answer != "":
 			return t.Answer, nil
 		case t.WaitFor != "":
+			// The tool's event timeout counts from the task's last activity; the model's turn was not one.
+			if err := temporaltool.Touch(ctx, task); err != nil {
+				return "", err
+			}
 			if a, ok := events.Next(ctx, info.EventTimeouts[t.WaitFor]); ok {
 				msgs = append(msgs, Message{"event", a.Message})
 			} else {
