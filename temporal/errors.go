@@ -9,8 +9,8 @@ import (
 	tool "github.com/commonagents-go/tool"
 )
 
-// The types of the non-retryable application errors the activities return; DefaultActivityOptions lists them as
-// non-retryable too.
+// The types of the application errors the activities return. DefaultActivityOptions lists the non-retryable ones
+// (all but ErrorRetryAfter) as non-retryable too.
 const (
 	// ErrorUnrecoverable: the library's ErrUnrecoverable (SPEC §7.1). End the conversation, tell the user, close
 	// the task.
@@ -20,6 +20,9 @@ const (
 	// ErrorInvalid: the input cannot be served by any attempt (an unknown tool, a newer V, a task
 	// configuration NewTask refuses).
 	ErrorInvalid = "commonagents.tool.Invalid"
+	// ErrorRetryAfter is the retryable error of an idempotent call the server refused with a Retry-After: its
+	// NextRetryDelay is the server's.
+	ErrorRetryAfter = "commonagents.tool.RetryAfter"
 )
 
 // Ended reports whether err, returned by Invoke, Start, Touch or Functions in a workflow, ends the conversation:

@@ -58,7 +58,7 @@ func (a *Activities) Invoke(ctx context.Context, c Call) (Outcome, error) {
 	}
 	if e := res.Error; res.IsError && e != nil && retrySafe && e.Retryable && !e.OutcomeUnknown && e.RetryAfter > 0 &&
 		info.Attempt < a.retryAfterAttempts() {
-		return Outcome{}, temporal.NewApplicationErrorWithOptions(e.Error(), "commonagents.tool.RetryAfter",
+		return Outcome{}, temporal.NewApplicationErrorWithOptions(e.Error(), ErrorRetryAfter,
 			temporal.ApplicationErrorOptions{NextRetryDelay: e.RetryAfter})
 	}
 	return a.outcome(res, info.Attempt), nil
