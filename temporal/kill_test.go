@@ -18,8 +18,9 @@ import (
 	"github.com/commonagents-go/tool/tooltest"
 )
 
-// TestWorkerKillMidCall SIGKILLs the worker process running a call, twice per run: during a non-idempotent
-// POST (place_order, held 4 s by the shop), then during an idempotent GET (get_order, its first request held).
+// TestWorkerKillMidCall SIGKILLs the worker process running a call, twice per run, as soon as its request has
+// reached the shop: a non-idempotent POST (place_order, held 4 s by the shop), then an idempotent GET (get_order,
+// its first request held).
 // With one worker the killed one is started again at once; with two, the other takes the retry and the killed
 // one is started again too. Then a webhook wakes the conversation. In every run the POST reaches the shop once,
 // the model sees outcome_unknown or the real result (never a second order), the GET's retry succeeds, and the
@@ -75,8 +76,7 @@ func killRun(t *testing.T, c client.Client, s *shop, dsn, addr string, workers, 
 		case <-ctx.Done():
 			t.Fatalf("run %d: %s never reached the shop", run, key)
 		}
-		time.Sleep(300 * time.Millisecond) // mid-call: the shop holds the request; the kill is not a race
-		k := procs.kill(s.sender(key))
+		k := procs.kill(s.sender(key)) // mid-call: the request is at the shop, which holds it
 		if killed.IsZero() {
 			killed = time.Now()
 		}
