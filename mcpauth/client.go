@@ -317,6 +317,11 @@ func (c *Client) Challenge(ctx context.Context, s Server, ch Challenge) error {
 			return nil
 		}
 	}
+	if raw != nil && ch.Status == http.StatusForbidden && seen != nil && string(seen.raw) == string(raw) && c.covers(&g, ch) {
+		// The server refuses for scopes the refused grant holds already: asking the user again would give the
+		// same grant, in a loop across calls (the per-call bound, MaxAuthorizations, ends one call only).
+		return fmt.Errorf("%w: server %s refuses scopes the grant holds", ErrAccessDenied, s.Name)
+	}
 	if raw != nil && ch.Status == http.StatusUnauthorized && g.Refresh {
 		if _, err := c.refresh(ctx, s, key, raw); err == nil {
 			return nil
