@@ -254,9 +254,10 @@ func (r *records) swap(ctx context.Context, key string, old, next []byte) (bool,
 
 // claimOnce marks key as taken, once across replicas: exactly one of racing callers gets true.
 func (r *records) claimOnce(ctx context.Context, key string, ttl time.Duration) (bool, error) {
+	mark := []byte(randomString(12)) // a value of this claim's own: a ClaimStore tells the winner by it
 	if cs, ok := r.st.(store.ClaimStore); ok {
-		claimed, _, err := cs.Claim(ctx, key, []byte("spent"), ttl)
+		claimed, _, err := cs.Claim(ctx, key, mark, ttl)
 		return claimed, err
 	}
-	return r.swap(ctx, key, nil, []byte("spent"))
+	return r.swap(ctx, key, nil, mark)
 }

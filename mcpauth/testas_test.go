@@ -1,0 +1,171 @@
+package mcpauth_test
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// testAS is an OAuth authorization server and an MCP server's metadata on one httptest server, for the Client's
+// tests: it checks PKCE S256, resource and state as a real one would, issues canary tokens and refresh tokens that
+// rotate, and fails a reused refresh token (reused is set: the test fails on it).
+type testAS struct {
+	t   *testing.T
+	srv *httptest.Server
+	// prmResource, when set, is the protected-resource metadata's resource (default: the server URL).
+	prmResource string
+	// issuer, when set, is the issuer the authorization server's metadata names (default: its URL).
+	issuer string
+	// expiresIn is the tokens' expires_in in seconds (default 3600).
+	expiresIn int
+	// refuseRefresh makes every refresh answer invalid_grant.
+	refuseRefresh bool
+
+	mu         sync.Mutex
+	requests   []string          // "METHOD path" of each request
+	challenges map[string]string // code → the code_challenge of its authorization request
+	resources  map[string]string // code → resource
+	clientIDs  []string          // the client_id of each authorization request
+	live       map[string]bool   // refresh tokens not yet spent
+	spent      map[string]bool   // refresh tokens spent
+	reused     int               // refresh tokens presented a second time
+	refreshes  int               // refresh grants answered
+	issued     []string          // every token, code and secret issued: canaries
+	form       url.Values        // the last token request's form
+	n          int
+}
+
+func newTestAS(t *testing.T) *testAS {
+	a := &testAS{t: t, challenges: map[string]string{}, resources: map[string]string{}, live: map[string]bool{},
+		spent: map[string]bool{}, expiresIn: 3600}
+	a.srv = httptest.NewServer(http.HandlerFunc(a.serve))
+	t.Cleanup(a.srv.Close)
+	return a
+}
+
+// serverURL is the protected MCP server's URL.
+func (a *testAS) serverURL() string { return a.srv.URL + "/mcp" }
+
+func (a *testAS) count(prefix string) int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	n := 0
+	for _, r := range a.requests {
+		if strings.HasPrefix(r, prefix) {
+			n++
+		}
+	}
+	return n
+}
+
+// canary returns a fresh secret-looking value, remembered as issued; a.mu is held.
+func (a *testAS) canary(kind string) string {
+	a.n++
+	v := fmt.Sprintf("canary-%s-%d-%s", kind, a.n, strings.Repeat("x", 12))
+	a.issued = append(a.issued, v)
+	return v
+}
+
+func (a *testAS) serve(w http.ResponseWriter, r *http.Request) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.requests = append(a.requests, r.Method+" "+r.URL.Path)
+	base := a.srv.URL
+	issuer := a.issuer
+	if issuer == "" {
+		issuer = base
+	}
+	switch r.URL.Path {
+	case "/.well-known/oauth-protected-resource/mcp":
+		res := a.prmResource
+		if res == "" {
+			res = base + "/mcp"
+		}
+		writeJSON(w, map[string]any{"resource": res, "authorization_servers": []string{issuer},
+			"scopes_supported": []string{"read"}})
+	case "/.well-known/oauth-authorization-server":
+		writeJSON(w, map[string]any{"issuer": issuer, "authorization_endpoint": base + "/authorize",
+			"token_endpoint": base + "/token", "registration_endpoint": base + "/register",
+			"code_challenge_methods_supported": []string{"S256"}, "scopes_supported": []string{"read", "offline_access"},
+			"authorization_response_iss_parameter_supported": true, "response_types_supported": []string{"code"}})
+	case "/register":
+		w.WriteHeader(http.StatusCreated)
+		writeJSON(w, map[string]any{"client_id": "client-1", "client_secret": a.canary("client-secret"),
+			"token_endpoint_auth_method": "client_secret_basic"})
+	case "/authorize":
+		q := r.URL.Query()
+		if q.Get("code_challenge_method") != "S256" || q.Get("state") == "" || q.Get("resource") == "" {
+			http.Error(w, "bad authorization request", http.StatusBadRequest)
+			return
+		}
+		code := a.canary("code")
+		a.challenges[code], a.resources[code] = q.Get("code_challenge"), q.Get("resource")
+		a.clientIDs = append(a.clientIDs, q.Get("client_id"))
+		u, _ := url.Parse(q.Get("redirect_uri"))
+		v := url.Values{"code": {code}, "state": {q.Get("state")}, "iss": {issuer}}
+		u.RawQuery = v.Encode()
+		http.Redirect(w, r, u.String(), http.StatusFound)
+	case "/token":
+		a.token(w, r)
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+// token is the token endpoint; a.mu is held.
+func (a *testAS) token(w http.ResponseWriter, r *http.Request) {
+	_ = r.ParseForm()
+	a.form = r.PostForm
+	switch r.PostForm.Get("grant_type") {
+	case "authorization_code":
+		code := r.PostForm.Get("code")
+		sum := sha256.Sum256([]byte(r.PostForm.Get("code_verifier")))
+		want, ok := a.challenges[code]
+		if !ok || base64.RawURLEncoding.EncodeToString(sum[:]) != want || r.PostForm.Get("resource") != a.resources[code] {
+			w.WriteHeader(http.StatusBadRequest)
+			writeJSON(w, map[string]any{"error": "invalid_grant"})
+			return
+		}
+		delete(a.challenges, code)
+	case "refresh_token":
+		rt := r.PostForm.Get("refresh_token")
+		if a.spent[rt] {
+			a.reused++
+		}
+		if !a.live[rt] || a.refuseRefresh {
+			w.WriteHeader(http.StatusBadRequest)
+			writeJSON(w, map[string]any{"error": "invalid_grant", "error_description": "refresh token " + rt + " is spent"})
+			return
+		}
+		delete(a.live, rt)
+		a.spent[rt] = true
+		a.refreshes++
+	default:
+		w.WriteHeader(http.StatusBadRequest)
+		writeJSON(w, map[string]any{"error": "unsupported_grant_type"})
+		return
+	}
+	refresh := a.canary("refresh")
+	a.live[refresh] = true
+	writeJSON(w, map[string]any{"access_token": a.canary("access"), "token_type": "Bearer",
+		"expires_in": a.expiresIn, "refresh_token": refresh, "scope": "read offline_access"})
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// canaries returns every secret the server issued.
+func (a *testAS) canaries() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]string(nil), a.issued...)
+}
