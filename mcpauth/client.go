@@ -578,7 +578,7 @@ func (c *Client) CompleteAuthorization(ctx context.Context, callback url.Values,
 	rep.secret(tok.AccessToken, tok.RefreshToken)
 	g := grantRecord{Subject: p.Subject, URL: p.URL, Resource: p.Resource, Issuer: p.Issuer, ClientID: p.ClientID,
 		ClientKey: p.ClientKey, Token: p.Token, Method: p.Method, Scopes: grantedScopes(tok, p.Scopes),
-		Expiry: tok.Expiry, Refresh: tok.RefreshToken != "", Server: p.Server, TaskID: p.TaskID, Granted: c.now(),
+		Expiry: c.expiry(tok), Refresh: tok.RefreshToken != "", Server: p.Server, TaskID: p.TaskID, Granted: c.now(),
 		From: pkey}
 	su, _ := canonicalURL(p.URL)
 	key := c.grantKey(p.Subject, su)
@@ -613,6 +613,14 @@ func (c *Client) sealGrant(key string, g *grantRecord, sec grantSecrets) ([]byte
 // oauthContext carries the guarded client to x/oauth2.
 func (c *Client) oauthContext(ctx context.Context) context.Context {
 	return context.WithValue(ctx, oauth2.HTTPClient, c.http)
+}
+
+// expiry is when tok expires on the Client's clock (x/oauth2 counts expires_in from time.Now); zero: unknown.
+func (c *Client) expiry(tok *oauth2.Token) time.Time {
+	if tok.ExpiresIn > 0 {
+		return c.now().Add(time.Duration(tok.ExpiresIn) * time.Second)
+	}
+	return tok.Expiry
 }
 
 // grantedScopes are the scopes a token response grants: its scope, else what was asked for (RFC 6749 §5.1).

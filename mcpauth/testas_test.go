@@ -27,6 +27,10 @@ type testAS struct {
 	expiresIn int
 	// refuseRefresh makes every refresh answer invalid_grant.
 	refuseRefresh bool
+	// noPRM makes the server one of 2025-03-26: no protected-resource metadata.
+	noPRM bool
+	// redirectPRM, when set, answers the protected-resource metadata with a redirect there.
+	redirectPRM string
 
 	mu         sync.Mutex
 	requests   []string          // "METHOD path" of each request
@@ -83,7 +87,15 @@ func (a *testAS) serve(w http.ResponseWriter, r *http.Request) {
 		issuer = base
 	}
 	switch r.URL.Path {
-	case "/.well-known/oauth-protected-resource/mcp":
+	case "/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource":
+		if a.redirectPRM != "" {
+			http.Redirect(w, r, a.redirectPRM, http.StatusFound)
+			return
+		}
+		if a.noPRM {
+			http.NotFound(w, r)
+			return
+		}
 		res := a.prmResource
 		if res == "" {
 			res = base + "/mcp"
@@ -96,8 +108,7 @@ func (a *testAS) serve(w http.ResponseWriter, r *http.Request) {
 			"code_challenge_methods_supported": []string{"S256"}, "scopes_supported": []string{"read", "offline_access"},
 			"authorization_response_iss_parameter_supported": true, "response_types_supported": []string{"code"}})
 	case "/register":
-		w.WriteHeader(http.StatusCreated)
-		writeJSON(w, map[string]any{"client_id": "client-1", "client_secret": a.canary("client-secret"),
+		writeJSONStatus(w, http.StatusCreated, map[string]any{"client_id": "client-1", "client_secret": a.canary("client-secret"),
 			"token_endpoint_auth_method": "client_secret_basic"})
 	case "/authorize":
 		q := r.URL.Query()
@@ -129,8 +140,7 @@ func (a *testAS) token(w http.ResponseWriter, r *http.Request) {
 		sum := sha256.Sum256([]byte(r.PostForm.Get("code_verifier")))
 		want, ok := a.challenges[code]
 		if !ok || base64.RawURLEncoding.EncodeToString(sum[:]) != want || r.PostForm.Get("resource") != a.resources[code] {
-			w.WriteHeader(http.StatusBadRequest)
-			writeJSON(w, map[string]any{"error": "invalid_grant"})
+			writeJSONStatus(w, http.StatusBadRequest, map[string]any{"error": "invalid_grant"})
 			return
 		}
 		delete(a.challenges, code)
@@ -140,16 +150,14 @@ func (a *testAS) token(w http.ResponseWriter, r *http.Request) {
 			a.reused++
 		}
 		if !a.live[rt] || a.refuseRefresh {
-			w.WriteHeader(http.StatusBadRequest)
-			writeJSON(w, map[string]any{"error": "invalid_grant", "error_description": "refresh token " + rt + " is spent"})
+			writeJSONStatus(w, http.StatusBadRequest, map[string]any{"error": "invalid_grant", "error_description": "refresh token " + rt + " is spent"})
 			return
 		}
 		delete(a.live, rt)
 		a.spent[rt] = true
 		a.refreshes++
 	default:
-		w.WriteHeader(http.StatusBadRequest)
-		writeJSON(w, map[string]any{"error": "unsupported_grant_type"})
+		writeJSONStatus(w, http.StatusBadRequest, map[string]any{"error": "unsupported_grant_type"})
 		return
 	}
 	refresh := a.canary("refresh")
@@ -158,8 +166,11 @@ func (a *testAS) token(w http.ResponseWriter, r *http.Request) {
 		"expires_in": a.expiresIn, "refresh_token": refresh, "scope": "read offline_access"})
 }
 
-func writeJSON(w http.ResponseWriter, v any) {
+func writeJSON(w http.ResponseWriter, v any) { writeJSONStatus(w, http.StatusOK, v) }
+
+func writeJSONStatus(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)
 }
 
