@@ -2,6 +2,7 @@ package mcpauth
 
 import (
 	"context"
+	"crypto"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
@@ -75,6 +76,10 @@ type Config struct {
 	// nil: Guard{}.Client(), which refuses private, loopback and link-local addresses and plain http.
 	HTTPClient *http.Client
 
+	// CrossApp enables SEP-990 cross-app access for end users, where the authorization server takes the
+	// JWT-bearer grant. nil: none.
+	CrossApp *CrossApp
+
 	// RefreshTokens asks for offline_access when the authorization server lists it (SEP-2207), and keeps refresh
 	// tokens (refresh_token is in a registration's grant types either way).
 	RefreshTokens bool
@@ -97,8 +102,16 @@ type RegisteredClient struct {
 	ClientID  string
 	Secret    string
 	// AuthMethod is the token endpoint's client authentication: client_secret_basic, client_secret_post or
-	// none; "" picks from the server's metadata.
+	// none; "" picks from the server's metadata. A client with a Key uses private_key_jwt.
 	AuthMethod string
+	// Key signs private_key_jwt client assertions (RFC 7523): ES256 for an ECDSA P-256 key, RS256 for an RSA
+	// key. It may be a KMS or HSM handle: only Sign is called. KeyID is its kid, "" for none.
+	Key   crypto.Signer
+	KeyID string
+	// ClientCredentials lets the client take tokens for the host itself with the client_credentials grant,
+	// shared by every task: for tasks without an end user, and for servers whose authorization server offers
+	// no authorization_code grant.
+	ClientCredentials bool
 }
 
 // AuthorizationRequest is a pending authorization, handed to the host by Config.OnAuthorization.
@@ -233,9 +246,6 @@ func (c *Client) grantKey(subject string, su *url.URL) string {
 // starts the flow), refreshing it first when it expires within Config.RefreshBefore. The first request for a
 // user and server reads the Store once.
 func (c *Client) Token(ctx context.Context, s Server) (string, error) {
-	if s.Subject == "" {
-		return "", nil
-	}
 	k := cacheKey{s.Subject, s.URL}
 	c.mu.RLock()
 	e := c.cache[k]
@@ -245,7 +255,11 @@ func (c *Client) Token(ctx context.Context, s Server) (string, error) {
 		if err != nil {
 			return "", fmt.Errorf("mcpauth: the server's url: %w", err)
 		}
-		e = c.load(ctx, k, c.grantKey(s.Subject, su))
+		subject := s.Subject
+		if subject == "" {
+			subject = hostSubject // a task without an end user uses the host's grant (client credentials)
+		}
+		e = c.load(ctx, k, c.grantKey(subject, su))
 	}
 	if e.access == "" {
 		return "", nil
@@ -292,12 +306,12 @@ func (c *Client) put(k cacheKey, e *cached) {
 // Challenge answers a server's refusal: a grant another replica wrote meanwhile, else a refresh (on a 401), else
 // discovery and the user's step, handed to the host through Config.OnAuthorization.
 func (c *Client) Challenge(ctx context.Context, s Server, ch Challenge) error {
-	if s.Subject == "" {
-		return fmt.Errorf("%w: the task has no end user (TaskConfig.Subject)", ErrAuthorizationRequired)
-	}
 	su, err := canonicalURL(s.URL)
 	if err != nil {
 		return fmt.Errorf("mcpauth: the server's url: %w", err)
+	}
+	if s.Subject == "" {
+		return c.hostChallenge(ctx, s, su, ch)
 	}
 	k, key := cacheKey{s.Subject, s.URL}, c.grantKey(s.Subject, su)
 	c.mu.RLock()
@@ -329,17 +343,29 @@ func (c *Client) Challenge(ctx context.Context, s Server, ch Challenge) error {
 	}
 	d, err := c.discovery(ctx, s, su, ch)
 	if err != nil {
-		if errors.Is(err, ErrRefusedMetadata) || errors.Is(err, ErrRefused) {
-			ReporterFrom(ctx).fact(facts.MCPAuthorizationRefused, map[string]any{"server": s.Name, "url": su.String(),
-				"subject": SubjectDigest(s.Subject), "reason": reason(err), "error": err.Error()})
-		}
 		return err
 	}
 	var current []string
 	if raw != nil {
 		current = g.Scopes
 	}
+	if done, err := c.machine(ctx, s, su, d, ch, current); done {
+		return err
+	}
 	return c.userStep(ctx, s, su, d, ch, current)
+}
+
+// hostChallenge answers the challenge of a task without an end user: client credentials, or nothing.
+func (c *Client) hostChallenge(ctx context.Context, s Server, su *url.URL, ch Challenge) error {
+	d, err := c.discovery(ctx, s, su, ch)
+	if err != nil {
+		return err
+	}
+	if done, err := c.machine(ctx, s, su, d, ch, nil); done {
+		return err
+	}
+	return fmt.Errorf("%w: the task has no end user (TaskConfig.Subject), and no client credentials apply",
+		ErrAuthorizationRequired)
 }
 
 // authorized reports the fact of a grant the task's request is about to use.
@@ -387,7 +413,12 @@ func (c *Client) discovery(ctx context.Context, s Server, su *url.URL, ch Challe
 	} else {
 		fresh, err := c.discover(ctx, su, ch)
 		if err != nil {
-			return nil, fmt.Errorf("mcpauth: discovery for server %s: %w", s.Name, err)
+			err = fmt.Errorf("mcpauth: discovery for server %s: %w", s.Name, err)
+			if errors.Is(err, ErrRefusedMetadata) || errors.Is(err, ErrRefused) {
+				ReporterFrom(ctx).fact(facts.MCPAuthorizationRefused, map[string]any{"server": s.Name,
+					"url": su.String(), "subject": SubjectDigest(s.Subject), "reason": reason(err), "error": err.Error()})
+			}
+			return nil, err
 		}
 		d = fresh
 		if raw, err := json.Marshal(d); err == nil {

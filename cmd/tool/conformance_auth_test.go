@@ -3,10 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto"
 	"crypto/rand"
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"io"
 	"log/slog"
@@ -55,9 +58,9 @@ var authScenarios = []struct {
 	{"resource-mismatch", true, ""},
 	{"offline-access-scope", true, ""},
 	{"offline-access-not-supported", true, ""},
-	{"client-credentials-jwt", false, "mcpauth.Client has no client-credentials grant yet (issue 37, item 3)"},
-	{"client-credentials-basic", false, "mcpauth.Client has no client-credentials grant yet (issue 37, item 3)"},
-	{"cross-app-access-complete-flow", false, "mcpauth.Client has no SEP-990 token exchange yet (issue 37, item 3)"},
+	{"client-credentials-jwt", true, ""},
+	{"client-credentials-basic", true, ""},
+	{"cross-app-access-complete-flow", true, ""},
 }
 
 // authReport is what TestHelperConformanceAuthClient saw, written to the file $AUTH_REPORT for the test that ran
@@ -156,6 +159,10 @@ func checkAuthReport(t *testing.T, name, path string) {
 		if last != runtime.KindAccessDenied {
 			t.Errorf("the call ended %q, want %s", last, runtime.KindAccessDenied)
 		}
+	case "client-credentials-jwt", "client-credentials-basic", "cross-app-access-complete-flow":
+		if last != "ok" || r.Attempts != 0 {
+			t.Errorf("calls %q with %d authorizations: want one that succeeds with no user step", r.Kinds, r.Attempts)
+		}
 	default:
 		if last != "ok" || r.Completed == 0 || r.Completed != r.Attempts {
 			t.Errorf("calls %q with %d authorizations, %d completed: want one that succeeds after each authorization completed",
@@ -213,6 +220,12 @@ func TestHelperConformanceAuthClient(t *testing.T) {
 	}
 	prefix := "conformance/" + hex.EncodeToString(key[:6]) + "/" // a fresh namespace: the suite's ports repeat
 	rec := &recorder{}
+	id, secret, signer, crossApp := givenCredentials(t, given)
+	rec.secret("context client_secret", secret)
+	if xa := crossApp; xa != nil {
+		tok, _ := xa.IDToken(ctx, "")
+		rec.secret("context id token", tok)
+	}
 	urls := make(chan string, 8)
 	var logs bytes.Buffer
 	var logsMu sync.Mutex
@@ -228,11 +241,10 @@ func TestHelperConformanceAuthClient(t *testing.T) {
 			// The suite's context gives a pre-registered client for its authorization server, whose URL it
 			// picks at random: bound here to the issuer and resource it is asked for.
 			Registered: func(issuer, resource string) (mcpauth.RegisteredClient, bool) {
-				id, _ := given["client_id"].(string)
-				secret, _ := given["client_secret"].(string)
 				return mcpauth.RegisteredClient{Issuer: issuer, Resources: []string{resource}, ClientID: id,
-					Secret: secret}, id != ""
+					Secret: secret, Key: signer, ClientCredentials: true}, id != ""
 			},
+			CrossApp:      crossApp,
 			Register:      true,
 			RefreshTokens: true,
 			Store:         stores[i],
@@ -303,6 +315,30 @@ func TestHelperConformanceAuthClient(t *testing.T) {
 	rec.text(logs.String())
 	logsMu.Unlock()
 	rec.finish(rep)
+}
+
+// givenCredentials reads the credentials of MCP_CONFORMANCE_CONTEXT: a client (id, secret or PKCS#8 key), and
+// the identity provider of SEP-990. Host configuration, which a real host reads from its secret manager.
+func givenCredentials(t *testing.T, given map[string]any) (id, secret string, key crypto.Signer, xa *mcpauth.CrossApp) {
+	str := func(k string) string { s, _ := given[k].(string); return s }
+	id, secret = str("client_id"), str("client_secret")
+	if pemKey := str("private_key_pem"); pemKey != "" {
+		block, _ := pem.Decode([]byte(pemKey))
+		if block == nil {
+			t.Fatal("private_key_pem: no PEM block")
+		}
+		k, err := x509.ParsePKCS8PrivateKey(block.Bytes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		key = k.(crypto.Signer)
+	}
+	if endpoint := str("idp_token_endpoint"); endpoint != "" {
+		idToken := str("idp_id_token")
+		xa = &mcpauth.CrossApp{TokenEndpoint: endpoint, ClientID: str("idp_client_id"),
+			IDToken: func(context.Context, string) (string, error) { return idToken, nil }}
+	}
+	return id, secret, key, xa
 }
 
 // replicaStores returns the Store of each replica: two connections to the test database, or one memory store.
@@ -442,7 +478,8 @@ func (t *recording) RoundTrip(req *http.Request) (*http.Response, error) {
 		if b, err := req.GetBody(); err == nil {
 			raw, _ := io.ReadAll(b)
 			if form, err := url.ParseQuery(string(raw)); err == nil {
-				for _, k := range []string{"code", "code_verifier", "client_secret", "refresh_token"} {
+				for _, k := range []string{"code", "code_verifier", "client_secret", "refresh_token", "client_assertion",
+					"assertion", "subject_token"} {
 					t.rec.secret(k, form.Get(k))
 				}
 			}
