@@ -376,3 +376,40 @@ func TestStoreHoldsNoSecretInClear(t *testing.T) {
 	noSecretInStore(t, f, all...)
 	noSecretIn(t, "the facts", factText, all...)
 }
+
+// countingStore counts the reads that reach a Store.
+type countingStore struct {
+	store.SwapStore
+	mu   sync.Mutex
+	gets int
+}
+
+func (c *countingStore) Get(ctx context.Context, key string) ([]byte, error) {
+	c.mu.Lock()
+	c.gets++
+	c.mu.Unlock()
+	return c.SwapStore.Get(ctx, key)
+}
+
+// Token serves a valid grant from memory: the Store is read once per end user and server, not per request.
+func TestTokenReadsTheStoreOnce(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	grant(t, f)
+	counting := &countingStore{SwapStore: sharedStore(t, f.mem).(store.SwapStore)}
+	c := f.replica(func(cfg *mcpauth.Config) { cfg.Store = counting })
+	for range 100 {
+		if tok, err := c.Token(context.Background(), f.server("user-1")); err != nil || tok == "" {
+			t.Fatalf("Token = %q, %v", tok, err)
+		}
+	}
+	if tok, _ := c.Token(context.Background(), f.server("user-2")); tok != "" {
+		t.Fatalf("user-2's Token = %q", tok)
+	}
+	for range 100 {
+		_, _ = c.Token(context.Background(), f.server("user-2"))
+	}
+	if counting.gets != 2 {
+		t.Errorf("%d Store reads for 202 requests of two users, want 2", counting.gets)
+	}
+}
