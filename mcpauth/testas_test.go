@@ -1,10 +1,15 @@
 package mcpauth_test
 
 import (
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/rsa"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"math/big"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -27,6 +32,10 @@ type testAS struct {
 	expiresIn int
 	// refuseRefresh makes every refresh answer invalid_grant.
 	refuseRefresh bool
+	// clientKey verifies private_key_jwt assertions; grantTypes, when set, is the metadata's grant_types_supported.
+	clientKey  crypto.PublicKey
+	grantTypes []string
+	assertions []map[string]any // the verified assertions' claims
 	// noPRM makes the server one of 2025-03-26: no protected-resource metadata.
 	noPRM bool
 	// redirectPRM, when set, answers the protected-resource metadata with a redirect there.
@@ -106,7 +115,8 @@ func (a *testAS) serve(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, map[string]any{"issuer": issuer, "authorization_endpoint": base + "/authorize",
 			"token_endpoint": base + "/token", "registration_endpoint": base + "/register",
 			"code_challenge_methods_supported": []string{"S256"}, "scopes_supported": []string{"read", "offline_access"},
-			"authorization_response_iss_parameter_supported": true, "response_types_supported": []string{"code"}})
+			"authorization_response_iss_parameter_supported": true, "response_types_supported": []string{"code"},
+			"grant_types_supported": a.grantTypes})
 	case "/register":
 		writeJSONStatus(w, http.StatusCreated, map[string]any{"client_id": "client-1", "client_secret": a.canary("client-secret"),
 			"token_endpoint_auth_method": "client_secret_basic"})
@@ -144,6 +154,11 @@ func (a *testAS) token(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		delete(a.challenges, code)
+	case "client_credentials":
+		if err := a.verifyAssertion(r.PostForm); err != nil || r.PostForm.Get("resource") == "" {
+			writeJSONStatus(w, http.StatusUnauthorized, map[string]any{"error": "invalid_client"})
+			return
+		}
 	case "refresh_token":
 		rt := r.PostForm.Get("refresh_token")
 		if a.spent[rt] {
@@ -179,4 +194,44 @@ func (a *testAS) canaries() []string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return append([]string(nil), a.issued...)
+}
+
+// verifyAssertion checks a private_key_jwt client assertion against a.clientKey: its type, signature (ES256 as
+// r‖s, RS256), iss = sub = client_id, aud = the issuer; a.mu is held.
+func (a *testAS) verifyAssertion(form url.Values) error {
+	if form.Get("client_assertion_type") != "urn:ietf:params:oauth:client-assertion-type:jwt-bearer" {
+		return errors.New("client_assertion_type")
+	}
+	parts := strings.Split(form.Get("client_assertion"), ".")
+	if len(parts) != 3 {
+		return errors.New("not a JWS")
+	}
+	var header struct{ Alg string }
+	var claims map[string]any
+	hb, _ := base64.RawURLEncoding.DecodeString(parts[0])
+	cb, _ := base64.RawURLEncoding.DecodeString(parts[1])
+	sig, _ := base64.RawURLEncoding.DecodeString(parts[2])
+	if json.Unmarshal(hb, &header) != nil || json.Unmarshal(cb, &claims) != nil {
+		return errors.New("not JSON")
+	}
+	digest := sha256.Sum256([]byte(parts[0] + "." + parts[1]))
+	switch k := a.clientKey.(type) {
+	case *ecdsa.PublicKey:
+		if header.Alg != "ES256" || len(sig) != 64 ||
+			!ecdsa.Verify(k, digest[:], new(big.Int).SetBytes(sig[:32]), new(big.Int).SetBytes(sig[32:])) {
+			return errors.New("ES256 signature")
+		}
+	case *rsa.PublicKey:
+		if header.Alg != "RS256" || rsa.VerifyPKCS1v15(k, crypto.SHA256, digest[:], sig) != nil {
+			return errors.New("RS256 signature")
+		}
+	default:
+		return errors.New("no client key")
+	}
+	if claims["iss"] != form.Get("client_id") || claims["sub"] != form.Get("client_id") || claims["aud"] != a.srv.URL ||
+		claims["jti"] == nil || claims["exp"] == nil {
+		return fmt.Errorf("claims %v", claims)
+	}
+	a.assertions = append(a.assertions, claims)
+	return nil
 }
