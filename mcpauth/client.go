@@ -193,7 +193,13 @@ type cached struct {
 	refresh bool
 	raw     []byte // the record as read, for compare-and-swap; nil: no grant
 	key     string
+	// retry is when Token may try a refresh again after one failed (the token endpoint down, say): not on
+	// every request.
+	retry time.Time
 }
+
+// refreshRetry spaces the refreshes Token tries while a token is still valid.
+const refreshRetry = 10 * time.Second
 
 // New returns a Client for cfg.
 func New(cfg Config) (*Client, error) {
@@ -265,9 +271,22 @@ func (c *Client) Token(ctx context.Context, s Server) (string, error) {
 		return "", nil
 	}
 	now := c.now()
-	if e.refresh && !e.expiry.IsZero() && now.Add(c.cfg.RefreshBefore).After(e.expiry) {
+	if e.refresh && !e.expiry.IsZero() && now.Add(c.cfg.RefreshBefore).After(e.expiry) && !now.Before(e.retry) {
 		if fresh, err := c.refresh(ctx, s, e.key, e.raw); err == nil {
 			e = fresh
+		} else {
+			later := *e
+			later.retry = now.Add(refreshRetry)
+			c.mu.Lock()
+			if cur := c.cache[k]; cur == e {
+				c.cache[k] = &later
+			} else if cur != nil { // replaced meanwhile: a grant refused for good is cached as none
+				e = cur
+			}
+			c.mu.Unlock()
+			if e.access == "" {
+				return "", nil
+			}
 		}
 	}
 	if !e.expiry.IsZero() && !now.Before(e.expiry) {

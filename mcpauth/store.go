@@ -259,5 +259,9 @@ func (r *records) claimOnce(ctx context.Context, key string, ttl time.Duration) 
 		claimed, _, err := cs.Claim(ctx, key, mark, ttl)
 		return claimed, err
 	}
-	return r.swap(ctx, key, nil, mark)
+	won, err := r.swap(ctx, key, nil, mark)
+	if won && err == nil {
+		_ = r.putTTL(ctx, key, mark, ttl) // a swap writes without expiry: let the Store forget the mark
+	}
+	return won, err
 }
