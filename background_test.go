@@ -473,6 +473,7 @@ func TestSubscriptionUnsubscribeFailureDoesNotHoldClose(t *testing.T) {
 // Two replicas share one poll through the lease: an item fires once, even when the holder's Sink takes longer
 // than the lease's ttl (the holder's heartbeat keeps the lease).
 func TestPollLeaseSurvivesASlowSink(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	fetches := map[string]int{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -491,14 +492,16 @@ func TestPollLeaseSurvivesASlowSink(t *testing.T) {
 	load := func(replica string, obs *tooltest.Observer) *tool.Tool {
 		return tooltest.Load(t, feedManifest(), tool.WithStore(store), tool.WithReplicaID(replica), tool.WithObserver(obs),
 			tool.WithSettings(map[string]any{"base_url": srv.URL}),
-			tool.WithLimits(tool.Limits{PollInterval: 100 * time.Millisecond, CallTimeout: 100 * time.Millisecond}))
+			// The lease's ttl is 2 poll intervals plus the call timeout: 1.2s, renewed every 400ms, so that a busy
+			// machine delaying r1's heartbeat by most of a second does not hand the lease to r2.
+			tool.WithLimits(tool.Limits{PollInterval: 100 * time.Millisecond, CallTimeout: time.Second}))
 	}
 	var fired atomic.Int32
 	inSink, release := make(chan struct{}), make(chan struct{})
 	slow := tool.SinkFunc(func(ctx context.Context, a tool.Activation) error {
 		fired.Add(1)
 		close(inSink)
-		<-release // held well past the 300ms lease ttl
+		<-release // held well past the 1.2s lease ttl
 		return nil
 	})
 	ctx := context.Background()
@@ -516,10 +519,14 @@ func TestPollLeaseSurvivesASlowSink(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer second.Detach(ctx)
-	<-inSink
+	select {
+	case <-inSink:
+	case <-time.After(time.Minute):
+		t.Fatalf("item x did not reach r1's Sink in a minute (fired %d times)", fired.Load())
+	}
 	// While r1's Sink holds x, r2 keeps trying: its steps find the lease held (no fetch, no fact) for as long as
 	// the heartbeat renews it. Hold the Sink over several ttls, measured by r1's heartbeat on the wall clock.
-	deadline := time.Now().Add(time.Second)
+	deadline := time.Now().Add(2500 * time.Millisecond)
 	for time.Now().Before(deadline) {
 		if len(obs2.Facts("poll.fetched")) > 0 {
 			t.Fatal("r2 polled while r1 held the lease in a slow Sink")
@@ -567,6 +574,7 @@ func TestRenewalFailuresBackOff(t *testing.T) {
 }
 
 func TestStaleChannelBacksOffAndLapses(t *testing.T) {
+	t.Parallel()
 	srv := tooltest.NewServer(t)
 	srv.Handle("POST", "/watch/doc-1", tooltest.Response{Body: map[string]any{"resource_id": "res-1"}})
 	srv.Handle("POST", "/stop", tooltest.Response{Status: 500, Body: "try later"}) // 404 would mean "already gone"
@@ -680,6 +688,7 @@ func TestResumeRearmsTheWatchdog(t *testing.T) {
 }
 
 func TestSinkMayInterruptFromAPolledActivation(t *testing.T) {
+	t.Parallel()
 	for _, passCtx := range []bool{true, false} {
 		srv := tooltest.NewServer(t)
 		srv.Handle("GET", "/feed/f1", items("a"), items("a", "b"))

@@ -37,6 +37,7 @@ actions:
 // timeout whose outcome is unknown), and Close ends a call in flight and a call waiting behind another with
 // ErrClosed, never an unrecoverable error.
 func TestBoundedCalls(t *testing.T) {
+	t.Parallel()
 	arrived := make(chan struct{}, 8)
 	release := make(chan struct{})
 	srv := newRecorder(t, func(w http.ResponseWriter, r *http.Request) {

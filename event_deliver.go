@@ -18,9 +18,9 @@ import (
 
 // Deliver runs the activation pipeline of SPEC §9.1 for one pushed payload: for each of the tool's pushed
 // events (or only in.Event) the signature is checked over the raw body, the event must be included, not
-// expired and the task not interrupted, the delivery id not already activated, and the filter must pass with
-// the allow list (SPEC §6); then the legacy extractions and the message are evaluated and the Activation is
-// handed to the task's Sink.
+// expired and the task not interrupted, and the filter must pass with the allow list (SPEC §6); then the legacy
+// extractions and the message are evaluated, the delivery id must not be already activated (it is claimed only
+// now, for an event that activates), and the Activation is handed to the task's Sink.
 //
 // The Delivery lists the accepted activations and every discard with its reason. An activation the Sink
 // refuses is left out of it and Deliver returns an error wrapping ErrNotAccepted with the Delivery; its delivery
@@ -110,8 +110,10 @@ func (t *Task) handle(ctx context.Context, d *Delivery, i int, pe *pushedEvent) 
 }
 
 // route decides whether event i activates the task: the Activation, or the Discard saying why not; a Discard
-// without a Reason when ctx ended before it could decide. A payload with a delivery id activates holding the id's
-// claim, whose key (dedupeKey) it returns for activate.
+// without a Reason when ctx ended before it could decide. The filter runs before the delivery id is claimed, so
+// that a task claims only the events it activates: an event whose filter is false costs the Store nothing, and
+// its claim can neither hold the sender's retries off nor run out the request's time. A payload with a delivery
+// id activates holding the id's claim, whose key (dedupeKey) it returns for activate.
 func (t *Task) route(ctx context.Context, i int, pe *pushedEvent) (_ *Activation, _ Discard, key string) {
 	name := pe.ev.def.Name
 	discard := func(reason, detail string) (*Activation, Discard, string) {
@@ -123,29 +125,28 @@ func (t *Task) route(ctx context.Context, i int, pe *pushedEvent) (_ *Activation
 	if pe.reason != "" {
 		return discard(pe.reason, pe.detail)
 	}
-	p := pe.parent
-	if p.deliveryID != "" {
-		key = t.events.dedupeKey(name, p.deliveryID)
-		switch t.events.claim(ctx, key) {
-		case claimDuplicate:
-			return discard(ReasonDuplicate, "delivery "+p.deliveryID+" was already activated")
-		case claimInFlight:
-			return discard(ReasonInFlight, "delivery "+p.deliveryID+" is being activated and its Sink has not accepted yet; retry later")
-		}
-	}
 	activation, d := t.evaluate(ctx, pe)
-	if activation == nil && ctx.Err() != nil && (d.Reason == ReasonFilterError || d.Reason == ReasonFilterFalse) {
-		// The filter or an extraction ran with an ended context: its verdict is not the payload's. No
-		// outcome, so that the sender is told to retry. (empty_allow_list and misconfigured need no
-		// evaluation.)
-		d = Discard{Event: name}
+	if activation == nil {
+		if ctx.Err() != nil && (d.Reason == ReasonFilterError || d.Reason == ReasonFilterFalse) {
+			// The filter or an extraction ran with an ended context: its verdict is not the payload's. No
+			// outcome, so that the sender is told to retry. (empty_allow_list and misconfigured need no
+			// evaluation.)
+			d = Discard{Event: name}
+		}
+		return nil, d, ""
 	}
-	if key != "" && activation == nil {
-		t.events.unclaim(ctx, key)
-		t.events.release(key) // activate releases it after the Sink
-		key = ""
+	p := pe.parent
+	if p.deliveryID == "" {
+		return activation, Discard{}, ""
 	}
-	return activation, d, key
+	key = t.events.dedupeKey(name, p.deliveryID)
+	switch t.events.claim(ctx, key) {
+	case claimDuplicate:
+		return discard(ReasonDuplicate, "delivery "+p.deliveryID+" was already activated")
+	case claimInFlight:
+		return discard(ReasonInFlight, "delivery "+p.deliveryID+" is being activated and its Sink has not accepted yet; retry later")
+	}
+	return activation, Discard{}, key
 }
 
 // evaluate runs the filter, the extractions and the message of a payload the event takes.

@@ -68,7 +68,7 @@ func (s *signatureVerdicts) check(ev *event) (reason, detail string) {
 	v := verdict{secret: ev.secret}
 	signed := &webhook.Signed{Header: s.in.Headers, Body: s.in.Body, Now: s.now}
 	if err := webhook.Verify(ev.secret, signed, s.tool.opts.verifiers...); err != nil {
-		v.detail = s.tool.secrets.String(err.Error())
+		v.detail = s.tool.secrets.Encoded(err.Error())
 	}
 	s.done = append(s.done, v)
 	return v.reason()

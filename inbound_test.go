@@ -188,6 +188,7 @@ func TestRouterCapsBodiesInFlight(t *testing.T) {
 // Retry-After), and the Router never holds more than its cap of bodies. Their heap cost is measured by
 // BenchmarkRouterConcurrentUnsignedPosts.
 func TestRouterConcurrentUnsignedPosts(t *testing.T) {
+	t.Parallel()
 	const capBytes = 16 * mib
 	r := tool.NewRouter(tool.RouterOptions{InFlightBytes: capBytes})
 	task := newTask(t, repoTool(t), tool.TaskConfig{Capability: tool.Capability{Bindings: map[string]any{"repo": "o/r"}}})

@@ -179,15 +179,19 @@ func TestReadmeManifestLoads(t *testing.T) {
 	}
 }
 
-// The README stays short enough to read in one sitting (issue 39: at most 300 lines; details live in docs/), and
-// keeps its table of contents ahead of the sections it lists.
+// readmeBudget bounds the README's lines: 300 for the first release's surface (issue 39), plus the section each
+// later issue adds, at most ~30 lines each, named here so that its growth is a reviewed line.
+const readmeBudget = 300
+
+// The README stays short enough to read in one sitting (details live in docs/), and keeps its table of contents
+// ahead of the sections it lists.
 func TestReadmeLength(t *testing.T) {
 	src, err := os.ReadFile("README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := bytes.Count(src, []byte("\n")); n > 300 {
-		t.Errorf("README.md has %d lines; keep it at 300 or fewer and move reference material to docs/", n)
+	if n := bytes.Count(src, []byte("\n")); n > readmeBudget {
+		t.Errorf("README.md has %d lines; keep it at %d or fewer and move reference material to docs/", n, readmeBudget)
 	}
 	text := string(src)
 	if contents, agent := strings.Index(text, "\n## Contents\n"), strings.Index(text, "\n## "+readmeAgent+"\n"); contents < 0 || contents > agent {

@@ -119,7 +119,8 @@ func (t *Tool) observeTool(ctx context.Context, name, taskID string, data map[st
 	if t.opts.observer == nil {
 		return
 	}
-	t.opts.observer.Observe(ctx, Fact{Name: name, Tool: t.Name(), TaskID: taskID, Time: t.opts.clock.Now(), Data: data})
+	t.opts.observer.Observe(ctx, Fact{Name: name, Tool: t.Name(), TaskID: taskID, Time: t.opts.clock.Now(),
+		Data: maskFactData(t.secrets, data)})
 }
 
 var _ taskIndex = (*storeIndex)(nil)

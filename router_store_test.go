@@ -2,11 +2,14 @@ package tool_test
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -35,10 +38,11 @@ type memStore interface {
 type readCounter struct {
 	memStore
 	taskReads, scans, lookups atomic.Int64
-	lookupDown                atomic.Bool          // Lookup fails
-	eventsDown                atomic.Bool          // Put of a task's event state fails
-	scanGate                  func()               // when set (before the Store is used concurrently), each task Scan runs it first
-	trace                     func(op, key string) // likewise: each Put and task Scan reports itself
+	lookupDown                atomic.Bool           // Lookup fails
+	eventsDown                atomic.Bool           // Put of a task's event state fails
+	scanErr                   atomic.Pointer[error] // when set, each task Scan fails with it
+	scanGate                  func()                // when set (before the Store is used concurrently), each task Scan runs it first
+	trace                     func(op, key string)  // likewise: each Put and task Scan reports itself
 }
 
 func (s *readCounter) Get(ctx context.Context, key string) ([]byte, error) {
@@ -64,6 +68,9 @@ func (s *readCounter) Scan(ctx context.Context, prefix string) ([]store.Entry, e
 		}
 		if s.scanGate != nil {
 			s.scanGate()
+		}
+		if err := s.scanErr.Load(); err != nil {
+			return nil, *err
 		}
 	}
 	return s.memStore.Scan(ctx, prefix)
@@ -932,5 +939,45 @@ func TestStoreModeRehydrationWaitsForTheEvictedCopy(t *testing.T) {
 	}
 	if put < 0 || put > scan {
 		t.Errorf("t1's evicted copy wrote its state at %d, its second hydration read it at %d; want the write first: %v", put, scan, ops)
+	}
+}
+
+// A Store error that quotes a secret of the tool, encoded as a driver may print a connection string, reaches the
+// store.failed fact of a Router loading a task, and the error Dispatch returns, masked in every encoding.
+func TestRouterStoreFailureFactMasksEncodedSecrets(t *testing.T) {
+	t.Parallel()
+	log := &factRecorder{}
+	rp := newReplicas(t, tool.RouterOptions{}, tool.WithObserver(log))
+	task := newTask(t, rp.a, tool.TaskConfig{ID: "t1", Capability: tool.Capability{Bindings: map[string]any{"repo_id": 4242}}})
+	mustInvoke(t, task, "create_issue", map[string]any{"title": "x", "assignee": "alice"})
+	err := fmt.Errorf("scan: dial postgres://tool:%s@db/?sslkey=%s: refused", url.PathEscape(hookSecret),
+		base64.StdEncoding.EncodeToString([]byte(hookSecret)))
+	rp.store.scanErr.Store(&err)
+	_, derr := rp.send("d1", "alice")
+	if derr == nil {
+		t.Fatal("Dispatch succeeded with a Store that cannot load the task")
+	}
+	for _, form := range []string{hookSecret, url.PathEscape(hookSecret), base64.StdEncoding.EncodeToString([]byte(hookSecret))} {
+		if strings.Contains(fmt.Sprintf("%v %+v", derr, derr), form) {
+			t.Errorf("Dispatch's error holds the secret as %q: %v", form, derr)
+		}
+	}
+	log.mu.Lock()
+	defer log.mu.Unlock()
+	seen := false
+	for _, f := range log.facts {
+		if f.Name != facts.StoreFailed {
+			continue
+		}
+		seen = true
+		b, _ := json.Marshal(f)
+		for _, form := range []string{hookSecret, url.PathEscape(hookSecret), base64.StdEncoding.EncodeToString([]byte(hookSecret))} {
+			if strings.Contains(string(b), form) {
+				t.Errorf("store.failed fact holds the secret as %q: %s", form, b)
+			}
+		}
+	}
+	if !seen {
+		t.Fatal("no store.failed fact for the failed Scan")
 	}
 }

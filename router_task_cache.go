@@ -204,7 +204,8 @@ func (c *taskCache) hydrateTask(ctx context.Context, id string) (*Task, error) {
 	if err != nil {
 		c.tool.observeTool(ctx, facts.StoreFailed, id, map[string]any{"operation": "scan", "record": recordTask,
 			"error": err.Error()})
-		return nil, fmt.Errorf("%w: tool: router: load task %s: %w", ErrNotAccepted, id, err)
+		return nil, c.tool.secrets.Error(fmt.Errorf("%w: tool: router: load task %s: %w", ErrNotAccepted, id, err),
+			ErrNotAccepted, context.Canceled, context.DeadlineExceeded)
 	}
 	snaps := groupSnapshots(prefix, entries)
 	if len(snaps) != 1 || snaps[0].id != id {
@@ -216,7 +217,7 @@ func (c *taskCache) hydrateTask(ctx context.Context, id string) (*Task, error) {
 		return nil, errExpired
 	case err != nil:
 		c.tool.observeTool(ctx, facts.TaskHydrationFailed, id, map[string]any{"error": err.Error()})
-		return nil, &hydrationError{id: id, err: err}
+		return nil, &hydrationError{id: id, err: c.tool.secrets.Error(err, startErrorSentinels...)}
 	}
 	return task, nil
 }

@@ -476,7 +476,7 @@ func (t *Task) teardown(ctx context.Context, kind string, inst runtime.Instance)
 	err = inst.Teardown(tctx)
 	if err != nil {
 		err = fmt.Errorf("teardown %s: %w", kind, err)
-		t.observe(ctx, facts.RuntimeTeardownFailed, "", map[string]any{"backend": kind, "error": t.secrets.String(err.Error())})
+		t.observe(ctx, facts.RuntimeTeardownFailed, "", map[string]any{"backend": kind, "error": err.Error()})
 	}
 	return err
 }
@@ -639,6 +639,22 @@ func (t *Task) initFor(ctx context.Context, a *action, call *runtime.Call) *runt
 	return in
 }
 
+// maskFactData returns data with the secrets of s masked: as values in every string, and in their encoded forms
+// too in the "error" field, where a backend's, a Store's or a server's message may quote a rendered URL or body.
+func maskFactData(s *redact.Set, data map[string]any) map[string]any {
+	if data == nil {
+		return nil
+	}
+	masked, _ := s.Value(data).(map[string]any)
+	if e, ok := masked["error"].(string); ok {
+		if enc := s.Encoded(e); enc != e {
+			masked = maps.Clone(masked) // Value may hand back the caller's map: never write into it
+			masked["error"] = enc
+		}
+	}
+	return masked
+}
+
 // observing reports whether anyone receives facts, so hot paths build fact data only when it is wanted.
 func (t *Task) observing() bool { return t.tool.opts.observer != nil }
 
@@ -649,9 +665,7 @@ func (t *Task) observe(ctx context.Context, name, callID string, data map[string
 	if obs == nil && call == nil {
 		return
 	}
-	if data != nil {
-		data, _ = t.secrets.Value(data).(map[string]any)
-	}
+	data = maskFactData(t.secrets, data)
 	f := Fact{Name: name, Tool: t.tool.Name(), TaskID: t.id, CallID: callID, Seq: t.factSeq.Add(1),
 		Time: t.tool.opts.clock.Now(), Data: data}
 	if obs != nil {

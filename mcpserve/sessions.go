@@ -38,6 +38,9 @@ type SessionConfig struct {
 	// Owner names who sends a request, for instance a digest of its bearer token; a session answers only the
 	// requests of the owner that created it (others get 404, as for an unknown session). nil: one owner.
 	Owner func(*http.Request) string
+	// MaxSessionsPerOwner bounds the live sessions of one owner (Owner); at the bound the owner's new session is
+	// refused with 429, beside MaxSessions for all. 0: no bound but MaxSessions.
+	MaxSessionsPerOwner int
 	// ActionNames serves each function under its action name (for an action expanded from an MCP server: the
 	// upstream tool's name, which makes the gateway transparent) instead of its function name.
 	ActionNames bool
@@ -65,11 +68,13 @@ type SessionHandler struct {
 	mu       sync.Mutex
 	sessions map[string]*session
 	reserved int // sessions being created: counted against MaxSessions until they exist or fail
-	closed   bool
-	active   int           // requests being served, listening streams aside
-	drained  chan struct{} // closed when active drops to 0 after Close began
-	stop     chan struct{}
-	reaper   sync.WaitGroup
+	// reservedBy counts reserved by owner, for MaxSessionsPerOwner; an owner without one has no entry.
+	reservedBy map[string]int
+	closed     bool
+	active     int           // requests being served, listening streams aside
+	drained    chan struct{} // closed when active drops to 0 after Close began
+	stop       chan struct{}
+	reaper     sync.WaitGroup
 	// streams ends the listening streams at Close.
 	streams    context.Context
 	endStreams context.CancelFunc
@@ -189,23 +194,48 @@ func (h *SessionHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // serveNew serves a request that may create a session, in a slot of MaxSessions reserved for it; 503 when none
 // is free.
 func (h *SessionHandler) serveNew(w http.ResponseWriter, r *http.Request) {
+	owner := h.owner(r)
 	h.mu.Lock()
 	full := len(h.sessions)+h.reserved >= h.cfg.MaxSessions
-	if !full {
+	ownerFull := !full && h.cfg.MaxSessionsPerOwner > 0 && h.ownedLocked(owner) >= h.cfg.MaxSessionsPerOwner
+	if !full && !ownerFull {
 		h.reserved++
+		if h.reservedBy == nil {
+			h.reservedBy = map[string]int{}
+		}
+		h.reservedBy[owner]++
 	}
 	h.mu.Unlock()
-	if full {
+	switch {
+	case full:
 		w.Header().Set("Retry-After", "60")
 		http.Error(w, "too many MCP sessions; try again later", http.StatusServiceUnavailable)
+		return
+	case ownerFull:
+		w.Header().Set("Retry-After", "60")
+		http.Error(w, "too many MCP sessions of yours; end one, or try again later", http.StatusTooManyRequests)
 		return
 	}
 	defer func() {
 		h.mu.Lock()
 		h.reserved--
+		if h.reservedBy[owner]--; h.reservedBy[owner] == 0 {
+			delete(h.reservedBy, owner)
+		}
 		h.mu.Unlock()
 	}()
 	h.http.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), reservationKey{}, &reservation{})))
+}
+
+// ownedLocked counts the live and reserved sessions of owner. Held: mu.
+func (h *SessionHandler) ownedLocked(owner string) int {
+	n := h.reservedBy[owner]
+	for _, s := range h.sessions {
+		if s.owner == owner {
+			n++
+		}
+	}
+	return n
 }
 
 // enter admits a request unless Close has begun; a request that is not a listening stream is counted until leave.

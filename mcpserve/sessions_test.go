@@ -136,6 +136,42 @@ func TestHandlerBoundsSessions(t *testing.T) {
 	}
 }
 
+// TestHandlerBoundsSessionsPerOwner: at MaxSessionsPerOwner an owner's new session gets 429, while another owner's
+// session is made and the live ones go on.
+func TestHandlerBoundsSessionsPerOwner(t *testing.T) {
+	t.Parallel()
+	_, _, url := serveSessions(t, mcpserve.SessionConfig{MaxSessionsPerOwner: 2, Owner: func(r *http.Request) string {
+		return r.Header.Get("Authorization")
+	}})
+	alice, bob := map[string]string{"Authorization": "Bearer alice"}, map[string]string{"Authorization": "Bearer bob"}
+	for range 2 {
+		c, err := connect(t, url, alice)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+	}
+	initialize := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25",` +
+		`"capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(initialize))
+	req.Header.Set("Authorization", "Bearer alice")
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" {
+		t.Errorf("alice's third session: %d, want 429 with Retry-After", resp.StatusCode)
+	}
+	c, err := connect(t, url, bob)
+	if err != nil {
+		t.Fatalf("bob's first session beside alice's two: %v", err)
+	}
+	defer c.Close()
+}
+
 // TestHandlerTiesASessionToItsOwner: a request of another owner (another bearer token) does not reach a session.
 func TestHandlerTiesASessionToItsOwner(t *testing.T) {
 	t.Parallel()

@@ -9,8 +9,19 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 )
+
+// TestMain runs the command itself when the test binary starts under the name tool (toolBinary's link), for the
+// tests that need it as a process of its own. It ends with syscall.Exit: os.Exit under -race would sleep a second
+// (GORACE atexit_sleep_ms) whenever goroutines remain, and the mcp backend passes no GORACE to its processes.
+func TestMain(m *testing.M) {
+	if filepath.Base(os.Args[0]) == "tool" {
+		syscall.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
 
 // okDir holds the project's valid manifests.
 const okDir = "../../testdata/ok"

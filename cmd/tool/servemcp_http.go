@@ -16,6 +16,7 @@ import (
 
 	"github.com/commonagents-go/tool"
 	"github.com/commonagents-go/tool/mcpserve"
+	"github.com/commonagents-go/tool/mcpserve/resource"
 )
 
 // httpServe holds serve-mcp's streamable HTTP flags.
@@ -26,6 +27,7 @@ type httpServe struct {
 	maxSessions    int
 	maxProcesses   int
 	idle           time.Duration
+	door           *door
 }
 
 // defaultMaxProcesses bounds the processes of a session's task unless --max-processes says otherwise.
@@ -42,6 +44,7 @@ func httpFlags(fs *flag.FlagSet) *httpServe {
 	fs.IntVar(&h.maxProcesses, "max-processes", defaultMaxProcesses, "processes each session's task may have "+
 		"running at once: stdio MCP servers, exec programs and servers (`N`; 0: no bound)")
 	fs.DurationVar(&h.idle, "idle-timeout", mcpserve.DefaultIdleTimeout, "end a session idle this long (`D`)")
+	h.door = doorFlags(fs)
 	return h
 }
 
@@ -57,13 +60,20 @@ func serveHTTP(ctx context.Context, fs *flag.FlagSet, stderr io.Writer, hf *http
 	if hf.maxSessions < 1 || hf.idle <= 0 || hf.maxProcesses < 0 {
 		return usageError(fs, "--max-sessions and --idle-timeout must be positive, --max-processes 0 or more")
 	}
+	door, err := hf.door.server(tool.SystemClock{})
+	if err != nil {
+		return usageError(fs, "%v", err)
+	}
+	if door != nil && token != "" {
+		return usageError(fs, "--token-env and --resource-url exclude each other: one door")
+	}
 	host, _, err := net.SplitHostPort(hf.addr)
 	if err != nil {
 		return usageError(fs, "--http %s: %v", hf.addr, err)
 	}
-	if token == "" && !hf.insecure && !loopback(host) {
-		return usageError(fs, "--http %s is not a loopback address: give --token-env, or --insecure to serve "+
-			"it without a token", hf.addr)
+	if token == "" && door == nil && !hf.insecure && !loopback(host) {
+		return usageError(fs, "--http %s is not a loopback address: give --token-env or --resource-url, or "+
+			"--insecure to serve it without a token", hf.addr)
 	}
 	opts = append(opts[:len(opts):len(opts)], tool.WithLimits(tool.Limits{MaxProcesses: hf.maxProcesses}))
 	t, c, code := loadChecked(ctx, fs, stderr, file, opts, bindings, "")
@@ -71,17 +81,30 @@ func serveHTTP(ctx context.Context, fs *flag.FlagSet, stderr io.Writer, hf *http
 		return code
 	}
 	start := func(ctx context.Context) (*tool.Task, error) {
-		task, err := t.NewTask(ctx, tool.TaskConfig{Capability: c, Context: taskContext})
+		// Behind the door, the task acts for the user the session belongs to: the upstream grants of that user
+		// (TaskConfig.Subject), never the client's own token, which goes no further than the door.
+		cfg := tool.TaskConfig{Capability: c, Context: taskContext}
+		if u, ok := resource.UserFrom(ctx); ok {
+			cfg.Subject = u.Key()
+		}
+		task, err := t.NewTask(ctx, cfg)
 		return task, contextProblems(err)
 	}
 	cfg := mcpserve.SessionConfig{Capability: c, MaxSessions: hf.maxSessions, IdleTimeout: hf.idle,
 		ActionNames: hf.actionNames}
-	if token != "" {
+	switch {
+	case door != nil: // a user's sessions are theirs whatever token of theirs comes, a refreshed one too
+		cfg.Owner, cfg.MaxSessionsPerOwner = userOf, hf.door.perUser
+	case token != "":
 		cfg.Owner = func(r *http.Request) string { return digest(r.Header.Get("Authorization")) }
 	}
 	sessions := mcpserve.Handler(t, start, cfg)
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", bearer(token, sessions))
+	if door != nil {
+		guard(mux, door, sessions)
+	} else {
+		mux.Handle("/mcp", bearer(token, sessions))
+	}
 	ln, err := net.Listen("tcp", hf.addr)
 	if err != nil {
 		fmt.Fprintf(stderr, "tool serve-mcp: %v\n", err)

@@ -3,13 +3,11 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -41,31 +39,20 @@ actions:
         expression: "input.name.upperAscii()"
 `
 
-var (
-	toolBinOnce sync.Once
-	toolBinPath string
-	toolBinErr  error
-)
-
-// toolBinary builds this command once per test binary, for tests that need it as a separate process.
+// toolBinary returns a path that runs this command as a separate process: a link named tool to the test binary,
+// which TestMain turns into the command when it starts under that name. No go build: the test binary is the
+// command, built with the same flags (-race included).
 func toolBinary(t *testing.T) string {
 	t.Helper()
-	toolBinOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "toolbin")
-		if err != nil {
-			toolBinErr = err
-			return
-		}
-		toolBinPath = filepath.Join(dir, "tool")
-		out, err := exec.Command("go", "build", "-o", toolBinPath, ".").CombinedOutput()
-		if err != nil {
-			toolBinErr = errors.New(string(out))
-		}
-	})
-	if toolBinErr != nil {
-		t.Fatalf("building tool: %v", toolBinErr)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
 	}
-	return toolBinPath
+	link := filepath.Join(t.TempDir(), "tool")
+	if err := os.Symlink(self, link); err != nil {
+		t.Fatal(err)
+	}
+	return link
 }
 
 // serveMCP runs `tool serve-mcp manifest extra...` and connects the official go-sdk client to it.

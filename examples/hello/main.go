@@ -24,45 +24,37 @@ actions:
 events:
   - name: shipped
     message: "Order {event.payload.data.order} has shipped"
-    receive:
-      webhook:
-        filter: "event.payload.type == 'order.shipped' && event.payload.data.order == parameters.order"
+    receive: {webhook: {filter: "event.payload.data.order == parameters.order"}}
 `
 
-const secret = "whsec_c2VjcmV0LWtleQ==" // the shop's Standard Webhooks secret
-
 func main() {
-	ctx := context.Background()
+	ctx, secret := context.Background(), "whsec_c2VjcmV0LWtleQ==" // the shop's Standard Webhooks secret
 	t, err := tool.Load(ctx, []byte(manifest), tool.WithWebhookSecret(secret))
-	if err != nil {
-		log.Fatal(err) // a *tool.ValidationError lists every problem, with line and column
-	}
+	check(err) // a *tool.ValidationError lists every problem, with line and column
 	task, err := t.NewTask(ctx, tool.TaskConfig{Sink: tool.SinkFunc(func(_ context.Context, a tool.Activation) error {
 		fmt.Println("woken:", a.Message) // a host queues it for the agent
 		return nil
 	})})
-	if err != nil {
-		log.Fatal(err)
-	}
+	check(err)
 	defer task.Close(ctx)
 	for _, f := range task.Functions() { // what the LLM is offered
 		fmt.Println("function:", f.Name, string(f.Parameters))
 	}
 	res, err := task.InvokeFunction(ctx, "shipping", []byte(`{"order": 42, "kg": 3}`)) // as the LLM sent it
-	if err != nil {
-		log.Fatal(err)
-	}
+	check(err)
 	fmt.Println("result:", res.Text())
-	// Order 42 is in the task's allow list now: of the shop's two signed webhooks, only its one wakes the task.
-	for i, order := range []int{7, 42} {
-		body := fmt.Appendf(nil, `{"type": "order.shipped", "data": {"order": %d}}`, order)
-		in := &tool.Inbound{Body: body, Headers: webhook.SignStandard([]byte(secret), fmt.Sprint("msg_", i), time.Now(), body)}
-		d, err := task.Deliver(ctx, in) // a Router does the same for HTTP requests
-		if err != nil {
-			log.Fatal(err)
-		}
+	for i, order := range []int{7, 42} { // two signed webhooks; a Router does the same for HTTP requests
+		body := fmt.Appendf(nil, `{"data": {"order": %d}}`, order)
+		d, err := task.Deliver(ctx, &tool.Inbound{Body: body, Headers: webhook.SignStandard([]byte(secret), fmt.Sprint(i), time.Now(), body)})
+		check(err)
 		for _, x := range d.Discarded {
 			fmt.Println("discarded:", x.Event, x.Reason)
 		}
+	}
+}
+
+func check(err error) {
+	if err != nil {
+		log.Fatal(err)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/commonagents-go/tool"
+	"github.com/commonagents-go/tool/internal/testflags"
 	"github.com/commonagents-go/tool/runtime/mcp/internal/mcpserver"
 )
 
@@ -41,6 +42,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	serverBin = filepath.Join(dir, "mcpserver")
+	testflags.WaitBoundParallel(4) // the parallel tests wait on real timeouts of real servers
 	code := m.Run()
 	_ = os.RemoveAll(dir)
 	os.Exit(code)

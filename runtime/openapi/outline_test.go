@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -24,6 +25,15 @@ func TestKinInputKeepsWhatLoadReads(t *testing.T) {
 		filepath.Join("testdata", "swaggest-sample-3.1.json"))
 	if len(files) < 40 {
 		t.Fatalf("%d documents", len(files))
+	}
+	if testing.Short() { // a fixed quarter of them; the full run takes every one
+		files = slices.Collect(func(yield func(string) bool) {
+			for i, f := range files {
+				if i%4 == 0 && !yield(f) {
+					return
+				}
+			}
+		})
 	}
 	trimmed := 0
 	for _, f := range files {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/commonagents-go/tool"
 	"github.com/commonagents-go/tool/internal/leakcheck"
+	"github.com/commonagents-go/tool/internal/testflags"
 	"github.com/commonagents-go/tool/runtime/subprocess/internal/testprograms"
 )
 
@@ -30,6 +31,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	bin = dir
+	testflags.WaitBoundParallel(4) // the parallel tests wait on real timeouts of real processes
 	code := m.Run()
 	if err := leakcheck.Remaining(); code == 0 && err != nil { // what the parallel tests, which skip Check, left
 		fmt.Fprintln(os.Stderr, "leakcheck:", err)
