@@ -222,6 +222,12 @@ func TestHelperConformanceAuthClient(t *testing.T) {
 	rec := &recorder{}
 	id, secret, signer, crossApp := givenCredentials(t, given)
 	rec.secret("context client_secret", secret)
+	if pemKey, _ := given["private_key_pem"].(string); pemKey != "" {
+		rec.secret("context private key", pemKey)
+		if block, _ := pem.Decode([]byte(pemKey)); block != nil {
+			rec.secret("context private key (DER)", string(block.Bytes))
+		}
+	}
 	if xa := crossApp; xa != nil {
 		tok, _ := xa.IDToken(ctx, "")
 		rec.secret("context id token", tok)
