@@ -510,7 +510,8 @@ func (c *Client) userStep(ctx context.Context, s Server, su *url.URL, d *discove
 	pkey := c.rec.prefix + pendingDir + h("state", state)
 	p := pendingRecord{Subject: s.Subject, TaskID: s.TaskID, CallID: s.CallID, Server: s.Name, URL: su.String(),
 		Resource: d.Resource, Issuer: d.AS.Issuer, IssParam: d.AS.AuthorizationResponseIssParameterSupported,
-		ClientID: id.id, ClientKey: id.key, Token: d.AS.TokenEndpoint, Method: id.method, Redirect: c.cfg.RedirectURL,
+		ClientID: id.id, ClientKey: id.key, Token: d.AS.TokenEndpoint, Revoke: d.AS.RevocationEndpoint,
+		Method: id.method, Redirect: c.cfg.RedirectURL,
 		Scopes: scopes, Refresh: slices.Contains(scopes, "offline_access"), StepUp: ch.Status == http.StatusForbidden,
 		Expires: expires}
 	if p.Sealed, err = c.rec.vault.seal(pkey, pendingSecrets{Verifier: verifier, Secret: id.secret}, expires); err != nil {
@@ -627,7 +628,7 @@ func (c *Client) CompleteAuthorization(ctx context.Context, callback url.Values,
 	}
 	rep.secret(tok.AccessToken, tok.RefreshToken)
 	g := grantRecord{Subject: p.Subject, URL: p.URL, Resource: p.Resource, Issuer: p.Issuer, ClientID: p.ClientID,
-		ClientKey: p.ClientKey, Token: p.Token, Method: p.Method, Scopes: grantedScopes(tok, p.Scopes),
+		ClientKey: p.ClientKey, Token: p.Token, Revoke: p.Revoke, Method: p.Method, Scopes: grantedScopes(tok, p.Scopes),
 		Expiry: c.expiry(tok), Refresh: tok.RefreshToken != "", Server: p.Server, TaskID: p.TaskID, Granted: c.now(),
 		From: pkey}
 	su, _ := canonicalURL(p.URL)
@@ -757,14 +758,23 @@ func (c *Client) Grants(ctx context.Context, subject string) ([]Grant, error) {
 }
 
 // Revoke forgets subject's grant for the server at serverURL: its record in the Store, and this replica's copy
-// in memory. Other replicas keep sending a token they hold in memory until the server refuses it; the
-// authorization server is not asked to revoke the tokens. ctx bounds the call.
+// in memory; where the authorization server has a revocation endpoint (RFC 7009), its refresh token (else its
+// access token) is revoked there first, and a failure there is returned after the grant is forgotten. Other
+// replicas keep sending an access token they hold in memory until the server refuses it. ctx bounds the call.
 func (c *Client) Revoke(ctx context.Context, subject, serverURL string) error {
 	su, err := canonicalURL(serverURL)
 	if err != nil {
 		return fmt.Errorf("mcpauth: the server's url: %w", err)
 	}
 	key := c.grantKey(subject, su)
+	var revoked error
+	var g grantRecord
+	if _, err := c.rec.get(ctx, key, &g); err == nil && g.Revoke != "" {
+		var sec grantSecrets
+		if c.rec.vault.open(key, g.Sealed, &sec) == nil {
+			revoked = c.revoke(ctx, &g, sec)
+		}
+	}
 	if err := c.rec.st.Delete(ctx, key); err != nil {
 		return fmt.Errorf("mcpauth: deleting the grant: %w", err)
 	}
@@ -776,6 +786,40 @@ func (c *Client) Revoke(ctx context.Context, subject, serverURL string) error {
 		}
 	}
 	c.mu.Unlock()
+	return revoked
+}
+
+// revoke asks the grant's authorization server to revoke its refresh token, else its access token (RFC 7009
+// §2.1), with the client's authentication. x/oauth2 has no revocation request: it is a form POST here.
+func (c *Client) revoke(ctx context.Context, g *grantRecord, sec grantSecrets) error {
+	ReporterFrom(ctx).secret(sec.Access, sec.Refresh, sec.Secret)
+	form := url.Values{"token": {sec.Refresh}, "token_type_hint": {"refresh_token"}}
+	if sec.Refresh == "" {
+		form = url.Values{"token": {sec.Access}, "token_type_hint": {"access_token"}}
+	}
+	basic := g.Method != "client_secret_post" && g.Method != "none" && sec.Secret != ""
+	if !basic {
+		form.Set("client_id", g.ClientID)
+		if g.Method == "client_secret_post" {
+			form.Set("client_secret", sec.Secret)
+		}
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, g.Revoke, strings.NewReader(form.Encode()))
+	if err != nil {
+		return fmt.Errorf("mcpauth: the revocation endpoint: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	if basic {
+		req.SetBasicAuth(url.QueryEscape(g.ClientID), url.QueryEscape(sec.Secret)) // RFC 6749 §2.3.1
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("mcpauth: revoking at the authorization server: %w", safeOAuth(err))
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("mcpauth: the revocation endpoint answered %s", resp.Status)
+	}
 	return nil
 }
 

@@ -228,6 +228,9 @@ func TestCompleteOnAnotherReplica(t *testing.T) {
 	if err := b.Revoke(ctx, "user-1", f.as.serverURL()); err != nil {
 		t.Fatal(err)
 	}
+	if len(f.as.revoked) != 1 || !strings.HasPrefix(f.as.revoked[0], "canary-refresh-") {
+		t.Errorf("revoked at the authorization server: %q, want the refresh token", f.as.revoked)
+	}
 	if tok, _ := f.replica().Token(ctx, f.server("user-1")); tok != "" {
 		t.Errorf("Token after Revoke = %q, want none", tok)
 	}

@@ -55,6 +55,7 @@ type grantRecord struct {
 	ClientID  string    `json:"client_id"`
 	ClientKey string    `json:"client_key,omitempty"` // the dynamic registration whose secret authenticates the client
 	Token     string    `json:"token_endpoint"`
+	Revoke    string    `json:"revocation_endpoint,omitempty"` // RFC 7009, where the server has one
 	Method    string    `json:"auth_method"`
 	Scopes    []string  `json:"scopes,omitempty"`
 	Expiry    time.Time `json:"expiry,omitzero"`
@@ -93,6 +94,7 @@ type pendingRecord struct {
 	ClientID  string    `json:"client_id"`
 	ClientKey string    `json:"client_key,omitempty"`
 	Token     string    `json:"token_endpoint"`
+	Revoke    string    `json:"revocation_endpoint,omitempty"`
 	Method    string    `json:"auth_method"`
 	Redirect  string    `json:"redirect_uri"`
 	Scopes    []string  `json:"scopes,omitempty"`

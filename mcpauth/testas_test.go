@@ -52,6 +52,7 @@ type testAS struct {
 	refreshes  int               // refresh grants answered
 	issued     []string          // every token, code and secret issued: canaries
 	form       url.Values        // the last token request's form
+	revoked    []string          // the tokens revoked (RFC 7009)
 	n          int
 }
 
@@ -114,6 +115,7 @@ func (a *testAS) serve(w http.ResponseWriter, r *http.Request) {
 	case "/.well-known/oauth-authorization-server":
 		writeJSON(w, map[string]any{"issuer": issuer, "authorization_endpoint": base + "/authorize",
 			"token_endpoint": base + "/token", "registration_endpoint": base + "/register",
+			"revocation_endpoint":              base + "/revoke",
 			"code_challenge_methods_supported": []string{"S256"}, "scopes_supported": []string{"read", "offline_access"},
 			"authorization_response_iss_parameter_supported": true, "response_types_supported": []string{"code"},
 			"grant_types_supported": a.grantTypes})
@@ -135,6 +137,14 @@ func (a *testAS) serve(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, u.String(), http.StatusFound)
 	case "/token":
 		a.token(w, r)
+	case "/revoke":
+		_ = r.ParseForm()
+		if _, _, ok := r.BasicAuth(); !ok {
+			writeJSONStatus(w, http.StatusUnauthorized, map[string]any{"error": "invalid_client"})
+			return
+		}
+		a.revoked = append(a.revoked, r.PostForm.Get("token"))
+		delete(a.live, r.PostForm.Get("token"))
 	default:
 		http.NotFound(w, r)
 	}
