@@ -3,8 +3,6 @@ package mcpauth
 import (
 	"context"
 	"crypto"
-	"crypto/rand"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,7 +15,6 @@ import (
 
 	"github.com/commonagents-go/tool/facts"
 	"github.com/commonagents-go/tool/store"
-	"golang.org/x/oauth2"
 )
 
 // Defaults of Config.
@@ -344,13 +341,13 @@ func (c *Client) Challenge(ctx context.Context, s Server, ch Challenge) error {
 	case err != nil:
 		return fmt.Errorf("mcpauth: reading the grant: %w", err)
 	}
-	if raw != nil && (seen == nil || string(seen.raw) != string(raw)) && c.covers(&g, ch) {
+	if raw != nil && (seen == nil || string(seen.raw) != string(raw)) && c.answers(&g, ch) {
 		if e := c.load(ctx, k, key); e.access != "" && (e.expiry.IsZero() || c.now().Before(e.expiry)) {
 			authorized(ctx, s, &g, "stored") // written by another replica (or before a restart): try it
 			return nil
 		}
 	}
-	if raw != nil && ch.Status == http.StatusForbidden && seen != nil && string(seen.raw) == string(raw) && c.covers(&g, ch) {
+	if raw != nil && ch.Status == http.StatusForbidden && seen != nil && string(seen.raw) == string(raw) && c.answers(&g, ch) {
 		// The server refuses for scopes the refused grant holds already: asking the user again would give the
 		// same grant, in a loop across calls (the per-call bound, MaxAuthorizations, ends one call only).
 		return fmt.Errorf("%w: server %s refuses scopes the grant holds", ErrAccessDenied, s.Name)
@@ -394,8 +391,8 @@ func authorized(ctx context.Context, s Server, g *grantRecord, outcome string) {
 		"outcome": outcome})
 }
 
-// covers reports whether g answers ch: a 401 wants any other token, a 403 one with the scopes it names.
-func (c *Client) covers(g *grantRecord, ch Challenge) bool {
+// answers reports whether g answers ch: a 401 wants any other token, a 403 one with the scopes it names.
+func (c *Client) answers(g *grantRecord, ch Challenge) bool {
 	if ch.Status != http.StatusForbidden {
 		return true
 	}
@@ -463,364 +460,6 @@ func (c *Client) forgetDiscovery(ctx context.Context, su string) {
 	delete(c.disc, key)
 	c.discMu.Unlock()
 	_ = c.rec.st.Delete(ctx, key)
-}
-
-// randomString returns n random bytes in base64url: state values.
-func randomString(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return base64.RawURLEncoding.EncodeToString(b)
-}
-
-// scopesFor applies the MCP rule: the challenge's scope, else the resource metadata's scopes_supported, else
-// none; with the user's current scopes on a step-up; offline_access when refresh tokens are wanted and the
-// authorization server lists it.
-func (c *Client) scopesFor(d *discovery, ch Challenge, current []string) []string {
-	scopes := slices.Clone(ch.Scopes)
-	if len(scopes) == 0 {
-		scopes = slices.Clone(d.Scopes)
-	}
-	if ch.Status == http.StatusForbidden {
-		scopes = append(scopes, current...)
-	}
-	if c.cfg.RefreshTokens && slices.Contains(d.AS.ScopesSupported, "offline_access") {
-		scopes = append(scopes, "offline_access")
-	}
-	var out []string
-	for _, s := range scopes {
-		if s != "" && !slices.Contains(out, s) {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
-// userStep stores a pending authorization and hands its URL to the host.
-func (c *Client) userStep(ctx context.Context, s Server, su *url.URL, d *discovery, ch Challenge, current []string) error {
-	rep := ReporterFrom(ctx)
-	id, err := c.identity(ctx, d)
-	if err != nil {
-		return fmt.Errorf("mcpauth: the client identity for server %s: %w", s.Name, err)
-	}
-	scopes := c.scopesFor(d, ch, current)
-	state, verifier := randomString(32), oauth2.GenerateVerifier()
-	rep.secret(state, verifier, id.secret)
-	now := c.now()
-	expires := now.Add(c.cfg.PendingTTL)
-	pkey := c.rec.prefix + pendingDir + h("state", state)
-	p := pendingRecord{Subject: s.Subject, TaskID: s.TaskID, CallID: s.CallID, Server: s.Name, URL: su.String(),
-		Resource: d.Resource, Issuer: d.AS.Issuer, IssParam: d.AS.AuthorizationResponseIssParameterSupported,
-		ClientID: id.id, ClientKey: id.key, Token: d.AS.TokenEndpoint, Revoke: d.AS.RevocationEndpoint,
-		Method: id.method, Redirect: c.cfg.RedirectURL,
-		Scopes: scopes, Refresh: slices.Contains(scopes, "offline_access"), StepUp: ch.Status == http.StatusForbidden,
-		Expires: expires}
-	if p.Sealed, err = c.rec.vault.seal(pkey, pendingSecrets{Verifier: verifier, Secret: id.secret}, expires); err != nil {
-		return fmt.Errorf("mcpauth: sealing the pending authorization: %w", err)
-	}
-	raw, _ := json.Marshal(p)
-	if err := c.rec.putTTL(ctx, pkey, raw, c.cfg.PendingTTL); err != nil {
-		return fmt.Errorf("mcpauth: storing the pending authorization: %w", err)
-	}
-	cfg := oauthConfig(p.ClientID, id.secret, p.Method, d.AS.AuthorizationEndpoint, p.Token, p.Redirect, scopes)
-	authURL := cfg.AuthCodeURL(state, oauth2.S256ChallengeOption(verifier), oauth2.SetAuthURLParam("resource", d.Resource))
-	rep.secret(authURL)
-	rep.fact(facts.MCPAuthorizationRequired, map[string]any{"server": s.Name, "resource": d.Resource, "issuer": d.AS.Issuer,
-		"scopes": scopes, "step_up": p.StepUp, "subject": SubjectDigest(s.Subject), "expires_at": expires})
-	if c.cfg.OnAuthorization == nil {
-		return fmt.Errorf("%w: no Config.OnAuthorization to hand the user's step to", ErrAuthorizationRequired)
-	}
-	if err := c.cfg.OnAuthorization(ctx, AuthorizationRequest{TaskID: s.TaskID, CallID: s.CallID, Subject: s.Subject,
-		Server: s.Name, URL: su.String(), Resource: d.Resource, Issuer: d.AS.Issuer, Scopes: scopes, StepUp: p.StepUp,
-		AuthorizationURL: authURL, Expires: expires}); err != nil {
-		return fmt.Errorf("mcpauth: the host's OnAuthorization: %w", err)
-	}
-	// The host may have completed it already, here or on another replica.
-	key := c.grantKey(s.Subject, su)
-	var g grantRecord
-	if _, err := c.rec.get(ctx, key, &g); err == nil && g.From == pkey {
-		if e := c.load(ctx, cacheKey{s.Subject, s.URL}, key); e.access != "" {
-			authorized(ctx, s, &g, "completed")
-			return nil
-		}
-	}
-	return ErrAuthorizationRequired
-}
-
-// oauthConfig is x/oauth2's configuration for a client at a token endpoint.
-func oauthConfig(id, secret, method, authURL, tokenURL, redirect string, scopes []string) *oauth2.Config {
-	style := oauth2.AuthStyleInHeader
-	if method == "client_secret_post" || method == "none" {
-		style = oauth2.AuthStyleInParams
-	}
-	if method == "none" {
-		secret = ""
-	}
-	return &oauth2.Config{ClientID: id, ClientSecret: secret, RedirectURL: redirect, Scopes: scopes,
-		Endpoint: oauth2.Endpoint{AuthURL: authURL, TokenURL: tokenURL, AuthStyle: style}}
-}
-
-// CompleteAuthorization finishes a pending authorization from the query of the host's callback request (code,
-// state, iss, or error), on any replica whose Client shares the Store (and the Sealer's keys). subject is the
-// end user of the callback's session, as the host knows it: a pending authorization of another user is refused
-// (ErrSubjectMismatch), and stays pending. The state is taken once across replicas: a replay, an unknown or an
-// expired state is ErrUnknownState. The callback's iss must be the authorization server's when it advertises
-// RFC 9207 (ErrIssuerMismatch). The code is exchanged with the stored PKCE verifier, resource and client
-// authentication, and the grant stored for the user and server. A user who refused is ErrAccessDenied. Errors
-// carry no code, token, verifier or state. ctx bounds the call.
-func (c *Client) CompleteAuthorization(ctx context.Context, callback url.Values, subject string) (Completion, error) {
-	state := callback.Get("state")
-	if state == "" {
-		return Completion{}, ErrUnknownState
-	}
-	rep := ReporterFrom(ctx)
-	rep.secret(state, callback.Get("code"))
-	pkey := c.rec.prefix + pendingDir + h("state", state)
-	var p pendingRecord
-	if _, err := c.rec.get(ctx, pkey, &p); err != nil {
-		if errors.Is(err, store.ErrNotFound) {
-			return Completion{}, ErrUnknownState
-		}
-		return Completion{}, fmt.Errorf("mcpauth: reading the pending authorization: %w", err)
-	}
-	if !c.now().Before(p.Expires) {
-		return Completion{}, ErrUnknownState
-	}
-	if p.Subject != subject {
-		return Completion{}, ErrSubjectMismatch
-	}
-	done := Completion{Subject: p.Subject, TaskID: p.TaskID, CallID: p.CallID, Server: p.Server, URL: p.URL,
-		Resource: p.Resource, Issuer: p.Issuer}
-	won, err := c.rec.claimOnce(ctx, c.rec.prefix+spentDir+h("state", state), c.cfg.PendingTTL)
-	if err != nil {
-		return done, fmt.Errorf("mcpauth: claiming the pending authorization: %w", err)
-	}
-	if !won {
-		return done, ErrUnknownState
-	}
-	_ = c.rec.st.Delete(ctx, pkey) // claimed: a leftover record can no longer be completed
-	var sec pendingSecrets
-	err = c.rec.vault.open(pkey, p.Sealed, &sec)
-	c.rec.vault.forget(pkey)
-	if err != nil {
-		return done, fmt.Errorf("mcpauth: the pending authorization: %w", err)
-	}
-	rep.secret(sec.Verifier, sec.Secret)
-	if e := callback.Get("error"); e != "" {
-		if e == "access_denied" {
-			return done, ErrAccessDenied
-		}
-		return done, fmt.Errorf("mcpauth: the authorization server answered %s", oauthCode(e))
-	}
-	iss := callback.Get("iss")
-	if (p.IssParam || iss != "") && strings.TrimSuffix(iss, "/") != strings.TrimSuffix(p.Issuer, "/") {
-		return done, ErrIssuerMismatch
-	}
-	code := callback.Get("code")
-	if code == "" {
-		return done, errors.New("mcpauth: the callback carries no code")
-	}
-	cfg := oauthConfig(p.ClientID, sec.Secret, p.Method, "", p.Token, p.Redirect, p.Scopes)
-	tok, err := cfg.Exchange(c.oauthContext(ctx), code, oauth2.VerifierOption(sec.Verifier),
-		oauth2.SetAuthURLParam("resource", p.Resource))
-	if err != nil {
-		c.tokenFailed(ctx, p.ClientKey, err)
-		return done, fmt.Errorf("mcpauth: the code exchange: %w", safeOAuth(err))
-	}
-	rep.secret(tok.AccessToken, tok.RefreshToken)
-	g := grantRecord{Subject: p.Subject, URL: p.URL, Resource: p.Resource, Issuer: p.Issuer, ClientID: p.ClientID,
-		ClientKey: p.ClientKey, Token: p.Token, Revoke: p.Revoke, Method: p.Method, Scopes: grantedScopes(tok, p.Scopes),
-		Expiry: c.expiry(tok), Refresh: tok.RefreshToken != "", Server: p.Server, TaskID: p.TaskID, Granted: c.now(),
-		From: pkey}
-	su, _ := canonicalURL(p.URL)
-	key := c.grantKey(p.Subject, su)
-	if err := c.writeGrant(ctx, key, &g, grantSecrets{Access: tok.AccessToken, Refresh: tok.RefreshToken, Secret: sec.Secret}); err != nil {
-		return done, err
-	}
-	done.Scopes, done.Expiry = g.Scopes, g.Expiry
-	return done, nil
-}
-
-// writeGrant puts g with its secrets at key, replacing what is there.
-func (c *Client) writeGrant(ctx context.Context, key string, g *grantRecord, sec grantSecrets) error {
-	raw, err := c.sealGrant(key, g, sec)
-	if err != nil {
-		return err
-	}
-	if err := c.rec.st.Put(ctx, key, raw); err != nil {
-		return fmt.Errorf("mcpauth: storing the grant: %w", err)
-	}
-	return nil
-}
-
-func (c *Client) sealGrant(key string, g *grantRecord, sec grantSecrets) ([]byte, error) {
-	g.Nonce = randomString(9)
-	var err error
-	if g.Sealed, err = c.rec.vault.seal(key, sec, time.Time{}); err != nil {
-		return nil, fmt.Errorf("mcpauth: sealing the grant: %w", err)
-	}
-	return json.Marshal(g)
-}
-
-// oauthContext carries the guarded client to x/oauth2.
-func (c *Client) oauthContext(ctx context.Context) context.Context {
-	return context.WithValue(ctx, oauth2.HTTPClient, c.http)
-}
-
-// expiry is when tok expires on the Client's clock (x/oauth2 counts expires_in from time.Now); zero: unknown.
-func (c *Client) expiry(tok *oauth2.Token) time.Time {
-	if tok.ExpiresIn > 0 {
-		return c.now().Add(time.Duration(tok.ExpiresIn) * time.Second)
-	}
-	return tok.Expiry
-}
-
-// grantedScopes are the scopes a token response grants: its scope, else what was asked for (RFC 6749 §5.1).
-func grantedScopes(tok *oauth2.Token, asked []string) []string {
-	if s, ok := tok.Extra("scope").(string); ok && s != "" {
-		return strings.Fields(s)
-	}
-	return asked
-}
-
-// oauthCode bounds an OAuth error code from a remote party to a short token of its own alphabet.
-func oauthCode(s string) string {
-	if len(s) > 64 {
-		s = s[:64]
-	}
-	return strings.Map(func(r rune) rune {
-		if r == '_' || r == '-' || r == '.' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
-			return r
-		}
-		return -1
-	}, s)
-}
-
-// safeOAuth reduces an error of x/oauth2 to the OAuth error code or the HTTP status: its message quotes the token
-// endpoint's body, which may echo secrets. errInvalidGrant and errInvalidClient are kept for decisions.
-func safeOAuth(err error) error {
-	var re *oauth2.RetrieveError
-	if !errors.As(err, &re) {
-		if errors.Is(err, ErrRefused) {
-			return err
-		}
-		msg, _, _ := strings.Cut(err.Error(), "\n")
-		if len(msg) > 200 {
-			msg = msg[:200]
-		}
-		return errors.New(msg)
-	}
-	switch re.ErrorCode {
-	case "invalid_grant":
-		return errInvalidGrant
-	case "invalid_client", "unauthorized_client":
-		return fmt.Errorf("%w (%s)", errInvalidClient, re.ErrorCode)
-	case "access_denied":
-		return ErrAccessDenied
-	case "":
-		if re.Response != nil {
-			return fmt.Errorf("the token endpoint answered %s", re.Response.Status)
-		}
-		return errors.New("the token endpoint failed")
-	}
-	return fmt.Errorf("the token endpoint answered %s", oauthCode(re.ErrorCode))
-}
-
-var (
-	errInvalidGrant  = errors.New("the token endpoint answered invalid_grant")
-	errInvalidClient = errors.New("the token endpoint refused the client")
-)
-
-// tokenFailed drops a dynamic registration the token endpoint no longer knows: the next user step registers anew.
-func (c *Client) tokenFailed(ctx context.Context, clientKey string, err error) {
-	var re *oauth2.RetrieveError
-	if clientKey != "" && errors.As(err, &re) && re.ErrorCode == "invalid_client" {
-		_ = c.rec.st.Delete(ctx, clientKey)
-		c.rec.vault.forget(clientKey)
-	}
-}
-
-// Grants lists subject's grants, without their tokens. ctx bounds the call.
-func (c *Client) Grants(ctx context.Context, subject string) ([]Grant, error) {
-	keys, err := c.rec.st.List(ctx, c.rec.prefix+grantDir+h("subject", subject)+"/")
-	if err != nil {
-		return nil, fmt.Errorf("mcpauth: listing grants: %w", err)
-	}
-	var out []Grant
-	for _, k := range keys {
-		var g grantRecord
-		if _, err := c.rec.get(ctx, k, &g); err != nil || g.Subject != subject {
-			continue
-		}
-		out = append(out, Grant{Server: g.Server, URL: g.URL, Resource: g.Resource, Issuer: g.Issuer,
-			Scopes: g.Scopes, Expiry: g.Expiry, Granted: g.Granted, Refreshable: g.Refresh})
-	}
-	return out, nil
-}
-
-// Revoke forgets subject's grant for the server at serverURL: its record in the Store, and this replica's copy
-// in memory; where the authorization server has a revocation endpoint (RFC 7009), its refresh token (else its
-// access token) is revoked there first, and a failure there is returned after the grant is forgotten. Other
-// replicas keep sending an access token they hold in memory until the server refuses it. ctx bounds the call.
-func (c *Client) Revoke(ctx context.Context, subject, serverURL string) error {
-	su, err := canonicalURL(serverURL)
-	if err != nil {
-		return fmt.Errorf("mcpauth: the server's url: %w", err)
-	}
-	key := c.grantKey(subject, su)
-	var revoked error
-	var g grantRecord
-	if _, err := c.rec.get(ctx, key, &g); err == nil && g.Revoke != "" {
-		var sec grantSecrets
-		if c.rec.vault.open(key, g.Sealed, &sec) == nil {
-			revoked = c.revoke(ctx, &g, sec)
-		}
-	}
-	if err := c.rec.st.Delete(ctx, key); err != nil {
-		return fmt.Errorf("mcpauth: deleting the grant: %w", err)
-	}
-	c.rec.vault.forget(key)
-	c.mu.Lock()
-	for k, e := range c.cache {
-		if e.key == key {
-			delete(c.cache, k)
-		}
-	}
-	c.mu.Unlock()
-	return revoked
-}
-
-// revoke asks the grant's authorization server to revoke its refresh token, else its access token (RFC 7009
-// §2.1), with the client's authentication. x/oauth2 has no revocation request: it is a form POST here.
-func (c *Client) revoke(ctx context.Context, g *grantRecord, sec grantSecrets) error {
-	ReporterFrom(ctx).secret(sec.Access, sec.Refresh, sec.Secret)
-	form := url.Values{"token": {sec.Refresh}, "token_type_hint": {"refresh_token"}}
-	if sec.Refresh == "" {
-		form = url.Values{"token": {sec.Access}, "token_type_hint": {"access_token"}}
-	}
-	basic := g.Method != "client_secret_post" && g.Method != "none" && sec.Secret != ""
-	if !basic {
-		form.Set("client_id", g.ClientID)
-		if g.Method == "client_secret_post" {
-			form.Set("client_secret", sec.Secret)
-		}
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, g.Revoke, strings.NewReader(form.Encode()))
-	if err != nil {
-		return fmt.Errorf("mcpauth: the revocation endpoint: %w", err)
-	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	if basic {
-		req.SetBasicAuth(url.QueryEscape(g.ClientID), url.QueryEscape(sec.Secret)) // RFC 6749 §2.3.1
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return fmt.Errorf("mcpauth: revoking at the authorization server: %w", safeOAuth(err))
-	}
-	_ = resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("mcpauth: the revocation endpoint answered %s", resp.Status)
-	}
-	return nil
 }
 
 var _ Authorizer = (*Client)(nil)
