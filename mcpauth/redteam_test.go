@@ -278,3 +278,29 @@ func TestRefreshOnChallenge(t *testing.T) {
 	noSecretIn(t, "the facts", strings.Join(ch.facts, "\n"), f.as.canaries()...)
 	ch.mu.Unlock()
 }
+
+// A registration is stored and reused; one the token endpoint no longer knows (invalid_client) is dropped, and
+// registering again is bounded per issuer (MaxRegistrations within the hour).
+func TestDynamicRegistrationBounded(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	c := f.replica(func(cfg *mcpauth.Config) { cfg.MaxRegistrations = 1 })
+	first := f.start(ctx, c, "user-1")
+	f.start(ctx, f.replica(), "user-2") // another replica reuses the stored registration
+	if n := f.as.count("POST /register"); n != 1 {
+		t.Fatalf("%d registrations for two authorizations, want 1 (stored and reused)", n)
+	}
+	f.as.mu.Lock()
+	f.as.rejectClient = true
+	f.as.mu.Unlock()
+	if _, err := c.CompleteAuthorization(ctx, userStep(t, first.AuthorizationURL), "user-1"); err == nil {
+		t.Fatal("the exchange with a client the server no longer knows succeeded")
+	}
+	if err := c.Challenge(ctx, f.server("user-1"), f.challenge()); !errors.Is(err, mcpauth.ErrNoClient) {
+		t.Errorf("Challenge past the bound = %v, want ErrNoClient", err)
+	}
+	if n := f.as.count("POST /register"); n != 1 {
+		t.Errorf("%d registrations, want 1: the bound", n)
+	}
+}

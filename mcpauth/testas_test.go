@@ -36,6 +36,8 @@ type testAS struct {
 	clientKey  crypto.PublicKey
 	grantTypes []string
 	assertions []map[string]any // the verified assertions' claims
+	// rejectClient makes the token endpoint answer invalid_client to the code exchange.
+	rejectClient bool
 	// noPRM makes the server one of 2025-03-26: no protected-resource metadata.
 	noPRM bool
 	// redirectPRM, when set, answers the protected-resource metadata with a redirect there.
@@ -156,6 +158,10 @@ func (a *testAS) token(w http.ResponseWriter, r *http.Request) {
 	a.form = r.PostForm
 	switch r.PostForm.Get("grant_type") {
 	case "authorization_code":
+		if a.rejectClient {
+			writeJSONStatus(w, http.StatusUnauthorized, map[string]any{"error": "invalid_client"})
+			return
+		}
 		code := r.PostForm.Get("code")
 		sum := sha256.Sum256([]byte(r.PostForm.Get("code_verifier")))
 		want, ok := a.challenges[code]
