@@ -634,7 +634,7 @@ func (t *Task) initFor(ctx context.Context, a *action, call *runtime.Call) *runt
 	}
 	in.Subject = t.cfg.Subject
 	if t.cfg.MCPAuthorizer != nil {
-		in.Authorizer = maskingAuthorizer{Authorizer: t.cfg.MCPAuthorizer, secrets: t.secrets}
+		in.Authorizer = maskingAuthorizer{Authorizer: t.cfg.MCPAuthorizer, secrets: t.secrets, task: t}
 	}
 	return in
 }

@@ -160,6 +160,18 @@ const (
 	// status, error (the challenge's error code), scopes (what the server asked for), outcome ("authorized",
 	// "authorization_required", "access_denied", "limit" or "failed"). No URL, token or Authorizer message.
 	MCPAuthorizationChallenged = "mcp.authorization.challenged"
+	// MCPAuthorizationRequired: mcpauth.Client handed an authorization URL to the host for the task's end user.
+	// Data: server, resource, issuer, scopes, step_up, subject (a digest of the end user's key), expires_at. No
+	// URL, state or verifier.
+	MCPAuthorizationRequired = "mcp.authorization.required"
+	// MCPAuthorized: mcpauth.Client has a new token for the task's end user and a server. Data: server, resource,
+	// issuer, scopes, expires_at, subject (digest), outcome ("completed": the user's authorization; "stored": a
+	// grant another replica wrote; "refreshed"; "refresh_failed", with error, an OAuth error code).
+	MCPAuthorized = "mcp.authorized"
+	// MCPAuthorizationRefused: mcpauth.Client refused to authorize with what a server named. Data: server, url,
+	// subject (digest), reason ("metadata": resource metadata for another resource, an issuer that does not
+	// match, no PKCE S256; "outbound_guard": a metadata URL the outbound guard refuses), error.
+	MCPAuthorizationRefused = "mcp.authorization.refused"
 )
 
 // All lists every fact name above, in the order of this file.
@@ -176,4 +188,5 @@ var All = []string{
 	RouterEagerReplicas, TaskHydrationFailed, TaskDetachFailed,
 	SessionCreated, SessionDestroyed, SessionDestroyFailed, JobCreated, JobDeleted, JobDeleteFailed,
 	ExecProcessStarted, ExecServerStarted, ExecServerExited, MCPServerStarted, MCPAuthorizationChallenged,
+	MCPAuthorizationRequired, MCPAuthorized, MCPAuthorizationRefused,
 }

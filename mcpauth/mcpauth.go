@@ -14,8 +14,12 @@
 // and token endpoints) must be fetched through a Guard's client, which refuses private, loopback, link-local and
 // cloud-metadata addresses when it dials.
 //
-// The package depends on the standard library only, so the root package can name its types without pulling an
-// OAuth implementation into every host.
+// Client is the package's own Authorizer, for hosts that serve many end users over several replicas: discovery,
+// client identity, PKCE, resource indicators and scopes as MCP asks; the user's step handed to the host
+// (Config.OnAuthorization) and completed from its callback on any replica (Client.CompleteAuthorization); grants,
+// pending authorizations and registrations in the host's Store, their secrets sealed (Sealer, NewAESGCM). It is
+// built on go-sdk's oauthex (registration, metadata types) and golang.org/x/oauth2 (authorization URL, exchange,
+// refresh).
 package mcpauth
 
 import (

@@ -7,7 +7,7 @@
 // It keeps one handler per end user and server, in memory, for the life of the Authorizer: grants do not survive
 // the process, and a go-sdk authorization-code handler waits in Challenge until its AuthorizationCodeFetcher
 // returns the code (a goroutine per pending user). That suits a command-line host, one user at a time, and the
-// conformance tests; a host serving many users wants the durable, non-blocking authorizer of issue 37 instead. A
+// conformance tests; a host serving many users wants mcpauth.Client instead, durable and non-blocking. A
 // fetcher that cannot wait may hand the URL to the user and return an error wrapping
 // mcpauth.ErrAuthorizationRequired: the call then ends as authorization_required, and the next call starts anew.
 //
