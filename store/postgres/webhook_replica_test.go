@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	goruntime "runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -45,11 +46,20 @@ func TestWebhookReplicaProcess(t *testing.T) {
 	}
 	f := strings.Fields(v)
 	pool, _ := strconv.Atoi(f[2])
+	if prefix := os.Getenv("TOOL_BENCH_CPUPROFILE"); prefix != "" { // a CPU profile per replica, written at shutdown
+		out, err := os.Create(prefix + "." + f[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := pprof.StartCPUProfile(out); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { pprof.StopCPUProfile(); out.Close() }()
+	}
 	if err := runWebhookReplica(dsn(t), f[0], f[1], pool); err != nil {
 		printLine(map[string]any{"error": err.Error()})
-		os.Exit(1)
+		t.FailNow()
 	}
-	os.Exit(0)
 }
 
 // replicaCounters is what a replica counts; replicaStats is its snapshot, printed on a "stats" line.
@@ -66,15 +76,14 @@ type replicaCounters struct {
 }
 
 type replicaStats struct {
-	RoundTrips  int64            `json:"round_trips"`
-	Requests    int64            `json:"requests"`
-	Accepted    int64            `json:"accepted"`
-	Statements  map[string]int64 `json:"statements"`
-	Ops         map[string]int64 `json:"ops"`
-	Facts       map[string]int64 `json:"facts"`
-	CPUNanos    int64            `json:"cpu_ns"`
-	HeapAlloc   uint64           `json:"heap_alloc"`
-	CachedTasks int              `json:"-"`
+	RoundTrips int64            `json:"round_trips"`
+	Requests   int64            `json:"requests"`
+	Accepted   int64            `json:"accepted"`
+	Statements map[string]int64 `json:"statements"`
+	Ops        map[string]int64 `json:"ops"`
+	Facts      map[string]int64 `json:"facts"`
+	CPUNanos   int64            `json:"cpu_ns"`
+	HeapAlloc  uint64           `json:"heap_alloc"`
 }
 
 func (c *replicaCounters) add(m map[string]int64, k string) {
