@@ -205,19 +205,28 @@ func (p *plan) task(r int, cold bool) (string, bool) {
 	return "t" + strconv.FormatInt(1+int64(r*p.hot)+i, 10), true
 }
 
-// warm brings every replica's hot tasks into its cache, 8 webhooks at a time.
-func warm(t testing.TB, rs *replicaSet, p *plan, run string) {
+// warm brings every replica's hot tasks into its cache, 8 webhooks at a time; it returns the deliveries it
+// made, by replica: delivery id → task.
+func warm(t testing.TB, rs *replicaSet, p *plan, run string) []map[string]string {
 	t.Helper()
 	var wg sync.WaitGroup
 	var failed atomic.Int64
+	delivered := make([]map[string]string, p.replicas)
+	var mu sync.Mutex
 	for r := range p.replicas {
+		delivered[r] = map[string]string{}
 		for w := range 8 {
 			wg.Go(func() {
 				for i := w; i < p.hot; i += 8 {
 					id := "t" + strconv.Itoa(1+r*p.hot+i)
-					if rs.post(r, id, fmt.Sprint(run, "-warm-", id)) != http.StatusAccepted {
+					d := fmt.Sprint(run, "-warm-", id)
+					if rs.post(r, id, d) != http.StatusAccepted {
 						failed.Add(1)
+						continue
 					}
+					mu.Lock()
+					delivered[r][d] = id
+					mu.Unlock()
 				}
 			})
 		}
@@ -226,6 +235,7 @@ func warm(t testing.TB, rs *replicaSet, p *plan, run string) {
 	if n := failed.Load(); n > 0 {
 		t.Fatalf("warming: %d webhooks not answered 202", n)
 	}
+	return delivered
 }
 
 // levelResult is one replica's share of a level.
@@ -534,24 +544,27 @@ func TestWebhookThroughputSample(t *testing.T) {
 	rs := startReplicas(t, schema, 1, 16)
 	run := strconv.FormatInt(time.Now().UnixNano(), 36)
 	p := newPlan(1, hot, stored)
-	warm(t, rs, p, run)
+	acked := warm(t, rs, p, run)[0]
 	// Cached tasks only: the round trips of a delivery to a task in memory.
 	res, _ := runLevel(t, rs, p, conc, 200, 0, 0, run+"-hot")
 	s := summarize(res[0], time.Second)
 	t.Logf("a delivery to a cached task: %.2f round trips, %.2f statements, Store operations %v, facts %v",
 		s.roundTrips, s.statements, s.opsBy, s.factsBy)
-	// Lookup, claim, record; one more for the ping database/sql sends on a connection idle for over a second.
-	const maxRoundTrips = 3.1
-	if s.roundTrips > maxRoundTrips || s.roundTrips < 3 {
-		t.Errorf("%.2f round trips per delivery to a cached task (%v), want 3 (lookup, claim, record; at most %.1f)",
-			s.roundTrips, s.opsBy, maxRoundTrips)
+	// Lookup, claim, record. A task whose last activity was written over a minute ago writes it again (a Put of
+	// its event state: activitySaveInterval), which this sample meets only on a machine slow enough to take a
+	// minute from seeding to here; a ping database/sql sends on a connection idle for over a second is one
+	// round trip more, now and then.
+	activity := s.opsBy["Put"]
+	if got, want := s.opsBy, map[string]int64{"Lookup": 200, "Claim": 200, "PutTTL": 200}; activity > 200 ||
+		!mapsEqual(got, want) && !mapsEqual(got, map[string]int64{"Lookup": 200, "Claim": 200, "PutTTL": 200, "Put": activity}) {
+		t.Errorf("Store operations of 200 deliveries to cached tasks: %v, want %v (and at most one Put each)", got, want)
 	}
-	if got, want := s.opsBy, map[string]int64{"Lookup": 200, "Claim": 200, "PutTTL": 200}; !mapsEqual(got, want) {
-		t.Errorf("Store operations of 200 deliveries to cached tasks: %v, want %v", got, want)
+	if rt := s.roundTrips - float64(activity)/200; rt < 3 || rt > 3.1 {
+		t.Errorf("%.2f round trips per delivery to a cached task besides %d activity writes, want 3 (lookup, claim, "+
+			"record; at most 3.1)", rt, activity)
 	}
 	// Mixed: 10 % to tasks not cached.
 	mixed, _ := runLevel(t, rs, p, conc, 200, 0, 0.1, run+"-mixed")
-	acked := map[string]string{}
 	for _, lr := range append(res, mixed...) {
 		if lr.failed > 0 {
 			t.Errorf("%d webhooks not answered 202", lr.failed)
@@ -567,8 +580,8 @@ func TestWebhookThroughputSample(t *testing.T) {
 			t.Errorf("delivery %s to %s: accepted by its Sink %d times (%v), want once", d, id, len(ids), ids)
 		}
 	}
-	if len(acked) != 400 {
-		t.Errorf("%d deliveries acknowledged, want 400", len(acked))
+	if len(acked) != hot+400 {
+		t.Errorf("%d deliveries acknowledged, want %d", len(acked), hot+400)
 	}
 	rs.procs[0].shutdown(t)
 }
