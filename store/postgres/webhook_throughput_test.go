@@ -332,6 +332,7 @@ func mapDelta(before, after map[string]int64) map[string]int64 {
 // summary is one replica's figures for a level.
 type summary struct {
 	rate, p50, p99, roundTrips, statements, ops, facts, cpu float64 // per second; µs; per delivery; µs per delivery
+	activity                                                float64 // Puts (activity writes) per delivery
 	opsBy, factsBy                                          map[string]int64
 }
 
@@ -506,6 +507,7 @@ func BenchmarkWebhookThroughput(b *testing.B) {
 					total.roundTrips += s.roundTrips / float64(n)
 					total.ops += s.ops / float64(n)
 					total.facts += s.facts / float64(n)
+					total.activity += float64(s.opsBy["Put"]) / float64(max(1, lr.after.Accepted-lr.before.Accepted)) / float64(n)
 					total.cpu += s.cpu / float64(n)
 					acked += lr.acked
 					failed += lr.failed
@@ -520,6 +522,7 @@ func BenchmarkWebhookThroughput(b *testing.B) {
 				b.ReportMetric(total.roundTrips, "round-trips/delivery")
 				b.ReportMetric(total.ops, "store-ops/delivery")
 				b.ReportMetric(total.facts, "facts/delivery")
+				b.ReportMetric(total.activity, "activity-writes/delivery")
 				b.ReportMetric(total.cpu, "cpu-µs/delivery")
 				b.ReportMetric(float64(failed), "not-202")
 				b.ReportMetric(float64(elapsed.Nanoseconds())/float64(acked), "ns/op")
