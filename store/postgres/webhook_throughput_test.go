@@ -555,16 +555,17 @@ func TestWebhookThroughputSample(t *testing.T) {
 		s.roundTrips, s.statements, s.opsBy, s.factsBy)
 	// Lookup, claim, record. A task whose last activity was written over a minute ago writes it again (a Put of
 	// its event state: activitySaveInterval), which this sample meets only on a machine slow enough to take a
-	// minute from seeding to here; a ping database/sql sends on a connection idle for over a second is one
-	// round trip more, now and then.
+	// minute from seeding to here. Each connection of the pool (16) may add a round trip or a few, once: the ping
+	// database/sql sends on a connection idle for over a second, and the prepare of a statement's first use on a
+	// connection; so the bound is 3.25, while the Store operations are counted exactly.
 	activity := s.opsBy["Put"]
 	if got, want := s.opsBy, map[string]int64{"Lookup": 200, "Claim": 200, "PutTTL": 200}; activity > 200 ||
 		!mapsEqual(got, want) && !mapsEqual(got, map[string]int64{"Lookup": 200, "Claim": 200, "PutTTL": 200, "Put": activity}) {
 		t.Errorf("Store operations of 200 deliveries to cached tasks: %v, want %v (and at most one Put each)", got, want)
 	}
-	if rt := s.roundTrips - float64(activity)/200; rt < 3 || rt > 3.1 {
+	if rt := s.roundTrips - float64(activity)/200; rt < 3 || rt > 3.25 {
 		t.Errorf("%.2f round trips per delivery to a cached task besides %d activity writes, want 3 (lookup, claim, "+
-			"record; at most 3.1)", rt, activity)
+			"record; at most 3.25)", rt, activity)
 	}
 	// Mixed: 10 % to tasks not cached.
 	mixed, _ := runLevel(t, rs, p, conc, 200, 0, 0.1, run+"-mixed")
