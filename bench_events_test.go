@@ -6,9 +6,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/commonagents-go/tool"
@@ -46,15 +49,22 @@ func githubPR(b *testing.B) *tool.Tool {
 // github-pr tool (goal ≤ 8 µs/op): signature check, JSON parse, two events' filters over the allow list,
 // message rendering, dedupe check and record, Sink. The baseline is what a hand-written handler must do at
 // least: verify the HMAC, json.Unmarshal the body and evaluate the same compiled filter once with celenv.
+// The -c8 variants run both at concurrency 8 (issue 41, item 5): eight goroutines share b.N, each delivering to
+// a task of its own, so ns/op is wall time per delivery (the inverse of throughput), against the baseline's at
+// the same concurrency.
 func BenchmarkDeliver(b *testing.B) {
 	tl := githubPR(b)
 	ctx := context.Background()
-	task, err := tl.NewTask(ctx, tool.TaskConfig{Capability: tool.Capability{Bindings: map[string]any{"owner": "octo", "repo": "hello"}},
-		Sink: tool.SinkFunc(func(context.Context, tool.Activation) error { return nil })})
-	if err != nil {
-		b.Fatal(err)
+	newTask := func() *tool.Task {
+		task, err := tl.NewTask(ctx, tool.TaskConfig{Capability: tool.Capability{Bindings: map[string]any{"owner": "octo", "repo": "hello"}},
+			Sink: tool.SinkFunc(func(context.Context, tool.Activation) error { return nil })})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { task.Close(ctx) })
+		return task
 	}
-	defer task.Close(ctx)
+	task := newTask()
 	body := []byte(commentPayload("octo", "hello"))
 	in := signed(benchSecret, "", string(body))
 	b.Run("deliver-1KB-signed", func(b *testing.B) {
@@ -86,27 +96,79 @@ func BenchmarkDeliver(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	// baseline is the hand-written handler: an error when the signature or the filter says no.
+	baseline := func() error {
+		mac := hmac.New(sha256.New, []byte(benchSecret))
+		mac.Write(body)
+		want := "sha256=" + hex.EncodeToString(mac.Sum(nil))
+		if !hmac.Equal([]byte(want), []byte(in.Headers.Get("X-Hub-Signature-256"))) {
+			return errors.New("signature")
+		}
+		var payload any
+		if err := json.Unmarshal(body, &payload); err != nil {
+			return err
+		}
+		params := map[string]any{"owner": "octo", "repo": "hello"}
+		ok, err := filter.EvalBool(ctx, map[string]any{"event": map[string]any{"payload": payload}, "parameters": params, "now": ""})
+		if err != nil || !ok {
+			return fmt.Errorf("filter: %v %v", ok, err)
+		}
+		return nil
+	}
 	b.Run("baseline-hmac-unmarshal-eval", func(b *testing.B) {
 		b.ReportAllocs()
 		b.SetBytes(int64(len(body)))
-		params := map[string]any{"owner": "octo", "repo": "hello"}
 		for b.Loop() {
-			mac := hmac.New(sha256.New, []byte(benchSecret))
-			mac.Write(body)
-			want := "sha256=" + hex.EncodeToString(mac.Sum(nil))
-			if !hmac.Equal([]byte(want), []byte(in.Headers.Get("X-Hub-Signature-256"))) {
-				b.Fatal("signature")
-			}
-			var payload any
-			if err := json.Unmarshal(body, &payload); err != nil {
+			if err := baseline(); err != nil {
 				b.Fatal(err)
-			}
-			ok, err := filter.EvalBool(ctx, map[string]any{"event": map[string]any{"payload": payload}, "parameters": params, "now": ""})
-			if err != nil || !ok {
-				b.Fatal(ok, err)
 			}
 		}
 	})
+	const c = 8
+	tasks := []*tool.Task{task}
+	for len(tasks) < c {
+		tasks = append(tasks, newTask())
+	}
+	b.Run("deliver-1KB-signed-c8", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(body)))
+		concurrently(b, c, func(w int) error {
+			d, err := tasks[w].Deliver(ctx, in)
+			if err == nil && len(d.Activations) != 1 {
+				err = fmt.Errorf("%+v", d)
+			}
+			return err
+		})
+	})
+	b.Run("baseline-hmac-unmarshal-eval-c8", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(body)))
+		concurrently(b, c, func(int) error { return baseline() })
+	})
+}
+
+// concurrently runs op b.N times in all from c goroutines (op's argument: which one) and fails b on op's first
+// error.
+func concurrently(b *testing.B, c int, op func(w int) error) {
+	var next atomic.Int64
+	var failed atomic.Value
+	var wg sync.WaitGroup
+	b.ResetTimer()
+	for w := range c {
+		wg.Go(func() {
+			for next.Add(1) <= int64(b.N) {
+				if err := op(w); err != nil {
+					failed.CompareAndSwap(nil, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	b.StopTimer()
+	if err, _ := failed.Load().(error); err != nil {
+		b.Fatal(err)
+	}
 }
 
 // BenchmarkRouterDispatch measures Router.Dispatch of a signed comment to the one matching task among n tasks

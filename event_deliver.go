@@ -175,15 +175,23 @@ func (t *Task) evaluate(ctx context.Context, pe *pushedEvent) (*Activation, Disc
 // match evaluates the event's filter over the allow list; it returns the activation's parameters (the bindings
 // and the matching assignment) or a discard reason.
 func (t *Task) match(ctx context.Context, pe *pushedEvent) (params map[string]any, reason, detail string) {
-	params = make(map[string]any, len(t.bindings)+2)
-	maps.Copy(params, t.bindings)
 	if pe.match != nil {
 		out := t.allow.Match(ctx, pe.match, t.tool.opts.limits.FilterAssignments)
 		if out.Reason != allowlist.Matched {
 			reason, detail = t.unmatched(out)
 			return nil, reason, detail
 		}
-		maps.Copy(params, out.Parameters)
+		// out.Parameters is a fresh map of the matching assignment: the bindings fill in what it lacks, so that
+		// a match costs no second map (an event that does not match costs none).
+		params = out.Parameters
+		for name, v := range t.bindings {
+			if _, ok := params[name]; !ok {
+				params[name] = v
+			}
+		}
+	} else {
+		params = make(map[string]any, len(t.bindings))
+		maps.Copy(params, t.bindings)
 	}
 	for name := range t.tool.secretParams { // the Activation goes to the Sink and on to the LLM (SPEC §12.2)
 		delete(params, name)

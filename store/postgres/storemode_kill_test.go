@@ -169,8 +169,15 @@ type storeProc struct {
 
 func startStoreProc(t testing.TB, schema, replica string) *storeProc {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestStoreModeReplicaProcess$")
-	cmd.Env = append(os.Environ(), storeReplicaEnv+"="+schema+" "+replica)
+	return startReplicaProc(t, "TestStoreModeReplicaProcess", storeReplicaEnv+"="+schema+" "+replica, replica)
+}
+
+// startReplicaProc starts the test binary as the helper process run (a TestXxxProcess), with env added to its
+// environment, and waits for the address it serves on.
+func startReplicaProc(t testing.TB, run, env, replica string) *storeProc {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^"+run+"$")
+	cmd.Env = append(os.Environ(), env)
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {

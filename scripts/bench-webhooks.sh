@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Webhook throughput of store mode against the raw pgx baseline, in one run (issue 41; BENCHMARKS.md, "Webhook
+# throughput"), outside .ci/run: a throwaway PostgreSQL with synchronous commit and fsync on, STORED github-pr
+# tasks seeded by SQL, replica processes of the store/postgres test binary, and a load generator posting signed
+# GitHub webhooks (90 % to tasks the replica has cached, 10 % to tasks none has touched) at each concurrency for
+# SECONDS. At each concurrency the raw baseline runs first, then each replica count.
+#
+#   scripts/bench-webhooks.sh [STORED] [SECONDS]       (defaults 100000 and 10)
+#
+# Environment: TOOL_BENCH_REPLICAS (default 1,3), TOOL_BENCH_CONCURRENCY (default 1,8,32,128), TOOL_BENCH_HOT
+# (tasks each replica caches first, default 2000), TOOL_BENCH_POOL (each replica's connections, default 16),
+# TOOL_BENCH_CPUPROFILE=PREFIX (a CPU profile per replica: PREFIX.w0, PREFIX.w1, ...).
+# A replica's hot tasks are visited in turn, each every HOT / (its rate × 0.9) seconds: when that is over a minute,
+# each of those deliveries also writes its task's last activity (a fourth statement; "activity-writes/delivery").
+set -euo pipefail
+cd "$(dirname "$0")/.."
+stored=${1:-100000}
+seconds=${2:-10}
+env_file=$(mktemp)
+TOOL_POSTGRES_SYNCHRONOUS_COMMIT=on TOOL_POSTGRES_FSYNC=on scripts/postgres.sh start "$env_file" >/dev/null
+# shellcheck disable=SC1090
+source "$env_file"
+bin=$(mktemp -d)
+trap 'scripts/postgres.sh stop "$TOOL_TEST_POSTGRES_DIR"; rm -rf "$env_file" "$bin"' EXIT
+go test -c -o "$bin/postgres.test" ./store/postgres
+echo "# $(date -u +%FT%TZ) $(git rev-parse --short HEAD) $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+(cd store/postgres && TOOL_BENCH_STORED=$stored TOOL_BENCH_SECONDS=$seconds TOOL_BENCH_HOT=${TOOL_BENCH_HOT:-2000} \
+  "$bin/postgres.test" -test.run '^$' -test.bench '^BenchmarkWebhookThroughput$' -test.benchtime 1x -test.timeout 2h)
+echo "# $(date -u +%FT%TZ) load average $(cut -d' ' -f1-3 /proc/loadavg)"
