@@ -142,7 +142,7 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer, op
 
 // Handler returns an http.Handler serving MCP over streamable HTTP, to mount at the path clients use.
 func (s *Server) Handler(opts ...server.StreamableHTTPOption) http.Handler {
-	return ordered(server.NewStreamableHTTPServer(s.mcp, opts...), s.tools)
+	return ordered(server.NewStreamableHTTPServer(s.mcp, opts...), s.tools, nil)
 }
 
 // Close ends the task when New started it, tearing down what its calls started, within ctx.

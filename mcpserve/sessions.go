@@ -64,6 +64,8 @@ type SessionHandler struct {
 	http  http.Handler
 	start StartFunc
 	cfg   SessionConfig
+	// relays passes the upstream requests of the sessions' tasks to their clients (relay.go).
+	relays *relays
 
 	mu       sync.Mutex
 	sessions map[string]*session
@@ -84,6 +86,9 @@ type SessionHandler struct {
 type session struct {
 	id, owner string
 	activity  sessionActivity
+
+	// gone is closed when the session ends: the requests relayed to its client stop waiting.
+	gone chan struct{}
 
 	mu    sync.Mutex
 	calls *caller // nil until the task started
@@ -119,7 +124,7 @@ func Handler(t *tool.Tool, start StartFunc, cfg SessionConfig) *SessionHandler {
 		cfg.Clock = tool.SystemClock{}
 	}
 	h := &SessionHandler{start: start, cfg: cfg, sessions: map[string]*session{},
-		stop: make(chan struct{})}
+		stop: make(chan struct{}), relays: &relays{}}
 	h.streams, h.endStreams = context.WithCancel(context.Background())
 	var tools *served
 	h.mcp, tools = newMCPServer(t, cfg.Capability, cfg.ActionNames, h.callerOf)
@@ -128,7 +133,7 @@ func Handler(t *tool.Tool, start StartFunc, cfg SessionConfig) *SessionHandler {
 		server.WithStreamableHTTPProtocolVersions(mcp.ProtocolVersion20251125, mcp.ProtocolVersion20250618,
 			mcp.ProtocolVersion20250326, mcp.ProtocolVersion20241105),
 	}, cfg.Options...)
-	h.http = ordered(server.NewStreamableHTTPServer(h.mcp, opts...), tools)
+	h.http = ordered(server.NewStreamableHTTPServer(h.mcp, opts...), tools, h.relays)
 	h.reaper.Add(1)
 	go h.reap()
 	return h
@@ -308,6 +313,9 @@ func (h *SessionHandler) callerOf(ctx context.Context) (*caller, error) {
 		return nil, errors.New("the MCP session has ended")
 	}
 	if s.calls == nil && s.err == nil {
+		if caps := declared(ctx); caps != nil {
+			ctx = context.WithValue(ctx, relayKey{}, &relay{rs: h.relays, session: s.id, caps: caps, gone: s.gone})
+		}
 		task, err := h.start(ctx)
 		if err != nil {
 			s.err = fmt.Errorf("the session's task could not start: %w", err)
@@ -333,6 +341,9 @@ func (h *SessionHandler) end(ctx context.Context, id string) error {
 	h.mcp.UnregisterSession(ctx, id)
 	s.mu.Lock()
 	calls := s.calls
+	if !s.ended {
+		close(s.gone)
+	}
 	s.ended = true // a call that found the session before it ended starts no task now
 	s.mu.Unlock()
 	if calls == nil {
@@ -438,7 +449,8 @@ func (m manager) Generate() string {
 	id := "mcp-session-" + hex.EncodeToString(b[:])
 	m.res.used = true
 	m.h.mu.Lock()
-	m.h.sessions[id] = &session{id: id, owner: m.owner, activity: sessionActivity{lastEnd: m.h.cfg.Clock.Now()}}
+	m.h.sessions[id] = &session{id: id, owner: m.owner, activity: sessionActivity{lastEnd: m.h.cfg.Clock.Now()},
+		gone: make(chan struct{})}
 	m.h.mu.Unlock()
 	return id
 }

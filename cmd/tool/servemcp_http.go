@@ -82,8 +82,9 @@ func serveHTTP(ctx context.Context, fs *flag.FlagSet, stderr io.Writer, hf *http
 	}
 	start := func(ctx context.Context) (*tool.Task, error) {
 		// Behind the door, the task acts for the user the session belongs to: the upstream grants of that user
-		// (TaskConfig.Subject), never the client's own token, which goes no further than the door.
-		cfg := tool.TaskConfig{Capability: c, Context: taskContext}
+		// (TaskConfig.Subject), never the client's own token, which goes no further than the door. The upstream
+		// servers' requests reach the session's client as they came (mcpserve.SessionRelay).
+		cfg := tool.TaskConfig{Capability: c, Context: taskContext, MCPRelay: mcpserve.SessionRelay(ctx)}
 		if u, ok := resource.UserFrom(ctx); ok {
 			cfg.Subject = u.Key()
 		}

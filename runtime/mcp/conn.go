@@ -118,10 +118,8 @@ type dial struct {
 	replyWait time.Duration
 	// cgroup is the parent cgroup of a stdio server's own (runtime.Init.CgroupParent); "" = a process group.
 	cgroup string
-	// elicit answers the server's elicitation requests; nil refuses them.
-	elicit runtime.ElicitFunc
-	// sample answers the server's sampling requests; nil refuses them.
-	sample runtime.SampleFunc
+	// peer answers the server's requests (elicitation, sampling, roots); what it has no hook for is refused.
+	peer peer
 	// started, when set, is told of a stdio server that started and passed the handshake.
 	started func(ctx context.Context, pid int, containment string, fallback error)
 	// observe reports the task's facts; nil reports none.
@@ -155,6 +153,7 @@ func connect(ctx context.Context, d dial) (*session, error) {
 		life = withBudget(life, d.budget) // the SSE stream's GET is the connect's first request
 	}
 	err = s.client.Start(life)
+	d.peer.relayRequests(s.client.GetTransport())
 	s.started()
 	if s.stderrW != nil {
 		_ = s.stderrW.Close() // the child has its copy
@@ -165,6 +164,7 @@ func connect(ctx context.Context, d dial) (*session, error) {
 	}
 	req := mcp.InitializeRequest{}
 	req.Params.ClientInfo = mcp.Implementation{Name: "commonagents-go/tool", Version: "1"}
+	req.Params.Capabilities = d.peer.capabilities()
 	init, err := s.client.Initialize(ctx, req)
 	if err != nil {
 		s.abandon()
@@ -249,7 +249,7 @@ func open(d dial) (*session, error) {
 			}
 			tr = t
 		}
-		return &session{client: newClient(tr, d.elicit, d.sample)}, nil
+		return &session{client: newClient(tr, d.peer)}, nil
 	}
 	return nil, fmt.Errorf("unsupported transport %q", srv.Transport)
 }
@@ -309,22 +309,8 @@ func openStdio(d dial) (*session, error) {
 	}
 	tr := transport.NewStdioWithOptions(command, env, args, transport.WithCommandFunc(cmdFunc),
 		transport.WithCommandLogger(d.logger))
-	s.client = newClient(tr, d.elicit, d.sample)
+	s.client = newClient(tr, d.peer)
 	return s, nil
-}
-
-// newClient returns a client that speaks the handshake protocol (up to 2025-11-25). Servers of the stateless
-// 2026-07-28 core still accept it, and mcp-go v1.2 servers drop progress notifications of stateless requests.
-// With elicit (sample) it offers elicitation (sampling) and hands the server's requests to it.
-func newClient(tr transport.Interface, elicit runtime.ElicitFunc, sample runtime.SampleFunc) *client.Client {
-	opts := []client.ClientOption{client.WithLegacyProtocolOnly()}
-	if elicit != nil {
-		opts = append(opts, client.WithElicitationHandler(elicitor(elicit)))
-	}
-	if sample != nil {
-		opts = append(opts, client.WithSamplingHandler(sampler(sample)))
-	}
-	return client.NewClient(tr, opts...)
 }
 
 // elicitor adapts the host's hook to mcp-go's handler.
