@@ -29,7 +29,7 @@ var errClientGone = errors.New("the MCP session has ended")
 
 // relayReply is a client's answer to a relayed request.
 type relayReply struct {
-	Result json.RawMessage    `json:"result"`
+	Result json.RawMessage     `json:"result"`
 	Error  *runtime.RelayError `json:"error"`
 }
 
@@ -77,9 +77,9 @@ func (rs *relays) take(session string, msg []byte) bool {
 		return false
 	}
 	var m struct {
-		ID     string          `json:"id"`
-		Method string          `json:"method"`
-		Result json.RawMessage `json:"result"`
+		ID     string              `json:"id"`
+		Method string              `json:"method"`
+		Result json.RawMessage     `json:"result"`
 		Error  *runtime.RelayError `json:"error"`
 	}
 	if json.Unmarshal(msg, &m) != nil || m.Method != "" || len(m.ID) <= len(relayIDPrefix) ||

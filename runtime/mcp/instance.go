@@ -48,7 +48,7 @@ func (b Backend) Initialize(ctx context.Context, in *runtime.Init) (runtime.Inst
 	i := &instance{
 		http: in.HTTPClient, limits: in.Limits, observe: in.Observe, logger: in.Logger, cgroup: in.CgroupParent,
 		procs: in.Processes,
-		auth: in.Authorizer, authServer: mcpauth.Server{TaskID: in.TaskID, Subject: in.Subject},
+		auth:  in.Authorizer, authServer: mcpauth.Server{TaskID: in.TaskID, Subject: in.Subject},
 		life: life, cancel: cancel, servers: map[string]*server{}, progress: map[string]progressTarget{},
 	}
 	i.peer = peer{elicit: in.Elicit, sample: in.Sample, roots: in.Roots, relay: in.Relay,
