@@ -86,8 +86,11 @@ func newMCPServer(t *tool.Tool, c tool.Capability, actionNames bool, calls func(
 			name = f.Action
 		}
 		names = append(names, name)
-		def := mcp.NewToolWithRawSchema(name, f.Description, f.Parameters)
-		if e, ok := hints[f.Name]; ok {
+		def, ok := sourced(name, f.Source)
+		if !ok {
+			def = mcp.NewToolWithRawSchema(name, f.Description, f.Parameters)
+		}
+		if e, has := hints[f.Name]; has && !ok {
 			def.Annotations = mcp.ToolAnnotation{Title: e.Title, ReadOnlyHint: &e.IsReadOnly,
 				DestructiveHint: &e.IsDestructive, IdempotentHint: &e.IsIdempotent, OpenWorldHint: &e.IsOpenWorld}
 			def.Title, def.RawOutputSchema = e.Title, e.OutputSchema
@@ -102,6 +105,33 @@ func newMCPServer(t *tool.Tool, c tool.Capability, actionNames bool, calls func(
 		})
 	}
 	return srv, newServed(names)
+}
+
+// sourced is the tool definition a discovered function's source gave (tool.Function.Source), served under name
+// with every field mcp-go carries as received and both schemas byte for byte; false when there is none.
+func sourced(name string, src json.RawMessage) (mcp.Tool, bool) {
+	if len(src) == 0 {
+		return mcp.Tool{}, false
+	}
+	var d struct {
+		Title        string             `json:"title"`
+		Description  string             `json:"description"`
+		InputSchema  json.RawMessage    `json:"inputSchema"`
+		OutputSchema json.RawMessage    `json:"outputSchema"`
+		Annotations  mcp.ToolAnnotation `json:"annotations"`
+		Icons        []mcp.Icon         `json:"icons"`
+		Meta         *mcp.Meta          `json:"_meta"`
+		Execution    *mcp.ToolExecution `json:"execution"`
+	}
+	if json.Unmarshal(src, &d) != nil || len(d.InputSchema) == 0 {
+		return mcp.Tool{}, false
+	}
+	def := mcp.Tool{Name: name, Title: d.Title, Description: d.Description, RawInputSchema: d.InputSchema,
+		Annotations: d.Annotations, Icons: d.Icons, Meta: d.Meta, Execution: d.Execution}
+	if len(d.OutputSchema) > 0 && string(d.OutputSchema) != "null" {
+		def.RawOutputSchema = d.OutputSchema
+	}
+	return def, true
 }
 
 // MCPServer returns the underlying mcp-go server, to serve it over another transport. A transport of the host's,
