@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -57,6 +58,10 @@ type session struct {
 	lost atomic.Bool
 	// slot gives back the server's process slot (runtime.Processes) once it has been closed; nil when none.
 	slot func()
+	// answer posts an answer to a server's request itself, for a streamable HTTP server (peer.go); nil otherwise.
+	answer func(ctx context.Context, resp *transport.JSONRPCResponse) error
+	// protocol is the protocol version the handshake agreed, which the answer's header names.
+	protocol atomic.Pointer[string]
 }
 
 var (
@@ -153,7 +158,7 @@ func connect(ctx context.Context, d dial) (*session, error) {
 		life = withBudget(life, d.budget) // the SSE stream's GET is the connect's first request
 	}
 	err = s.client.Start(life)
-	d.peer.relayRequests(s.client.GetTransport())
+	d.peer.relayRequests(s.client.GetTransport(), s.answer, life)
 	s.started()
 	if s.stderrW != nil {
 		_ = s.stderrW.Close() // the child has its copy
@@ -170,6 +175,7 @@ func connect(ctx context.Context, d dial) (*session, error) {
 		s.abandon()
 		return nil, s.failure("initialize handshake", startErr(ctx, err))
 	}
+	s.protocol.Store(&init.ProtocolVersion)
 	if init.Capabilities.Logging != nil {
 		// Every message, for the tool.log facts; a server that refuses keeps its own level.
 		lreq := mcp.SetLevelRequest{}
@@ -248,6 +254,9 @@ func open(d dial) (*session, error) {
 				return nil, fmt.Errorf("streamable http client: %w", err)
 			}
 			tr = t
+			s := &session{client: newClient(tr, d.peer)}
+			s.answer = s.poster(u, headers, hc, t)
+			return s, nil
 		}
 		return &session{client: newClient(tr, d.peer)}, nil
 	}
@@ -505,4 +514,41 @@ func (f sampler) CreateMessage(ctx context.Context, req mcp.CreateMessageRequest
 	out := &mcp.CreateMessageResult{Model: res.Model, StopReason: res.StopReason}
 	out.Role, out.Content = mcp.Role(res.Message.Role), content
 	return out, nil
+}
+
+// poster returns a func that posts an answer to a server's request to the streamable HTTP server at u, as mcp-go
+// would, but bounded by a context of the caller's choosing: mcp-go posts it with the context of the call whose
+// stream carried the request, which has ended when the answer is that the call's client is gone.
+func (s *session) poster(u string, headers map[string]string, hc *http.Client, t *transport.StreamableHTTP) func(context.Context, *transport.JSONRPCResponse) error {
+	return func(ctx context.Context, resp *transport.JSONRPCResponse) error {
+		body, err := json.Marshal(resp)
+		if err != nil {
+			return err
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(body))
+		if err != nil {
+			return err
+		}
+		for k, v := range headers {
+			req.Header.Set(k, v)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if id := t.GetSessionId(); id != "" {
+			req.Header.Set(transport.HeaderKeySessionID, id)
+		}
+		if v := s.protocol.Load(); v != nil && *v != "" {
+			req.Header.Set(transport.HeaderKeyProtocolVersion, *v)
+		}
+		res, err := hc.Do(req)
+		if err != nil {
+			return err
+		}
+		_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, 1<<16))
+		_ = res.Body.Close()
+		if res.StatusCode != http.StatusOK && res.StatusCode != http.StatusAccepted {
+			return fmt.Errorf("the server answered HTTP %d", res.StatusCode)
+		}
+		return nil
+	}
 }

@@ -78,16 +78,33 @@ func (p peer) capabilities() mcp.ClientCapabilities {
 
 // relayRequests makes the relay answer the server's requests, replacing mcp-go's typed handlers (which keep only
 // the fields they know); it runs after Client.Start, which installs those.
-func (p peer) relayRequests(tr transport.Interface) {
+//
+// mcp-go posts a streamable HTTP server's answer with the context of the call whose stream carried the request:
+// when that call has ended (the client went away, the deadline passed), answer posts it instead, bounded by
+// answerBound, so that the server never waits for an answer that cannot come. It outlives the session's life
+// (values only): a task closing as its client goes away closes the server's session, which the server may hold
+// until this answer has come.
+func (p peer) relayRequests(tr transport.Interface, answer func(context.Context, *transport.JSONRPCResponse) error,
+	life context.Context) {
 	b, ok := tr.(transport.BidirectionalInterface)
 	if !ok || p.relay == nil {
 		return
 	}
 	caps := p.capabilities()
 	b.SetRequestHandler(func(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
-		return p.relayed(ctx, caps, req), nil
+		resp := p.relayed(ctx, caps, req)
+		if ctx.Err() == nil || answer == nil {
+			return resp, nil
+		}
+		actx, cancel := context.WithTimeout(context.WithoutCancel(life), answerBound)
+		defer cancel()
+		_ = answer(actx, resp) // best effort, as mcp-go's own: the server's request has its own bound
+		return nil, nil
 	})
 }
+
+// answerBound bounds posting an answer whose call has ended.
+const answerBound = 10 * time.Second
 
 // relayed passes req to the relay's client and returns the answer for the server: the client's result or error as
 // it came; when the client does not answer in time or goes away, {"action":"cancel"} for an elicitation and a
