@@ -160,6 +160,9 @@ const (
 	// status, error (the challenge's error code), scopes (what the server asked for), outcome ("authorized",
 	// "authorization_required", "access_denied", "limit" or "failed"). No URL, token or Authorizer message.
 	MCPAuthorizationChallenged = "mcp.authorization.challenged"
+	// MCPToolsChanged: an MCP server said its list of tools changed (notifications/tools/list_changed). The Tool
+	// is unchanged: a host that serves the list again calls Tool.Rediscover. Data: server.
+	MCPToolsChanged = "mcp.tools.changed"
 )
 
 // All lists every fact name above, in the order of this file.
@@ -176,4 +179,5 @@ var All = []string{
 	RouterEagerReplicas, TaskHydrationFailed, TaskDetachFailed,
 	SessionCreated, SessionDestroyed, SessionDestroyFailed, JobCreated, JobDeleted, JobDeleteFailed,
 	ExecProcessStarted, ExecServerStarted, ExecServerExited, MCPServerStarted, MCPAuthorizationChallenged,
+	MCPToolsChanged,
 }

@@ -240,7 +240,8 @@ func (i *instance) connect(act *Action, s *server, values interp.Resolver, slot 
 func (i *instance) dial(act *Action, values interp.Resolver) dial {
 	srv := i.authServer
 	srv.Name = act.Key
-	return dial{srv: act.Server, values: values, http: i.http, life: i.life, notify: i.notify, logger: i.logger,
+	return dial{srv: act.Server, values: values, http: i.http, life: i.life,
+		notify: func(n mcp.JSONRPCNotification) { i.notify(act.Key, n) }, logger: i.logger,
 		peer: i.peer, auth: i.auth, server: srv, observe: i.observe,
 		replyWait: i.replyWait, cgroup: i.cgroup, started: func(ctx context.Context, pid int, containment string, fallback error) {
 			if fallback != nil {
@@ -583,9 +584,13 @@ func (i *instance) untrack(token string) {
 	i.progressMu.Unlock()
 }
 
-// notify forwards a progress notification as a tool.progress fact of the call it belongs to, and a log message
-// as a tool.log fact.
-func (i *instance) notify(n mcp.JSONRPCNotification) {
+// notify forwards a progress notification of server as a tool.progress fact of the call it belongs to, a log
+// message as a tool.log fact, and a change of its tools as an mcp.tools.changed fact.
+func (i *instance) notify(server string, n mcp.JSONRPCNotification) {
+	if n.Method == string(mcp.MethodNotificationToolsListChanged) {
+		i.observe(i.life, facts.MCPToolsChanged, map[string]any{"server": server})
+		return
+	}
 	if n.Method == string(mcp.MethodNotificationMessage) {
 		i.log(n.Params.AdditionalFields)
 		return
