@@ -100,7 +100,7 @@ func newRelayUpstream(t *testing.T) *relayUpstream {
 
 // relayGateway serves, with a task per session given the session's relay, every tool of the upstream at url, and
 // returns the gateway's URL.
-func relayGateway(t *testing.T, url string, block ...string) string {
+func relayGateway(t testing.TB, url string, block ...string) string {
 	t.Helper()
 	ctx := context.Background()
 	src := `kind: commonagents.info/v1beta2/tool
