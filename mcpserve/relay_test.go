@@ -363,3 +363,79 @@ func relayUnanswered(t *testing.T, block string, goes bool) {
 		}
 	}
 }
+
+// schema202012 is the everything-server's JSON Schema 2020-12 input schema: $defs, $anchor, $ref, allOf/anyOf and
+// if/then/else, none of which the vendor copies of a schema can carry whole.
+const schema202012 = `{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object",
+"$defs":{"address":{"$anchor":"addressDef","type":"object","properties":{"street":{"type":"string"},"city":{"type":"string"}}}},
+"properties":{"name":{"type":"string"},"address":{"$ref":"#/$defs/address"},
+"contactMethod":{"type":"string","enum":["phone","email"]},"phone":{"type":"string"},"email":{"type":"string"}},
+"allOf":[{"anyOf":[{"required":["phone"]},{"required":["email"]}]}],
+"if":{"properties":{"contactMethod":{"const":"phone"}},"required":["contactMethod"]},
+"then":{"required":["phone"]},"else":{"required":["email"]},"additionalProperties":false}`
+
+// TestGatewayServesSchemasAsReceived: a discovered tool is served as the upstream listed it (its input and output
+// schemas byte for byte, title, icons, _meta), the vendor copy is looser, and a call the vendor copy allows but the
+// schema refuses is refused naming the keyword.
+func TestGatewayServesSchemasAsReceived(t *testing.T) {
+	t.Parallel()
+	s := mcp.NewServer(&mcp.Implementation{Name: "upstream", Version: "1"}, nil)
+	out := `{"type":"object","properties":{"ok":{"type":"boolean"}},"$defs":{"x":{"type":"string"}}}`
+	listed := &mcp.Tool{Name: "contact", Title: "Contact", Description: "Files a contact.",
+		InputSchema: json.RawMessage(schema202012), OutputSchema: json.RawMessage(out),
+		Icons: []mcp.Icon{{Source: "https://example.com/i.png", MIMEType: "image/png"}},
+		Meta:  mcp.Meta{"vendor/x": "y"}}
+	ran := make(chan struct{}, 4)
+	s.AddTool(listed, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		ran <- struct{}{}
+		return &mcp.CallToolResult{StructuredContent: map[string]any{"ok": true},
+			Content: []mcp.Content{&mcp.TextContent{Text: `{"ok":true}`}}}, nil
+	})
+	up := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
+	t.Cleanup(up.Close)
+	cs := relayClient(t, relayGateway(t, up.URL), nil)
+	list, err := cs.ListTools(context.Background(), nil)
+	if err != nil || len(list.Tools) != 1 {
+		t.Fatalf("tools/list: %v %+v", err, list)
+	}
+	served := list.Tools[0]
+	if served.Annotations != nil && *served.Annotations == (mcp.ToolAnnotations{}) {
+		// mcp-go writes "annotations": {} for a tool without any, which go-sdk's client reads as this.
+		served.Annotations = nil
+	}
+	if !sameJSON(t, served, listed) {
+		got, _ := json.Marshal(served)
+		want, _ := json.Marshal(listed)
+		t.Errorf("served\n%s\nwant the upstream's\n%s", got, want)
+	}
+
+	// The vendor copy has no allOf or conditional: it lets a phone contact without a phone through. The schema
+	// does not, and says which keyword refused it; the upstream is not called.
+	ctx := context.Background()
+	tl, err := tool.Load(ctx, []byte("kind: commonagents.info/v1beta2/tool\nnamespace: tests\nname: gw\n"+
+		"description: A gateway.\nmcp:\n  transport: streamable_http\n  url: "+up.URL+"\n"), tool.WithDiscovery(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := tl.Functions(tool.Capability{})
+	if len(fs) != 1 || !strings.Contains(string(fs[0].Parameters), `"phone"`) || strings.Contains(string(fs[0].Parameters), "allOf") {
+		t.Fatalf("the vendor copy: %+v", fs)
+	}
+	r, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "contact", Arguments: map[string]any{"name": "Ada",
+		"contactMethod": "phone", "email": "ada@example.com"}})
+	if err != nil || !r.IsError {
+		t.Fatalf("a phone contact without a phone: %v %+v, want refused", err, r)
+	}
+	if msg := text(r); !strings.Contains(msg, "phone: is required (then)") {
+		t.Errorf("refused with %q, want the keyword named", msg)
+	}
+	r, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "contact", Arguments: map[string]any{"name": "Ada"}})
+	if err != nil || !r.IsError || !strings.Contains(text(r), "(anyOf in allOf)") {
+		t.Errorf("a contact without a phone or an email: %v %q, want refused naming anyOf in allOf", err, text(r))
+	}
+	select {
+	case <-ran:
+		t.Error("the upstream ran a call its schema refuses")
+	default:
+	}
+}
