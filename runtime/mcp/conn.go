@@ -62,6 +62,12 @@ type session struct {
 	answer func(ctx context.Context, resp *transport.JSONRPCResponse) error
 	// protocol is the protocol version the handshake agreed, which the answer's header names.
 	protocol atomic.Pointer[string]
+	// answering counts the answers being posted by answer: close waits for them (the server may hold its
+	// session's end until they came), so that none outlives the session.
+	answering sync.WaitGroup
+	// answerMu orders answering's Add before close's Wait: once closing, an answer is posted uncounted.
+	answerMu sync.Mutex
+	closing  bool
 }
 
 var (
@@ -410,6 +416,17 @@ func (s *session) close(ctx context.Context) error {
 	if s.cancel != nil {
 		defer s.cancel()
 	}
+	if s.answer != nil {
+		s.answerMu.Lock()
+		s.closing = true
+		s.answerMu.Unlock()
+		answered := make(chan struct{})
+		go func() { s.answering.Wait(); close(answered) }()
+		select {
+		case <-answered:
+		case <-ctx.Done(): // each answer has its own bound (answerBound)
+		}
+	}
 	done := make(chan error, 1)
 	go func() { done <- s.client.Close() }()
 	if s.proc == nil {
@@ -521,6 +538,12 @@ func (f sampler) CreateMessage(ctx context.Context, req mcp.CreateMessageRequest
 // stream carried the request, which has ended when the answer is that the call's client is gone.
 func (s *session) poster(u string, headers map[string]string, hc *http.Client, t *transport.StreamableHTTP) func(context.Context, *transport.JSONRPCResponse) error {
 	return func(ctx context.Context, resp *transport.JSONRPCResponse) error {
+		s.answerMu.Lock()
+		if !s.closing {
+			s.answering.Add(1)
+			defer s.answering.Done()
+		}
+		s.answerMu.Unlock()
 		body, err := json.Marshal(resp)
 		if err != nil {
 			return err
