@@ -443,6 +443,7 @@ func (i *instance) attempt(ctx context.Context, deadline time.Time, act *Action,
 	}
 	cctx := actx
 	if act.Server.Transport != TransportStdio { // only HTTP requests feed a probe
+		p.call = actx
 		cctx = withBudget(withProbe(actx, p), budget)
 	}
 	o.res, o.err = sess.client.CallTool(cctx, req)

@@ -123,7 +123,11 @@ func (p peer) relayed(ctx context.Context, caps mcp.ClientCapabilities, req tran
 	if err != nil || req.Params == nil {
 		params = json.RawMessage(`{}`)
 	}
-	if ctx.Value(probeKey{}) == nil { // not on a call's own stream (whose context is the call's)
+	if pr, ok := ctx.Value(probeKey{}).(*probe); ok && pr.call != nil {
+		// On the call's own stream: the call's deadline bounds the wait, not mcp-go's 30 s for a server's request
+		// (when that passes first, relayRequests posts the answer itself).
+		ctx = pr.call
+	} else {
 		if call := p.sole(); call != nil {
 			// The request came on the server's own stream: it belongs to the one call in flight.
 			ctx = call
