@@ -164,7 +164,7 @@ func connect(ctx context.Context, d dial) (*session, error) {
 		life = withBudget(life, d.budget) // the SSE stream's GET is the connect's first request
 	}
 	err = s.client.Start(life)
-	d.peer.relayRequests(s.client.GetTransport(), s.answer, life)
+	d.peer.relayRequests(s.client.GetTransport(), s.answer, life, s.relaying)
 	s.started()
 	if s.stderrW != nil {
 		_ = s.stderrW.Close() // the child has its copy
@@ -416,7 +416,7 @@ func (s *session) close(ctx context.Context) error {
 	if s.cancel != nil {
 		defer s.cancel()
 	}
-	if s.answer != nil {
+	{
 		s.answerMu.Lock()
 		s.closing = true
 		s.answerMu.Unlock()
@@ -538,12 +538,6 @@ func (f sampler) CreateMessage(ctx context.Context, req mcp.CreateMessageRequest
 // stream carried the request, which has ended when the answer is that the call's client is gone.
 func (s *session) poster(u string, headers map[string]string, hc *http.Client, t *transport.StreamableHTTP) func(context.Context, *transport.JSONRPCResponse) error {
 	return func(ctx context.Context, resp *transport.JSONRPCResponse) error {
-		s.answerMu.Lock()
-		if !s.closing {
-			s.answering.Add(1)
-			defer s.answering.Done()
-		}
-		s.answerMu.Unlock()
 		body, err := json.Marshal(resp)
 		if err != nil {
 			return err
@@ -574,4 +568,16 @@ func (s *session) poster(u string, headers map[string]string, hc *http.Client, t
 		}
 		return nil
 	}
+}
+
+// relaying counts a server's request being relayed until the returned func is called: close waits for it (bounded
+// by its ctx), so that the answer reaches the server before the session ends. Once closing, it counts nothing.
+func (s *session) relaying() func() {
+	s.answerMu.Lock()
+	defer s.answerMu.Unlock()
+	if s.closing {
+		return func() {}
+	}
+	s.answering.Add(1)
+	return s.answering.Done
 }

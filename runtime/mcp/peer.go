@@ -79,21 +79,21 @@ func (p peer) capabilities() mcp.ClientCapabilities {
 // relayRequests makes the relay answer the server's requests, replacing mcp-go's typed handlers (which keep only
 // the fields they know); it runs after Client.Start, which installs those.
 //
-// mcp-go posts a streamable HTTP server's answer with the context of the call whose stream carried the request:
-// when that call has ended (the client went away, the deadline passed), answer posts it instead, bounded by
-// answerBound, so that the server never waits for an answer that cannot come. It outlives the session's life
-// (values only): a task closing as its client goes away closes the server's session, which the server may hold
-// until this answer has come.
+// mcp-go posts a streamable HTTP server's answer with the context of the call whose stream carried the request,
+// which ends with the call: as the client goes away, the session's end cancels the call while that post is under
+// way, and the server waits for an answer that never comes. So answer (a streamable HTTP server's) posts every
+// answer itself, bounded by answerBound only; the session's close waits for it.
 func (p peer) relayRequests(tr transport.Interface, answer func(context.Context, *transport.JSONRPCResponse) error,
-	life context.Context) {
+	life context.Context, track func() func()) {
 	b, ok := tr.(transport.BidirectionalInterface)
 	if !ok || p.relay == nil {
 		return
 	}
 	caps := p.capabilities()
 	b.SetRequestHandler(func(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
+		defer track()() // the session's close waits for the answer, which its server may hold its end for
 		resp := p.relayed(ctx, caps, req)
-		if ctx.Err() == nil || answer == nil {
+		if answer == nil {
 			return resp, nil
 		}
 		actx, cancel := context.WithTimeout(context.WithoutCancel(life), answerBound)
