@@ -34,6 +34,13 @@ type Function struct {
 	Action      string          `json:"-"`
 	Description string          `json:"description"`
 	Parameters  json.RawMessage `json:"parameters"`
+	// Source is the definition the action was discovered from, every field as its source gave it (an MCP tool's
+	// tools/list entry: inputSchema and outputSchema whole, with $schema, $defs, $ref, allOf and conditionals,
+	// title, icons, _meta): what a gateway serves. Parameters is the copy an LLM vendor takes, which may allow
+	// more than Source's schema, never less; a call it allows that Source's schema refuses is refused naming the
+	// keyword. nil for an action the manifest declares, and when Capability.Bindings binds one of its
+	// parameters (Source would show it).
+	Source json.RawMessage `json:"-"`
 }
 
 // includes reports whether the capability uses the action or event name.
@@ -66,6 +73,7 @@ func (t *Tool) Functions(c Capability) []Function {
 			Action:      a.def.Name,
 			Description: a.def.Description,
 			Parameters:  a.llmSchema(c.Bindings),
+			Source:      a.source(c.Bindings),
 		})
 	}
 	return out
@@ -318,4 +326,17 @@ type AnthropicInputSchema struct {
 	Properties map[string]any // never nil
 	Required   []string
 	Extra      map[string]any // the root's other keywords, "type" aside; nil when there are none
+}
+
+// source is the action's definition as its source gave it, nil when bindings bind one of its parameters.
+func (a *action) source(bindings map[string]any) json.RawMessage {
+	if a.definition == nil {
+		return nil
+	}
+	for name := range bindings {
+		if _, ok := a.byName[name]; ok {
+			return nil
+		}
+	}
+	return a.definition
 }

@@ -42,6 +42,7 @@ type action struct {
 	// From the action's source (runtime.Expanded), for the catalog.
 	title        string          // its human-readable name
 	outputSchema json.RawMessage // its output schema
+	definition   json.RawMessage // its definition as the source gave it (runtime.Expanded.Definition)
 }
 
 func (a *action) index() {

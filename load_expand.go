@@ -368,6 +368,9 @@ func (l *loader) expandedAction(kind string, backend runtime.Runtime, e runtime.
 	def := &Action{Name: e.Name, Description: e.Description,
 		Execute: map[string]json.RawMessage{kind: json.RawMessage("null")}, Annotations: annotationsOf(e.Annotations)}
 	a := &action{def: def, kind: kind, backend: backend, prepared: e.Action, own: own, whole: whole, title: e.Title}
+	if len(l.rootProperties) == 0 {
+		a.definition = e.Definition // root parameters would be missing from it
+	}
 	if e.OutputSchema != nil {
 		a.outputSchema, _ = json.Marshal(e.OutputSchema)
 	}

@@ -42,6 +42,13 @@ type TaskConfig struct {
 	// Sampler answers the LLM completions MCP servers request during a call (sampling/createMessage); nil refuses
 	// them.
 	Sampler Sampler
+	// Roots lists the host's roots when an MCP server asks (roots/list); nil offers servers no roots.
+	Roots runtime.RootsFunc
+	// MCPRelay passes the requests MCP servers make during a call (sampling/createMessage, elicitation/create,
+	// roots/list) to the host's own MCP client as they came, offering servers only what that client declared:
+	// a gateway's hook (mcpserve.SessionRelay gives one per MCP session). When set, Elicitor, Sampler and Roots
+	// are not used.
+	MCPRelay runtime.Relay
 	// Subject is the end user the task acts for: an opaque key the host chooses (a digest of its own user id
 	// serves), the same for every conversation of that user, since grants are kept under it and the next
 	// conversation reuses them. It is fixed for the task's life, because a task's connections to remote servers
@@ -632,6 +639,7 @@ func (t *Task) initFor(ctx context.Context, a *action, call *runtime.Call) *runt
 	if t.cfg.Sampler != nil {
 		in.Sample = t.cfg.Sampler.Sample
 	}
+	in.Roots, in.Relay = t.cfg.Roots, t.cfg.MCPRelay
 	in.Subject = t.cfg.Subject
 	if t.cfg.MCPAuthorizer != nil {
 		in.Authorizer = maskingAuthorizer{Authorizer: t.cfg.MCPAuthorizer, secrets: t.secrets, task: t}

@@ -18,6 +18,7 @@ import (
 // Tool is a loaded, validated and compiled manifest. It is immutable and safe for concurrent use; tasks are
 // started from it.
 type Tool struct {
+	src            []byte // the manifest as given, for Rediscover
 	manifest       *Manifest
 	opts           *options
 	settings       map[string]any
@@ -149,6 +150,22 @@ func Load(ctx context.Context, manifest []byte, opts ...Option) (*Tool, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("tool: load: %w", err)
 	}
+	return load(ctx, manifest, o)
+}
+
+// Rediscover loads t's manifest again with t's options, listing the tools of its MCP servers afresh when t was
+// loaded WithDiscovery (after an MCP server said its tools changed: facts.MCPToolsChanged). Every tool goes through
+// the same load checks: one that fails them is left out, in Skipped and a tool.action.skipped fact. t is not
+// changed, and its tasks keep running on its definitions; the new Tool's tasks use the new ones. ctx bounds the
+// load; errors are Load's.
+func (t *Tool) Rediscover(ctx context.Context) (*Tool, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("tool: load: %w", err)
+	}
+	return load(ctx, t.src, t.opts)
+}
+
+func load(ctx context.Context, manifest []byte, o *options) (*Tool, error) {
 	l := &loader{ctx: ctx, opts: o, src: manifest}
 	t := l.load()
 	if err := ctx.Err(); err != nil && (t == nil || len(l.errs) == 0) { // stopped early, or done but too late
@@ -169,6 +186,7 @@ func Load(ctx context.Context, manifest []byte, opts ...Option) (*Tool, error) {
 		// Locating warnings re-reads the source: do it only if the host asks for them.
 		t.warnings = sync.OnceValue(func() []Problem { return l.problems(l.warns) })
 	}
+	t.src = manifest
 	t.reportSkipped(ctx)
 	return t, nil
 }

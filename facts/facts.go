@@ -172,6 +172,9 @@ const (
 	// subject (digest), reason ("metadata": resource metadata for another resource, an issuer that does not
 	// match, no PKCE S256; "outbound_guard": a metadata URL the outbound guard refuses), error.
 	MCPAuthorizationRefused = "mcp.authorization.refused"
+	// MCPToolsChanged: an MCP server said its list of tools changed (notifications/tools/list_changed). The Tool
+	// is unchanged: a host that serves the list again calls Tool.Rediscover. Data: server.
+	MCPToolsChanged = "mcp.tools.changed"
 )
 
 // All lists every fact name above, in the order of this file.
@@ -189,4 +192,5 @@ var All = []string{
 	SessionCreated, SessionDestroyed, SessionDestroyFailed, JobCreated, JobDeleted, JobDeleteFailed,
 	ExecProcessStarted, ExecServerStarted, ExecServerExited, MCPServerStarted, MCPAuthorizationChallenged,
 	MCPAuthorizationRequired, MCPAuthorized, MCPAuthorizationRefused,
+	MCPToolsChanged,
 }

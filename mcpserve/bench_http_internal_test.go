@@ -31,7 +31,7 @@ func BenchmarkHTTPWrapper(b *testing.B) {
 	for _, h := range []struct {
 		name string
 		h    http.Handler
-	}{{"raw", raw}, {"ordered", ordered(raw, s.tools)}} {
+	}{{"raw", raw}, {"ordered", ordered(raw, s.tools, nil)}} {
 		b.Run(h.name, func(b *testing.B) {
 			srv := httptest.NewServer(h.h)
 			defer srv.Close()

@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -43,6 +44,9 @@ type caller struct {
 	owned bool // the task was started by mcpserve: it is closed after an unrecoverable error and at Close
 	// over holds the first unrecoverable error's text once the task is over.
 	over atomic.Pointer[string]
+	// running counts the calls on the caller, added before it is handed to a call: a caller replaced by a
+	// SessionHandler's Update is closed once they have ended.
+	running sync.WaitGroup
 }
 
 // closeBound bounds closing an owned task after an unrecoverable error.
@@ -64,21 +68,33 @@ func New(ctx context.Context, t *tool.Tool, cfg tool.TaskConfig) (*Server, error
 // with the same capability. The caller keeps the task: Close does not close it.
 func ForTask(task *tool.Task, c tool.Capability) *Server {
 	s := &Server{calls: &caller{task: task}}
-	s.mcp, s.tools = newMCPServer(task.Tool(), c, false, func(ctx context.Context) (*caller, error) { return s.calls, nil })
+	s.mcp, s.tools = newMCPServer(task.Tool(), c, false, func(ctx context.Context) (*caller, error) {
+		s.calls.running.Add(1)
+		return s.calls, nil
+	})
 	return s
 }
 
 // newMCPServer returns an mcp-go server of the functions of t that c exposes, each named by its function name or,
 // with actionNames, by its action name, and the names it serves; each call runs on the caller that calls returns
-// for its request.
+// for its request, counted among that caller's running calls until it ends.
 func newMCPServer(t *tool.Tool, c tool.Capability, actionNames bool, calls func(context.Context) (*caller, error),
 	opts ...server.ServerOption) (*server.MCPServer, *served) {
 	srv := server.NewMCPServer(t.Name(), Version, append([]server.ServerOption{server.WithToolCapabilities(false),
 		server.WithLogging()}, opts...)...)
+	tools, names := serverTools(t, c, actionNames, calls)
+	srv.AddTools(tools...)
+	return srv, newServed(names)
+}
+
+// serverTools returns the mcp-go tools of the functions of t that c exposes, and their names.
+func serverTools(t *tool.Tool, c tool.Capability, actionNames bool,
+	calls func(context.Context) (*caller, error)) ([]server.ServerTool, []string) {
 	hints := map[string]tool.CatalogEntry{}
 	for _, e := range t.Catalog(c) {
 		hints[e.Function] = e
 	}
+	var tools []server.ServerTool
 	var names []string
 	for _, f := range t.Functions(c) {
 		name := f.Name
@@ -86,22 +102,54 @@ func newMCPServer(t *tool.Tool, c tool.Capability, actionNames bool, calls func(
 			name = f.Action
 		}
 		names = append(names, name)
-		def := mcp.NewToolWithRawSchema(name, f.Description, f.Parameters)
-		if e, ok := hints[f.Name]; ok {
+		def, ok := sourced(name, f.Source)
+		if !ok {
+			def = mcp.NewToolWithRawSchema(name, f.Description, f.Parameters)
+		}
+		if e, has := hints[f.Name]; has && !ok {
 			def.Annotations = mcp.ToolAnnotation{Title: e.Title, ReadOnlyHint: &e.IsReadOnly,
 				DestructiveHint: &e.IsDestructive, IdempotentHint: &e.IsIdempotent, OpenWorldHint: &e.IsOpenWorld}
 			def.Title, def.RawOutputSchema = e.Title, e.OutputSchema
 		}
 		function := f.Name
-		srv.AddTool(def, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			cl, err := calls(ctx)
-			if err != nil {
-				return nil, err
-			}
-			return cl.call(ctx, function, req)
-		})
+		tools = append(tools, server.ServerTool{Tool: def,
+			Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				cl, err := calls(ctx)
+				if err != nil {
+					return nil, err
+				}
+				defer cl.running.Done()
+				return cl.call(ctx, function, req)
+			}})
 	}
-	return srv, newServed(names)
+	return tools, names
+}
+
+// sourced is the tool definition a discovered function's source gave (tool.Function.Source), served under name
+// with every field mcp-go carries as received and both schemas byte for byte; false when there is none.
+func sourced(name string, src json.RawMessage) (mcp.Tool, bool) {
+	if len(src) == 0 {
+		return mcp.Tool{}, false
+	}
+	var d struct {
+		Title        string             `json:"title"`
+		Description  string             `json:"description"`
+		InputSchema  json.RawMessage    `json:"inputSchema"`
+		OutputSchema json.RawMessage    `json:"outputSchema"`
+		Annotations  mcp.ToolAnnotation `json:"annotations"`
+		Icons        []mcp.Icon         `json:"icons"`
+		Meta         *mcp.Meta          `json:"_meta"`
+		Execution    *mcp.ToolExecution `json:"execution"`
+	}
+	if json.Unmarshal(src, &d) != nil || len(d.InputSchema) == 0 {
+		return mcp.Tool{}, false
+	}
+	def := mcp.Tool{Name: name, Title: d.Title, Description: d.Description, RawInputSchema: d.InputSchema,
+		Annotations: d.Annotations, Icons: d.Icons, Meta: d.Meta, Execution: d.Execution}
+	if len(d.OutputSchema) > 0 && string(d.OutputSchema) != "null" {
+		def.RawOutputSchema = d.OutputSchema
+	}
+	return def, true
 }
 
 // MCPServer returns the underlying mcp-go server, to serve it over another transport. A transport of the host's,
@@ -142,7 +190,7 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer, op
 
 // Handler returns an http.Handler serving MCP over streamable HTTP, to mount at the path clients use.
 func (s *Server) Handler(opts ...server.StreamableHTTPOption) http.Handler {
-	return ordered(server.NewStreamableHTTPServer(s.mcp, opts...), s.tools)
+	return ordered(server.NewStreamableHTTPServer(s.mcp, opts...), s.tools, nil)
 }
 
 // Close ends the task when New started it, tearing down what its calls started, within ctx.

@@ -25,9 +25,9 @@ type streamKey struct{}
 
 // stream is where a request's notifications are written in order with its result.
 type stream interface {
-	// write writes n; false when the stream cannot take it (its request has ended, or the response is not a stream
-	// of events).
-	write(ctx context.Context, n mcp.JSONRPCNotification) bool
+	// send writes the JSON-RPC message msg (a notification, a relayed request); false when the stream cannot take
+	// it (its request has ended, or the response is not a stream of events).
+	send(ctx context.Context, msg []byte) bool
 }
 
 // notify sends n to the client of the request ctx belongs to: into the request's stream, else through mcp-go's
@@ -36,8 +36,10 @@ func notify(ctx context.Context, srv *server.MCPServer, n mcp.JSONRPCNotificatio
 	if cs := server.ClientSessionFromContext(ctx); cs == nil || !cs.Initialized() {
 		return
 	}
-	if s, ok := ctx.Value(streamKey{}).(stream); ok && s.write(ctx, n) {
-		return
+	if s, ok := ctx.Value(streamKey{}).(stream); ok {
+		if b, err := json.Marshal(n); err == nil && s.send(ctx, b) {
+			return
+		}
 	}
 	_ = srv.SendNotificationToClient(ctx, n.Method, n.Params.AdditionalFields)
 }
@@ -70,12 +72,8 @@ func (s *stdioStream) Write(p []byte) (int, error) {
 	return s.w.Write(p)
 }
 
-func (s *stdioStream) write(_ context.Context, n mcp.JSONRPCNotification) bool {
-	b, err := json.Marshal(n)
-	if err != nil {
-		return false
-	}
-	_, _ = s.Write(append(b, '\n'))
+func (s *stdioStream) send(_ context.Context, msg []byte) bool {
+	_, _ = s.Write(append(msg[:len(msg):len(msg)], '\n'))
 	return true
 }
 
@@ -83,7 +81,7 @@ func (s *stdioStream) write(_ context.Context, n mcp.JSONRPCNotification) bool {
 // notifications into. A POST that calls a tool not in tools is answered here (unknown.go): the stateless protocol
 // (2026-07-28) has no session header to wait for, and a session-oriented request carries one that the
 // SessionHandler has checked (mcp-go's own check is then skipped: the answer names only what tools/list shows).
-func ordered(next http.Handler, tools *served) http.Handler {
+func ordered(next http.Handler, tools *served, rs *relays) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost {
 			body, err := io.ReadAll(r.Body)
@@ -95,6 +93,20 @@ func ordered(next http.Handler, tools *served) http.Handler {
 			if reply := tools.unknownCall(body); reply != nil {
 				w.Header().Set("Content-Type", "application/json")
 				_, _ = w.Write(reply)
+				return
+			}
+			if rs.take(r.Header.Get(server.HeaderKeySessionID), body) {
+				w.WriteHeader(http.StatusAccepted) // the answer to a relayed request (relay.go)
+				return
+			}
+		}
+		if _, ok := w.(http.Flusher); ok && r.Method == http.MethodGet && rs != nil {
+			if id := r.Header.Get(server.HeaderKeySessionID); id != "" {
+				// The session's listening stream, which relayed requests outside a call go to.
+				s := &httpStream{w: w, header: w.Header().Clone(), listening: true}
+				defer s.end()
+				defer rs.listen(id, s)()
+				next.ServeHTTP(s, r)
 				return
 			}
 		}
@@ -115,6 +127,9 @@ func ordered(next http.Handler, tools *served) http.Handler {
 type httpStream struct {
 	w      http.ResponseWriter
 	header http.Header // mcp-go's headers, sent when the response starts
+
+	// listening marks a session's listening stream (a GET), whose events mcp-go starts.
+	listening bool
 
 	mu      sync.Mutex
 	started bool // the status line and headers are out
@@ -165,19 +180,18 @@ func (s *httpStream) start(code int) {
 	s.w.WriteHeader(code)
 }
 
-func (s *httpStream) write(ctx context.Context, n mcp.JSONRPCNotification) bool {
+func (s *httpStream) send(ctx context.Context, b []byte) bool {
 	cs, ok := server.ClientSessionFromContext(ctx).(server.SessionWithStreamableHTTPConfig)
-	if !ok {
-		return false
-	}
-	b, err := json.Marshal(n)
-	if err != nil {
+	if !ok && !s.listening {
 		return false
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.over {
 		return false
+	}
+	if !s.started && (s.listening || cs == nil) {
+		return false // a listening stream mcp-go has not started yet
 	}
 	if !s.started {
 		// mcp-go sets no header of a tools/call's response before its result: the stream's own go out, and

@@ -64,8 +64,16 @@ type SessionHandler struct {
 	http  http.Handler
 	start StartFunc
 	cfg   SessionConfig
+	// relays passes the upstream requests of the sessions' tasks to their clients (relay.go).
+	relays *relays
+	// tools are the names served, replaced by Update.
+	tools *served
+	// retiring counts the tasks replaced by Update, closed once their calls have ended.
+	retiring sync.WaitGroup
 
-	mu       sync.Mutex
+	mu sync.Mutex
+	// tool is the Tool served, whose tasks start replaces (Update). start is guarded by mu too.
+	tool     *tool.Tool
 	sessions map[string]*session
 	reserved int // sessions being created: counted against MaxSessions until they exist or fail
 	// reservedBy counts reserved by owner, for MaxSessionsPerOwner; an owner without one has no entry.
@@ -84,6 +92,9 @@ type SessionHandler struct {
 type session struct {
 	id, owner string
 	activity  sessionActivity
+
+	// gone is closed when the session ends: the requests relayed to its client stop waiting.
+	gone chan struct{}
 
 	mu    sync.Mutex
 	calls *caller // nil until the task started
@@ -118,17 +129,17 @@ func Handler(t *tool.Tool, start StartFunc, cfg SessionConfig) *SessionHandler {
 	if cfg.Clock == nil {
 		cfg.Clock = tool.SystemClock{}
 	}
-	h := &SessionHandler{start: start, cfg: cfg, sessions: map[string]*session{},
-		stop: make(chan struct{})}
+	h := &SessionHandler{start: start, cfg: cfg, sessions: map[string]*session{}, tool: t,
+		stop: make(chan struct{}), relays: &relays{}}
 	h.streams, h.endStreams = context.WithCancel(context.Background())
-	var tools *served
-	h.mcp, tools = newMCPServer(t, cfg.Capability, cfg.ActionNames, h.callerOf)
+	// listChanged: Update changes the list.
+	h.mcp, h.tools = newMCPServer(t, cfg.Capability, cfg.ActionNames, h.callerOf, server.WithToolCapabilities(true))
 	opts := append([]server.StreamableHTTPOption{
 		server.WithSessionIdManagerResolver(resolver{h}),
 		server.WithStreamableHTTPProtocolVersions(mcp.ProtocolVersion20251125, mcp.ProtocolVersion20250618,
 			mcp.ProtocolVersion20250326, mcp.ProtocolVersion20241105),
 	}, cfg.Options...)
-	h.http = ordered(server.NewStreamableHTTPServer(h.mcp, opts...), tools)
+	h.http = ordered(server.NewStreamableHTTPServer(h.mcp, opts...), h.tools, h.relays)
 	h.reaper.Add(1)
 	go h.reap()
 	return h
@@ -290,7 +301,34 @@ func (h *SessionHandler) done(s *session) {
 	h.mu.Unlock()
 }
 
-// callerOf returns the caller of the session a tools/call belongs to, starting its task on the first call.
+// Update serves t's functions from now on (t a Tool.Rediscover of the one served, after an upstream said its tools
+// changed): new sessions' tasks are started by start, a task of t. Every live session is sent
+// notifications/tools/list_changed and gets t's functions at its next tools/list; its next call runs on a task
+// of t that start starts, and its old task is closed once the calls running on it have ended: they finish on the
+// definitions they started with. It is safe for concurrent use.
+func (h *SessionHandler) Update(t *tool.Tool, start StartFunc) {
+	tools, names := serverTools(t, h.cfg.Capability, h.cfg.ActionNames, h.callerOf)
+	h.mu.Lock()
+	h.tool, h.start = t, start
+	h.mu.Unlock()
+	h.tools.replace(names)
+	h.mcp.SetTools(tools...) // and tells every session: listChanged
+}
+
+// retire closes a session's task that Update replaced once the calls running on it have ended.
+func (h *SessionHandler) retire(old *caller) {
+	h.retiring.Add(1)
+	go func() {
+		defer h.retiring.Done()
+		old.running.Wait()
+		ctx, cancel := context.WithTimeout(context.Background(), closeBound)
+		defer cancel()
+		_ = old.task.Close(ctx) // Close reports a teardown failure to the host's observer
+	}()
+}
+
+// callerOf returns the caller of the session a tools/call belongs to, starting its task on the first call, or
+// anew when Update changed the Tool since; the call is counted among the caller's running ones (caller.running).
 func (h *SessionHandler) callerOf(ctx context.Context) (*caller, error) {
 	cs := server.ClientSessionFromContext(ctx)
 	if cs == nil {
@@ -298,6 +336,7 @@ func (h *SessionHandler) callerOf(ctx context.Context) (*caller, error) {
 	}
 	h.mu.Lock()
 	s := h.sessions[cs.SessionID()]
+	current, start := h.tool, h.start
 	h.mu.Unlock()
 	if s == nil {
 		return nil, errors.New("the MCP session has ended")
@@ -307,17 +346,27 @@ func (h *SessionHandler) callerOf(ctx context.Context) (*caller, error) {
 	if s.ended {
 		return nil, errors.New("the MCP session has ended")
 	}
-	if s.calls == nil && s.err == nil {
-		task, err := h.start(ctx)
-		if err != nil {
+	if s.err == nil && (s.calls == nil || s.calls.task.Tool() != current) {
+		if caps := declared(ctx); caps != nil {
+			ctx = context.WithValue(ctx, relayKey{}, &relay{rs: h.relays, session: s.id, caps: caps, gone: s.gone})
+		}
+		task, err := start(ctx)
+		switch {
+		case err != nil && s.calls == nil:
 			s.err = fmt.Errorf("the session's task could not start: %w", err)
-		} else {
+		case err != nil: // the old task serves on
+			return nil, fmt.Errorf("the session's task of the changed tools could not start: %w", err)
+		default:
+			if s.calls != nil {
+				h.retire(s.calls)
+			}
 			s.calls = &caller{task: task, owned: true}
 		}
 	}
 	if s.err != nil {
 		return nil, s.err
 	}
+	s.calls.running.Add(1)
 	return s.calls, nil
 }
 
@@ -333,6 +382,9 @@ func (h *SessionHandler) end(ctx context.Context, id string) error {
 	h.mcp.UnregisterSession(ctx, id)
 	s.mu.Lock()
 	calls := s.calls
+	if !s.ended {
+		close(s.gone)
+	}
 	s.ended = true // a call that found the session before it ended starts no task now
 	s.mu.Unlock()
 	if calls == nil {
@@ -406,6 +458,7 @@ func (h *SessionHandler) Close(ctx context.Context) error {
 	for _, id := range ids {
 		errs = append(errs, h.end(ctx, id))
 	}
+	h.retiring.Wait() // no call runs now: the replaced tasks are closing
 	return errors.Join(errs...)
 }
 
@@ -438,7 +491,8 @@ func (m manager) Generate() string {
 	id := "mcp-session-" + hex.EncodeToString(b[:])
 	m.res.used = true
 	m.h.mu.Lock()
-	m.h.sessions[id] = &session{id: id, owner: m.owner, activity: sessionActivity{lastEnd: m.h.cfg.Clock.Now()}}
+	m.h.sessions[id] = &session{id: id, owner: m.owner, activity: sessionActivity{lastEnd: m.h.cfg.Clock.Now()},
+		gone: make(chan struct{})}
 	m.h.mu.Unlock()
 	return id
 }

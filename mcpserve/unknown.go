@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/mark3labs/mcp-go/mcp"
 )
@@ -14,18 +15,31 @@ import (
 // transports mcpserve serves answer such a call themselves before mcp-go sees it, with the served names in the
 // error's data: {"tool": the name asked for, "available": [the served names]}.
 
-// served is the set of tool names a server serves.
+// served is the set of tool names a server serves, replaced whole when the served list changes
+// (SessionHandler.Update).
 type served struct {
+	cur atomic.Pointer[servedSet]
+}
+
+// servedSet is one list of served names.
+type servedSet struct {
 	names []string
 	set   map[string]struct{}
 }
 
 func newServed(names []string) *served {
-	sv := &served{names: names, set: make(map[string]struct{}, len(names))}
-	for _, n := range names {
-		sv.set[n] = struct{}{}
-	}
+	sv := &served{}
+	sv.replace(names)
 	return sv
+}
+
+// replace makes names the served ones.
+func (sv *served) replace(names []string) {
+	c := &servedSet{names: names, set: make(map[string]struct{}, len(names))}
+	for _, n := range names {
+		c.set[n] = struct{}{}
+	}
+	sv.cur.Store(c)
 }
 
 var toolsCall = []byte(`"tools/call"`)
@@ -33,7 +47,8 @@ var toolsCall = []byte(`"tools/call"`)
 // unknownCall returns the error reply to msg when it is a tools/call request of a tool not served, else nil.
 func (sv *served) unknownCall(msg []byte) []byte {
 	msg = bytes.TrimSpace(msg)
-	if len(msg) == 0 || msg[0] != '{' || !bytes.Contains(msg, toolsCall) || sv.namesServed(msg) {
+	c := sv.cur.Load()
+	if len(msg) == 0 || msg[0] != '{' || !bytes.Contains(msg, toolsCall) || c.namesServed(msg) {
 		return nil
 	}
 	var req struct {
@@ -47,12 +62,12 @@ func (sv *served) unknownCall(msg []byte) []byte {
 		string(req.ID) == "null" {
 		return nil
 	}
-	if _, ok := sv.set[req.Params.Name]; ok {
+	if _, ok := c.set[req.Params.Name]; ok {
 		return nil
 	}
 	reply, err := json.Marshal(map[string]any{"jsonrpc": mcp.JSONRPC_VERSION, "id": req.ID,
 		"error": map[string]any{"code": mcp.INVALID_PARAMS, "message": fmt.Sprintf("tool '%s' not found", req.Params.Name),
-			"data": map[string]any{"tool": req.Params.Name, "available": sv.names}}})
+			"data": map[string]any{"tool": req.Params.Name, "available": c.names}}})
 	if err != nil {
 		return nil
 	}
@@ -65,7 +80,7 @@ var nameKey = []byte(`"name":"`)
 // a served tool's call, left to mcp-go without decoding it here (a decode of every call cost about a tenth of
 // serve-mcp's CPU). The one call it lets through unchecked, an unknown tool whose arguments hold a "name" equal to
 // a served tool's, still gets mcp-go's own -32602, without the names in its data.
-func (sv *served) namesServed(msg []byte) bool {
+func (sv *servedSet) namesServed(msg []byte) bool {
 	for rest := msg; ; {
 		i := bytes.Index(rest, nameKey)
 		if i < 0 {

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"encoding/json"
 	"net/url"
 	"strings"
 	"sync"
@@ -70,6 +71,10 @@ type Expanded struct {
 	// OutputSchema is the JSON Schema of the action's structured output as the source gives it (an MCP tool's
 	// outputSchema); nil when none.
 	OutputSchema map[string]any
+	// Definition is the item as its source lists it, every field as received (an MCP tool's tools/list entry:
+	// inputSchema and outputSchema whole, title, icons, _meta), for a gateway to serve it unchanged; nil when the
+	// source gives none.
+	Definition json.RawMessage
 	// Annotations are the catalog hints the source gives (an HTTP GET is read-only); nil when it gives none.
 	Annotations *Traits
 	// Action is the prepared action, as Prepare would have returned it.

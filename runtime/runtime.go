@@ -175,6 +175,12 @@ type Init struct {
 	// Sample asks the host's LLM for the completions a server requests during a call (tool.TaskConfig.Sampler);
 	// nil when the host has no hook.
 	Sample SampleFunc
+	// Roots lists the host's roots a server asks for (tool.TaskConfig.Roots); nil when the host has no hook.
+	Roots RootsFunc
+	// Relay passes the servers' requests (sampling, elicitation, roots) to the host's own MCP client as they came,
+	// offering the capabilities that client declared (tool.TaskConfig.MCPRelay); when set, the typed hooks above
+	// are not used. nil when the host has none.
+	Relay Relay
 	// Subject is the end user the task acts for (tool.TaskConfig.Subject), "" when the host named none.
 	Subject string
 	// Authorizer gives the bearer tokens of the requests to remote MCP servers and answers their challenges

@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -226,31 +225,22 @@ mcp:
 }
 
 // TestMCPConformanceTransparency: serve-mcp --http in front of mcp-go's conformance server, discovering every tool,
-// passes every tools-call scenario the conformance server passes on its own.
+// passes every scenario about tools the conformance server passes on its own: 10 of the 11 here (it fails
+// json-schema-2020-12 alone). The logging and progress scenarios are left to TestMCPConformanceForwardsNotifications:
+// mcp-go's server sends some of their notifications after the result, so that they pass or fail by chance, alone too.
 func TestMCPConformanceTransparency(t *testing.T) {
 	t.Parallel()
 	conformanceSuite(t)
 	upstream := mcpgoConformance(t)
 	gw := serveMCPHTTP(t, writeFile(t, "gw.yaml", gatewayManifest(upstream)), nil, "--discover", "--action-names")
-	var alone atomic.Int32
-	t.Run("scenarios", func(t *testing.T) {
-		for _, name := range []string{"tools-call-simple-text", "tools-call-image", "tools-call-audio",
-			"tools-call-embedded-resource", "tools-call-mixed-content", "tools-call-error"} {
-			t.Run(name, func(t *testing.T) {
-				t.Parallel()
-				if ok, _ := scenario(t, "server", upstream, name); !ok {
-					t.Logf("%s: mcp-go's conformance server fails it on its own", name)
-					return
-				}
-				alone.Add(1)
-				if ok, out := scenario(t, "server", gw.url, name); !ok {
-					t.Errorf("%s passes against mcp-go's conformance server, not through the gateway:\n%s", name, out)
-				}
-			})
+	var scenarios []string
+	for _, name := range toolScenarios {
+		if name != "tools-call-with-logging" && name != "tools-call-with-progress" {
+			scenarios = append(scenarios, name)
 		}
-	})
-	if n := alone.Load(); n < 5 {
-		t.Errorf("mcp-go's conformance server passes only %d tools-call scenarios on its own, want at least 5", n)
+	}
+	if n := throughGateway(t, upstream, gw.url, "mcp-go's conformance server", scenarios); n < 10 {
+		t.Errorf("mcp-go's conformance server passes only %d scenarios about tools on its own, want at least 10", n)
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/commonagents-go/tool"
+	"github.com/commonagents-go/tool/facts"
 	"github.com/commonagents-go/tool/mcpserve"
 	"github.com/commonagents-go/tool/mcpserve/resource"
 )
@@ -75,21 +76,34 @@ func serveHTTP(ctx context.Context, fs *flag.FlagSet, stderr io.Writer, hf *http
 		return usageError(fs, "--http %s is not a loopback address: give --token-env or --resource-url, or "+
 			"--insecure to serve it without a token", hf.addr)
 	}
-	opts = append(opts[:len(opts):len(opts)], tool.WithLimits(tool.Limits{MaxProcesses: hf.maxProcesses}))
+	changed := make(chan struct{}, 1) // an upstream's tools changed (facts.MCPToolsChanged): discover again
+	opts = append(opts[:len(opts):len(opts)], tool.WithLimits(tool.Limits{MaxProcesses: hf.maxProcesses}),
+		tool.WithObserver(tool.ObserverFunc(func(_ context.Context, f tool.Fact) {
+			if f.Name == facts.MCPToolsChanged {
+				select {
+				case changed <- struct{}{}:
+				default: // one rediscovery pending covers every change before it
+				}
+			}
+		})))
 	t, c, code := loadChecked(ctx, fs, stderr, file, opts, bindings, "")
 	if t == nil {
 		return code
 	}
-	start := func(ctx context.Context) (*tool.Task, error) {
-		// Behind the door, the task acts for the user the session belongs to: the upstream grants of that user
-		// (TaskConfig.Subject), never the client's own token, which goes no further than the door.
-		cfg := tool.TaskConfig{Capability: c, Context: taskContext}
-		if u, ok := resource.UserFrom(ctx); ok {
-			cfg.Subject = u.Key()
+	starter := func(t *tool.Tool) mcpserve.StartFunc {
+		return func(ctx context.Context) (*tool.Task, error) {
+			// Behind the door, the task acts for the user the session belongs to: the upstream grants of that
+			// user (TaskConfig.Subject), never the client's own token, which goes no further than the door. The
+			// upstream servers' requests reach the session's client as they came (mcpserve.SessionRelay).
+			cfg := tool.TaskConfig{Capability: c, Context: taskContext, MCPRelay: mcpserve.SessionRelay(ctx)}
+			if u, ok := resource.UserFrom(ctx); ok {
+				cfg.Subject = u.Key()
+			}
+			task, err := t.NewTask(ctx, cfg)
+			return task, contextProblems(err)
 		}
-		task, err := t.NewTask(ctx, cfg)
-		return task, contextProblems(err)
 	}
+	start := starter(t)
 	cfg := mcpserve.SessionConfig{Capability: c, MaxSessions: hf.maxSessions, IdleTimeout: hf.idle,
 		ActionNames: hf.actionNames}
 	switch {
@@ -99,6 +113,13 @@ func serveHTTP(ctx context.Context, fs *flag.FlagSet, stderr io.Writer, hf *http
 		cfg.Owner = func(r *http.Request) string { return digest(r.Header.Get("Authorization")) }
 	}
 	sessions := mcpserve.Handler(t, start, cfg)
+	wctx, stopWatch := context.WithCancel(ctx)
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		rediscover(wctx, stderr, t, changed, func(t *tool.Tool) { sessions.Update(t, starter(t)) })
+	}()
+	defer func() { stopWatch(); <-watched }()
 	mux := http.NewServeMux()
 	if door != nil {
 		guard(mux, door, sessions)
@@ -168,3 +189,27 @@ func bearer(token string, next http.Handler) http.Handler {
 		next.ServeHTTP(w, r)
 	})
 }
+
+// rediscover loads the manifest again after each change an upstream announces (a signal on changed), until ctx
+// ends, and hands each new Tool to update; a load that fails keeps the Tool served, and says why on stderr.
+func rediscover(ctx context.Context, stderr io.Writer, t *tool.Tool, changed <-chan struct{}, update func(*tool.Tool)) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-changed:
+		}
+		lctx, cancel := context.WithTimeout(ctx, rediscoverBound)
+		next, err := t.Rediscover(lctx)
+		cancel()
+		if err != nil {
+			fmt.Fprintf(stderr, "tool serve-mcp: an upstream's tools changed; discovering them again: %v\n", err)
+			continue
+		}
+		t = next
+		update(t)
+	}
+}
+
+// rediscoverBound bounds loading the manifest again after an upstream's tools changed.
+const rediscoverBound = 2 * time.Minute

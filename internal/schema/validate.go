@@ -88,7 +88,17 @@ func validate(compiled *jsonschema.Schema, v any) (out []Violation) {
 // failures of their branches contradict each other.
 func collect(e *jsonschema.ValidationError, out *[]Violation) {
 	path := strings.Join(e.InstanceLocation, ".")
-	add := func(path, detail string) { *out = append(*out, Violation{Path: path, Detail: detail}) }
+	kw := composing(e.SchemaURL)
+	add := func(path, detail string) {
+		switch {
+		case kw == "":
+		case strings.HasSuffix(detail, ")"):
+			detail = detail[:len(detail)-1] + " in " + kw + ")"
+		default:
+			detail += " (" + kw + ")"
+		}
+		*out = append(*out, Violation{Path: path, Detail: detail})
+	}
 	switch k := e.ErrorKind.(type) {
 	case *kind.Schema, *kind.Group, *kind.AllOf, *kind.Reference:
 		for _, c := range e.Causes {
@@ -124,6 +134,36 @@ func collect(e *jsonschema.ValidationError, out *[]Violation) {
 	default:
 		add(path, describe(e.ErrorKind))
 	}
+}
+
+// composingKeywords are the keywords that apply subschemas to the same value: a copy of a schema that drops them
+// (an LLM vendor's) lets through what they refuse, so a violation under one names it.
+var composingKeywords = map[string]bool{"allOf": true, "anyOf": true, "oneOf": true, "not": true, "if": true,
+	"then": true, "else": true, "dependentSchemas": true, "dependencies": true}
+
+// namingKeywords are followed in a schema location by a name, not a keyword.
+var namingKeywords = map[string]bool{"properties": true, "patternProperties": true, "$defs": true,
+	"definitions": true, "dependentSchemas": true, "dependencies": true}
+
+// composing returns the last composing keyword on the way to the schema at url (its JSON pointer fragment), ""
+// when there is none.
+func composing(url string) string {
+	_, frag, ok := strings.Cut(url, "#")
+	if !ok {
+		return ""
+	}
+	last, named := "", false
+	for seg := range strings.SplitSeq(strings.TrimPrefix(frag, "/"), "/") {
+		switch {
+		case named:
+			named = false
+			continue
+		case composingKeywords[seg]:
+			last = seg
+		}
+		named = namingKeywords[seg]
+	}
+	return last
 }
 
 func joinPath(parent, child string) string {

@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -57,6 +58,16 @@ type session struct {
 	lost atomic.Bool
 	// slot gives back the server's process slot (runtime.Processes) once it has been closed; nil when none.
 	slot func()
+	// answer posts an answer to a server's request itself, for a streamable HTTP server (peer.go); nil otherwise.
+	answer func(ctx context.Context, resp *transport.JSONRPCResponse) error
+	// protocol is the protocol version the handshake agreed, which the answer's header names.
+	protocol atomic.Pointer[string]
+	// answering counts the answers being posted by answer: close waits for them (the server may hold its
+	// session's end until they came), so that none outlives the session.
+	answering sync.WaitGroup
+	// answerMu orders answering's Add before close's Wait: once closing, an answer is posted uncounted.
+	answerMu sync.Mutex
+	closing  bool
 }
 
 var (
@@ -118,10 +129,8 @@ type dial struct {
 	replyWait time.Duration
 	// cgroup is the parent cgroup of a stdio server's own (runtime.Init.CgroupParent); "" = a process group.
 	cgroup string
-	// elicit answers the server's elicitation requests; nil refuses them.
-	elicit runtime.ElicitFunc
-	// sample answers the server's sampling requests; nil refuses them.
-	sample runtime.SampleFunc
+	// peer answers the server's requests (elicitation, sampling, roots); what it has no hook for is refused.
+	peer peer
 	// started, when set, is told of a stdio server that started and passed the handshake.
 	started func(ctx context.Context, pid int, containment string, fallback error)
 	// observe reports the task's facts; nil reports none.
@@ -155,6 +164,7 @@ func connect(ctx context.Context, d dial) (*session, error) {
 		life = withBudget(life, d.budget) // the SSE stream's GET is the connect's first request
 	}
 	err = s.client.Start(life)
+	d.peer.relayRequests(s.client.GetTransport(), s.answer, life, s.relaying)
 	s.started()
 	if s.stderrW != nil {
 		_ = s.stderrW.Close() // the child has its copy
@@ -165,11 +175,13 @@ func connect(ctx context.Context, d dial) (*session, error) {
 	}
 	req := mcp.InitializeRequest{}
 	req.Params.ClientInfo = mcp.Implementation{Name: "commonagents-go/tool", Version: "1"}
+	req.Params.Capabilities = d.peer.capabilities()
 	init, err := s.client.Initialize(ctx, req)
 	if err != nil {
 		s.abandon()
 		return nil, s.failure("initialize handshake", startErr(ctx, err))
 	}
+	s.protocol.Store(&init.ProtocolVersion)
 	if init.Capabilities.Logging != nil {
 		// Every message, for the tool.log facts; a server that refuses keeps its own level.
 		lreq := mcp.SetLevelRequest{}
@@ -248,8 +260,11 @@ func open(d dial) (*session, error) {
 				return nil, fmt.Errorf("streamable http client: %w", err)
 			}
 			tr = t
+			s := &session{client: newClient(tr, d.peer)}
+			s.answer = s.poster(u, headers, hc, t)
+			return s, nil
 		}
-		return &session{client: newClient(tr, d.elicit, d.sample)}, nil
+		return &session{client: newClient(tr, d.peer)}, nil
 	}
 	return nil, fmt.Errorf("unsupported transport %q", srv.Transport)
 }
@@ -309,22 +324,8 @@ func openStdio(d dial) (*session, error) {
 	}
 	tr := transport.NewStdioWithOptions(command, env, args, transport.WithCommandFunc(cmdFunc),
 		transport.WithCommandLogger(d.logger))
-	s.client = newClient(tr, d.elicit, d.sample)
+	s.client = newClient(tr, d.peer)
 	return s, nil
-}
-
-// newClient returns a client that speaks the handshake protocol (up to 2025-11-25). Servers of the stateless
-// 2026-07-28 core still accept it, and mcp-go v1.2 servers drop progress notifications of stateless requests.
-// With elicit (sample) it offers elicitation (sampling) and hands the server's requests to it.
-func newClient(tr transport.Interface, elicit runtime.ElicitFunc, sample runtime.SampleFunc) *client.Client {
-	opts := []client.ClientOption{client.WithLegacyProtocolOnly()}
-	if elicit != nil {
-		opts = append(opts, client.WithElicitationHandler(elicitor(elicit)))
-	}
-	if sample != nil {
-		opts = append(opts, client.WithSamplingHandler(sampler(sample)))
-	}
-	return client.NewClient(tr, opts...)
 }
 
 // elicitor adapts the host's hook to mcp-go's handler.
@@ -414,6 +415,17 @@ func (s *session) close(ctx context.Context) error {
 	}
 	if s.cancel != nil {
 		defer s.cancel()
+	}
+	{
+		s.answerMu.Lock()
+		s.closing = true
+		s.answerMu.Unlock()
+		answered := make(chan struct{})
+		go func() { s.answering.Wait(); close(answered) }()
+		select {
+		case <-answered:
+		case <-ctx.Done(): // each answer has its own bound (answerBound)
+		}
 	}
 	done := make(chan error, 1)
 	go func() { done <- s.client.Close() }()
@@ -519,4 +531,53 @@ func (f sampler) CreateMessage(ctx context.Context, req mcp.CreateMessageRequest
 	out := &mcp.CreateMessageResult{Model: res.Model, StopReason: res.StopReason}
 	out.Role, out.Content = mcp.Role(res.Message.Role), content
 	return out, nil
+}
+
+// poster returns a func that posts an answer to a server's request to the streamable HTTP server at u, as mcp-go
+// would, but bounded by a context of the caller's choosing: mcp-go posts it with the context of the call whose
+// stream carried the request, which has ended when the answer is that the call's client is gone.
+func (s *session) poster(u string, headers map[string]string, hc *http.Client, t *transport.StreamableHTTP) func(context.Context, *transport.JSONRPCResponse) error {
+	return func(ctx context.Context, resp *transport.JSONRPCResponse) error {
+		body, err := json.Marshal(resp)
+		if err != nil {
+			return err
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(body))
+		if err != nil {
+			return err
+		}
+		for k, v := range headers {
+			req.Header.Set(k, v)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if id := t.GetSessionId(); id != "" {
+			req.Header.Set(transport.HeaderKeySessionID, id)
+		}
+		if v := s.protocol.Load(); v != nil && *v != "" {
+			req.Header.Set(transport.HeaderKeyProtocolVersion, *v)
+		}
+		res, err := hc.Do(req)
+		if err != nil {
+			return err
+		}
+		_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, 1<<16))
+		_ = res.Body.Close()
+		if res.StatusCode != http.StatusOK && res.StatusCode != http.StatusAccepted {
+			return fmt.Errorf("the server answered HTTP %d", res.StatusCode)
+		}
+		return nil
+	}
+}
+
+// relaying counts a server's request being relayed until the returned func is called: close waits for it (bounded
+// by its ctx), so that the answer reaches the server before the session ends. Once closing, it counts nothing.
+func (s *session) relaying() func() {
+	s.answerMu.Lock()
+	defer s.answerMu.Unlock()
+	if s.closing {
+		return func() {}
+	}
+	s.answering.Add(1)
+	return s.answering.Done
 }

@@ -77,6 +77,7 @@ func (be Backend) Expand(ctx context.Context, b *runtime.Block) (*runtime.Expans
 		exp.Actions = append(exp.Actions, runtime.Expanded{
 			Name: t.Name, Description: desc, Title: title, Parameters: params, Schema: whole,
 			Dialect: schema.Draft2020.URL(), OutputSchema: outputSchema(t.OutputSchema), Annotations: hints,
+			Definition: t.raw,
 			// The block's timeout bounds its calls, as Prepare gives a declared action on the shared server.
 			Action: &Action{Server: srv, Key: key, ToolName: t.Name, Hints: hints, Timeout: srv.Timeout},
 		})
@@ -93,6 +94,18 @@ type listedTool struct {
 	Annotations  mcp.ToolAnnotation `json:"annotations"`
 	InputSchema  json.RawMessage    `json:"inputSchema"`
 	OutputSchema json.RawMessage    `json:"outputSchema"`
+	// raw is the whole entry as the server sent it (runtime.Expanded.Definition).
+	raw json.RawMessage
+}
+
+// UnmarshalJSON decodes the entry and keeps it whole.
+func (t *listedTool) UnmarshalJSON(b []byte) error {
+	type plain listedTool
+	if err := json.Unmarshal(b, (*plain)(t)); err != nil {
+		return err
+	}
+	t.raw = append(json.RawMessage(nil), b...)
+	return nil
 }
 
 // title is the tool's title, else its annotations' title.

@@ -47,10 +47,12 @@ func (b Backend) Initialize(ctx context.Context, in *runtime.Init) (runtime.Inst
 	life, cancel := context.WithCancel(context.Background())
 	i := &instance{
 		http: in.HTTPClient, limits: in.Limits, observe: in.Observe, logger: in.Logger, cgroup: in.CgroupParent,
-		elicit: in.Elicit, sample: in.Sample, procs: in.Processes,
-		auth: in.Authorizer, authServer: mcpauth.Server{TaskID: in.TaskID, Subject: in.Subject},
+		procs: in.Processes,
+		auth:  in.Authorizer, authServer: mcpauth.Server{TaskID: in.TaskID, Subject: in.Subject},
 		life: life, cancel: cancel, servers: map[string]*server{}, progress: map[string]progressTarget{},
 	}
+	i.peer = peer{elicit: in.Elicit, sample: in.Sample, roots: in.Roots, relay: in.Relay,
+		wait: i.longestBound(0, append(in.Actions, act)), sole: i.soleCall}
 	i.replyWait = i.longestBound(b.replyFloor(), append(in.Actions, act))
 	if i.auth != nil && act.Server.Transport != TransportStdio {
 		// The triggering call connects, with its own budget of authorizations: a server that needs the user's
@@ -94,8 +96,8 @@ type instance struct {
 	logger  *slog.Logger
 	cgroup  string             // runtime.Init.CgroupParent
 	procs   *runtime.Processes // runtime.Init.Processes: a stdio server takes a slot
-	elicit  runtime.ElicitFunc
-	sample  runtime.SampleFunc
+	// peer answers the servers' requests: the host's hooks (runtime.Init.Elicit, Sample, Roots, Relay).
+	peer peer
 	// auth authorizes the requests to remote servers (runtime.Init.Authorizer), as authServer (TaskID, Subject).
 	auth       mcpauth.Authorizer
 	authServer mcpauth.Server
@@ -238,8 +240,9 @@ func (i *instance) connect(act *Action, s *server, values interp.Resolver, slot 
 func (i *instance) dial(act *Action, values interp.Resolver) dial {
 	srv := i.authServer
 	srv.Name = act.Key
-	return dial{srv: act.Server, values: values, http: i.http, life: i.life, notify: i.notify, logger: i.logger,
-		elicit: i.elicit, sample: i.sample, auth: i.auth, server: srv, observe: i.observe,
+	return dial{srv: act.Server, values: values, http: i.http, life: i.life,
+		notify: func(n mcp.JSONRPCNotification) { i.notify(act.Key, n) }, logger: i.logger,
+		peer: i.peer, auth: i.auth, server: srv, observe: i.observe,
 		replyWait: i.replyWait, cgroup: i.cgroup, started: func(ctx context.Context, pid int, containment string, fallback error) {
 			if fallback != nil {
 				i.logger.Warn("mcp: the server runs in a process group, not a cgroup", "server", act.Key, "error", fallback)
@@ -440,6 +443,7 @@ func (i *instance) attempt(ctx context.Context, deadline time.Time, act *Action,
 	}
 	cctx := actx
 	if act.Server.Transport != TransportStdio { // only HTTP requests feed a probe
+		p.call = actx
 		cctx = withBudget(withProbe(actx, p), budget)
 	}
 	o.res, o.err = sess.client.CallTool(cctx, req)
@@ -562,15 +566,32 @@ func (i *instance) track(token string, t progressTarget) {
 	i.progressMu.Unlock()
 }
 
+// soleCall returns the context of the only call in flight on the task's servers; nil when none or several.
+func (i *instance) soleCall() context.Context {
+	i.progressMu.Lock()
+	defer i.progressMu.Unlock()
+	if len(i.progress) != 1 {
+		return nil
+	}
+	for _, t := range i.progress {
+		return t.ctx
+	}
+	return nil
+}
+
 func (i *instance) untrack(token string) {
 	i.progressMu.Lock()
 	delete(i.progress, token)
 	i.progressMu.Unlock()
 }
 
-// notify forwards a progress notification as a tool.progress fact of the call it belongs to, and a log message
-// as a tool.log fact.
-func (i *instance) notify(n mcp.JSONRPCNotification) {
+// notify forwards a progress notification of server as a tool.progress fact of the call it belongs to, a log
+// message as a tool.log fact, and a change of its tools as an mcp.tools.changed fact.
+func (i *instance) notify(server string, n mcp.JSONRPCNotification) {
+	if n.Method == string(mcp.MethodNotificationToolsListChanged) {
+		i.observe(i.life, facts.MCPToolsChanged, map[string]any{"server": server})
+		return
+	}
 	if n.Method == string(mcp.MethodNotificationMessage) {
 		i.log(n.Params.AdditionalFields)
 		return

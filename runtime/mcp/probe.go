@@ -26,6 +26,10 @@ type probe struct {
 	// ended is set when a JSON reply's body was read to its end: the HTTP exchange was whole, so a reply cut
 	// short inside it is malformed, not a lost connection.
 	ended bool
+	// call is the context of the attempt the probe watches (its deadline is the call's), set before the request
+	// is sent: a server's request on the call's stream is answered within it (peer.go), not within the 30 s that
+	// mcp-go gives a server's request.
+	call context.Context
 }
 
 type probeKey struct{}

@@ -3,6 +3,7 @@ package mcp_test
 import (
 	"context"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/commonagents-go/tool"
@@ -65,5 +66,55 @@ func TestSamplingReachesTheHost(t *testing.T) {
 	}
 	if len(asked) != 1 || asked[0].MaxTokens != 10 || asked[0].Messages[0].Content.Text != "say hi" {
 		t.Errorf("the sampler was asked %+v, want once with the server's message", asked)
+	}
+}
+
+// rootsServer serves a tool "where" that asks its client for its roots and answers with their URIs, or with
+// "refused" when the client has none to give.
+func rootsServer(t *testing.T) string {
+	t.Helper()
+	s := server.NewMCPServer("rooted", "1.0.0", server.WithToolCapabilities(false), server.WithRoots())
+	s.AddTool(mcp.NewToolWithRawSchema("where", "Asks the client's roots.", []byte(`{"type":"object"}`)),
+		func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			res, err := server.ServerFromContext(ctx).RequestRoots(ctx, mcp.ListRootsRequest{})
+			if err != nil {
+				return mcp.NewToolResultText("refused"), nil
+			}
+			var uris []string
+			for _, r := range res.Roots {
+				uris = append(uris, r.Name+"="+r.URI)
+			}
+			return mcp.NewToolResultText(strings.Join(uris, ",")), nil
+		})
+	srv := httptest.NewServer(server.NewStreamableHTTPServer(s))
+	t.Cleanup(srv.Close)
+	return "  transport: streamable_http\n  url: " + srv.URL + "/mcp\n"
+}
+
+// TestRootsReachTheHost: a server's roots/list during a call goes to the task's Roots hook; without one the server
+// is offered no roots and its request is refused.
+func TestRootsReachTheHost(t *testing.T) {
+	t.Parallel()
+	src := "kind: commonagents.info/v1beta2/tool\nnamespace: tests\nname: rooted\ndescription: d\nmcp:\n" +
+		rootsServer(t) + "actions:\n  - name: where\n    description: Asks.\n    parameters:\n      properties: {}\n" +
+		"    execute:\n      mcp: {}\n"
+	tl := load(t, src)
+	roots := func(context.Context) ([]runtime.Root, error) {
+		return []runtime.Root{{URI: "file:///work", Name: "work"}, {URI: "file:///tmp"}}, nil
+	}
+	for _, tt := range []struct {
+		name  string
+		roots runtime.RootsFunc
+		want  string
+	}{{"with a hook", roots, "work=file:///work,=file:///tmp"}, {"without", nil, "refused"}} {
+		task, err := tl.NewTask(context.Background(), tool.TaskConfig{Roots: tt.roots})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := task.Invoke(context.Background(), "where", nil)
+		_ = task.Close(context.Background())
+		if err != nil || res.IsError || res.Output != tt.want {
+			t.Errorf("%s: %v %+v, want %q", tt.name, err, res, tt.want)
+		}
 	}
 }
