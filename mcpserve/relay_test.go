@@ -358,8 +358,10 @@ func relayUnanswered(t *testing.T, block string, goes bool) {
 		if !c.check(err, answer) {
 			t.Errorf("%s: the upstream got %v %s", c.tool, err, answer)
 		}
-		if res := <-done; !res.IsError {
-			t.Errorf("%s: the call succeeded without the client's answer: %+v", c.tool, res)
+		// The call ends either way. A client that went away gets no result; at the deadline, the upstream may
+		// still answer the cancellation within the call's last moment, so the call's own outcome is not pinned.
+		if res := <-done; goes && !res.IsError {
+			t.Errorf("%s: the call succeeded for a client that went away: %+v", c.tool, res)
 		}
 	}
 }
