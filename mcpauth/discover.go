@@ -202,21 +202,22 @@ func (c *Client) discoverLegacy(ctx context.Context, su *url.URL, d *discovery) 
 	return d, c.checkAS(d)
 }
 
-// checkAS refuses metadata the Client cannot use safely: endpoints that are not http(s), a server without PKCE
-// S256 (except on the 2025-03-26 paths, which predate the requirement: S256 is sent anyway).
+// checkAS refuses metadata the Client cannot use safely: endpoints that are not http(s), a server of the
+// authorization_code grant without PKCE S256 (except on the 2025-03-26 paths, which predate the requirement: S256
+// is sent anyway). A server of machine grants only needs no authorization endpoint and no PKCE.
 func (c *Client) checkAS(d *discovery) error {
 	for name, u := range map[string]string{"authorization_endpoint": d.AS.AuthorizationEndpoint,
 		"token_endpoint": d.AS.TokenEndpoint, "registration_endpoint": d.AS.RegistrationEndpoint,
 		"revocation_endpoint": d.AS.RevocationEndpoint} {
-		if u == "" && name != "authorization_endpoint" && name != "token_endpoint" {
-			continue
+		if u == "" && name != "token_endpoint" && (name != "authorization_endpoint" || !supports(&d.AS, "authorization_code")) {
+			continue // RFC 8414: no authorization endpoint for a server of machine grants only
 		}
 		pu, err := url.Parse(u)
 		if err != nil || (pu.Scheme != "https" && pu.Scheme != "http") || pu.Host == "" {
 			return fmt.Errorf("%w: the %s %q is not an http(s) url", ErrRefusedMetadata, name, u)
 		}
 	}
-	if !d.Legacy && !slices.Contains(d.AS.CodeChallengeMethodsSupported, "S256") {
+	if !d.Legacy && supports(&d.AS, "authorization_code") && !slices.Contains(d.AS.CodeChallengeMethodsSupported, "S256") {
 		return fmt.Errorf("%w: the authorization server %q does not support PKCE S256", ErrRefusedMetadata, d.AS.Issuer)
 	}
 	return nil

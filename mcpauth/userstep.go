@@ -46,6 +46,10 @@ func (c *Client) scopesFor(d *discovery, ch Challenge, current []string) []strin
 
 // userStep stores a pending authorization and hands its URL to the host.
 func (c *Client) userStep(ctx context.Context, s Server, su *url.URL, d *discovery, ch Challenge, current []string) error {
+	if d.AS.AuthorizationEndpoint == "" || !supports(&d.AS, "authorization_code") {
+		return fmt.Errorf("%w: server %s: its authorization server %s offers no authorization_code grant, and no "+
+			"machine grant applies", ErrAuthorizationRequired, s.Name, d.AS.Issuer)
+	}
 	rep := ReporterFrom(ctx)
 	id, err := c.identity(ctx, d)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -52,6 +53,9 @@ type protected struct {
 	mu       sync.Mutex
 	bearers  []string // the bearer of each tools/call that went through
 	metadata string   // the resource_metadata URL of its challenges
+	// issuer, when set, is the authorization server its protected-resource metadata names (served at metadata);
+	// unset, the metadata is refused like any request without a bearer.
+	issuer string
 }
 
 type bearerKey struct{}
@@ -103,6 +107,12 @@ func (p *protected) gate(h http.Handler) http.Handler {
 		isCall := bytes.Contains(body, []byte(`"tools/call"`))
 		if isCall {
 			p.calls.Add(1)
+		}
+		if p.issuer != "" && strings.HasPrefix(r.URL.Path, "/.well-known/oauth-protected-resource") {
+			resource := p.srv.URL + strings.TrimPrefix(r.URL.Path, "/.well-known/oauth-protected-resource")
+			w.Header().Set("Content-Type", "application/json")
+			_ = json.NewEncoder(w).Encode(map[string]any{"resource": resource, "authorization_servers": []string{p.issuer}})
+			return
 		}
 		tok := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
 		scopes, known := scopesOf[tok]

@@ -11,10 +11,10 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/commonagents-go/tool/field"
 	"github.com/commonagents-go/tool/internal/schema"
+	"github.com/commonagents-go/tool/mcpauth"
 	"github.com/commonagents-go/tool/runtime"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -47,7 +47,7 @@ func (be Backend) Expand(ctx context.Context, b *runtime.Block) (*runtime.Expans
 	if srv == nil {
 		return nil, errors.New("the top-level mcp block has problems")
 	}
-	tools, err := listTools(ctx, srv, b, be.replyFloor())
+	tools, err := be.listTools(ctx, srv, key, b)
 	if err != nil && needsAuthorization(err) {
 		// Protected (OAuth): at load there is no end user to authorize for. A warning, so that the manifest
 		// still loads; its calls then authorize through the task's mcpauth.Authorizer.
@@ -158,7 +158,7 @@ func (be Backend) Annotate(ctx context.Context, b *runtime.Block) field.List {
 // hint lists the tools of the server of acts (which share it) and gives each of acts the hints and title of the
 // tool it calls.
 func (be Backend) hint(ctx context.Context, b *runtime.Block, acts []*Action) error {
-	tools, err := listTools(ctx, acts[0].Server, b, be.replyFloor())
+	tools, err := be.listTools(ctx, acts[0].Server, acts[0].Key, b)
 	if err != nil {
 		return err
 	}
@@ -174,9 +174,11 @@ func (be Backend) hint(ctx context.Context, b *runtime.Block, acts []*Action) er
 	return nil
 }
 
-// needsAuthorization reports a listing that the server refused for want of authorization: a 401, or a 403.
+// needsAuthorization reports a listing that the server refused for want of authorization (a 401, or a 403), or
+// that the load's Authorizer could not authorize.
 func needsAuthorization(err error) bool {
-	if errors.Is(err, transport.ErrAuthorizationRequired) {
+	var ae *authError
+	if errors.Is(err, transport.ErrAuthorizationRequired) || errors.As(err, &ae) {
 		return true
 	}
 	m := httpStatus.FindStringSubmatch(err.Error())
@@ -186,17 +188,21 @@ func needsAuthorization(err error) bool {
 // maxListPages bounds how many tools/list pages a listing reads.
 const maxListPages = 1000
 
-// listTools connects to srv with the load-time values, lists its tools and closes the connection; connecting and
-// listing are bounded by ctx and by the server's timeout (else DefaultTimeout).
-func listTools(ctx context.Context, srv *CompiledServer, b *runtime.Block,
-	replyFloor time.Duration) ([]listedTool, error) {
+// listTools connects to srv (the server block at key) with the load-time values, lists its tools and closes the
+// connection; connecting and listing are bounded by ctx and by the server's timeout (else DefaultTimeout). A
+// remote server's requests are authorized by be.LoadAuthorizer, within one listing's budget.
+func (be Backend) listTools(ctx context.Context, srv *CompiledServer, key string, b *runtime.Block) ([]listedTool, error) {
 	timeout := srv.Timeout
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
 	lctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	sess, err := connect(lctx, dial{srv: srv, values: b.Values, life: ctx, replyWait: max(replyFloor, timeout)})
+	d := dial{srv: srv, values: b.Values, life: ctx, replyWait: max(be.replyFloor(), timeout)}
+	if be.LoadAuthorizer != nil && srv.Transport != TransportStdio {
+		d.auth, d.server, d.budget = be.LoadAuthorizer, mcpauth.Server{Name: key}, &authBudget{}
+	}
+	sess, err := connect(lctx, d)
 	if err != nil {
 		return nil, err
 	}

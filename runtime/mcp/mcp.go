@@ -15,6 +15,7 @@ import (
 	"github.com/commonagents-go/tool/field"
 	"github.com/commonagents-go/tool/internal/httpspec"
 	"github.com/commonagents-go/tool/interp"
+	"github.com/commonagents-go/tool/mcpauth"
 	"github.com/commonagents-go/tool/runtime"
 )
 
@@ -101,6 +102,13 @@ type Backend struct {
 	// it is for tests that exercise calls longer than the default; a host registers
 	// Backend{SSEResponseTimeout: d} in a registry of its own (tool.WithRuntimes).
 	SSEResponseTimeout time.Duration
+	// LoadAuthorizer authorizes the listings done at load (discovery, the hints of declared actions) and by
+	// Tool.Rediscover, on remote servers protected by OAuth. There is no end user then: the Authorizer is asked
+	// for the host's own grant (mcpauth.Server.Subject is ""), which an mcpauth.Client takes with the client
+	// credentials grant of a RegisteredClient that allows it (ClientCredentials). A server it cannot authorize
+	// stays a load warning. nil: a protected server is a load warning, and its actions must be declared. A host
+	// registers Backend{LoadAuthorizer: a} in a registry of its own (tool.WithRuntimes).
+	LoadAuthorizer mcpauth.Authorizer
 }
 
 // defaultSSEResponseTimeout is mcp-go's default wait for an SSE reply.
