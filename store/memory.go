@@ -11,7 +11,7 @@ import (
 // NewMemory returns a Store that keeps everything in memory: the default, lost when the process ends. Keys
 // are indexed by each of their "/"-ended prefixes, so listing one task's state (the prefixes the library lists)
 // costs the size of that state, not of the store; other prefixes scan every key. It implements SwapStore,
-// LeaseStore, ExpiringStore, ScanStore, RouteStore and TaskExpiryStore too (leases and expiries on the wall
+// LeaseStore, ExpiringStore, ScanStore, RouteStore, TaskExpiryStore and BatchStore too (leases and expiries on the wall
 // clock; task expiries on the time the caller gives), for hosts that
 // run several Tools of one manifest in one process, and for tests.
 func NewMemory() Store {
@@ -69,6 +69,21 @@ func (s *memoryStore) PutTTL(_ context.Context, key string, value []byte, ttl ti
 	defer s.mu.Unlock()
 	s.put(key, value)
 	s.expires[key] = time.Now().Add(ttl)
+	s.sweep()
+	return nil
+}
+
+// PutBatch writes every one of writes under one lock: a reader sees all of them or none.
+func (s *memoryStore) PutBatch(_ context.Context, writes []Write) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := time.Now()
+	for _, w := range writes {
+		s.put(w.Key, w.Value)
+		if w.TTL > 0 {
+			s.expires[w.Key] = now.Add(w.TTL)
+		}
+	}
 	s.sweep()
 	return nil
 }
@@ -209,4 +224,5 @@ var (
 	_ LeaseStore    = (*memoryStore)(nil)
 	_ ExpiringStore = (*memoryStore)(nil)
 	_ ScanStore     = (*memoryStore)(nil)
+	_ BatchStore    = (*memoryStore)(nil)
 )

@@ -67,6 +67,25 @@ type ExpiringStore interface {
 	PutTTL(ctx context.Context, key string, value []byte, ttl time.Duration) error
 }
 
+// BatchStore is implemented by Stores that write several keys in one round trip, so that what a delivery writes
+// after its Sink accepted — the delivery id's record and, at most once a minute, the task's last activity — costs
+// one statement, not two. The memory store and store/postgres implement it.
+type BatchStore interface {
+	Store
+	// PutBatch writes every one of writes, all or none (one transaction). A Write with a TTL > 0 is written as
+	// ExpiringStore.PutTTL writes it, one without as Put; a Store that is not an ExpiringStore refuses a TTL.
+	// Of two writes of one key, the last counts.
+	PutBatch(ctx context.Context, writes []Write) error
+}
+
+// Write is one key that BatchStore.PutBatch writes.
+type Write struct {
+	Key   string
+	Value []byte
+	// TTL > 0 makes the value expire, as ExpiringStore.PutTTL's ttl; 0 keeps it until it is written or deleted.
+	TTL time.Duration
+}
+
 // ScanStore is implemented by Stores that read every key under a prefix together with its value in one pass (a
 // range scan), so that Tool.RestoreTasks reads the state of all of a tool's stored tasks at once instead of four
 // queries per task. The memory store and store/postgres implement it.

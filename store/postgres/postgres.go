@@ -4,8 +4,9 @@
 // It is built on database/sql with the pgx v5 driver (github.com/jackc/pgx/v5/stdlib). Open creates or migrates
 // its tables; several processes may open the same database at once. The Store implements store.SwapStore,
 // store.LeaseStore and store.ExpiringStore with the memory store's semantics, store.ClaimStore (delivery ids are
-// claimed in one round trip), store.ScanStore, store.RouteStore (schema version 2: one table, tool_routes,
-// looked up for any number of routes in one round trip) and store.TaskExpiryStore (schema version 3: one table,
+// claimed in one round trip), store.BatchStore (several keys in one statement), store.ScanStore,
+// store.RouteStore (schema version 2: one table, tool_routes, looked up for any number of routes in one round
+// trip) and store.TaskExpiryStore (schema version 3: one table,
 // tool_task_expiry, read by expiry time). A library older than the schema refuses to open it, so
 // going back to a version from before a migration is refused, not misread:
 //
@@ -231,4 +232,5 @@ var (
 	_ store.ClaimStore    = (*Store)(nil)
 	_ store.LeaseStore    = (*Store)(nil)
 	_ store.ExpiringStore = (*Store)(nil)
+	_ store.BatchStore    = (*Store)(nil)
 )

@@ -13,11 +13,11 @@ import (
 // queries holds the Store's SQL, built once with the schema prefix. A key is live when it has no expiry or its
 // expiry is after the database's now().
 type queries struct {
-	get, put, putTTL, del, listFrom, listRange, casInsert, casUpdate, claim string
-	lease, release, sweepKeys, sweepLeases                                  string
-	scanFrom, scanRange                                                     string // Scan (scan.go)
-	putRoutes, deleteRoutes, deleteTask, bump, lookup                       string // RouteStore (routes.go)
-	setExpiry, deleteExpiry, expired                                        string // TaskExpiryStore (expiry.go)
+	get, put, putTTL, putBatch, del, listFrom, listRange, casInsert, casUpdate, claim string
+	lease, release, sweepKeys, sweepLeases                                            string
+	scanFrom, scanRange                                                               string // Scan (scan.go)
+	putRoutes, deleteRoutes, deleteTask, bump, lookup                                 string // RouteStore (routes.go)
+	setExpiry, deleteExpiry, expired                                                  string // TaskExpiryStore (expiry.go)
 }
 
 func newQueries(prefix string) queries {
@@ -29,6 +29,12 @@ func newQueries(prefix string) queries {
 		put: `INSERT INTO ` + kv + ` (key, value) VALUES ($1, $2)
 			ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, expires_at = NULL`,
 		putTTL: `INSERT INTO ` + kv + ` (key, value, expires_at) VALUES ($1, $2, now() + $3 * interval '1 microsecond')
+			ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, expires_at = EXCLUDED.expires_at`,
+		// Every write in one statement, so one round trip and one transaction; a ttl of 0 means no expiry. The
+		// caller keeps the last write of a key: ON CONFLICT cannot touch a row twice in one statement.
+		putBatch: `INSERT INTO ` + kv + ` (key, value, expires_at)
+			SELECT k, v, CASE WHEN ttl > 0 THEN now() + ttl * interval '1 microsecond' END
+			FROM unnest($1::bytea[], $2::bytea[], $3::bigint[]) AS w(k, v, ttl)
 			ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, expires_at = EXCLUDED.expires_at`,
 		del:       `DELETE FROM ` + kv + ` WHERE key = $1`,
 		listFrom:  `SELECT key FROM ` + kv + ` WHERE key >= $1 AND ` + live + ` ORDER BY key`,
@@ -111,6 +117,32 @@ func (s *Store) PutTTL(ctx context.Context, key string, value []byte, ttl time.D
 	}
 	if _, err := s.db.ExecContext(ctx, s.q.putTTL, []byte(key), nonNil(value), ttl.Microseconds()); err != nil {
 		return fmt.Errorf("postgres store: put %q: %w", key, err)
+	}
+	return nil
+}
+
+// PutBatch writes every one of writes in one statement (one round trip, one transaction): a Write with a TTL > 0
+// expires as PutTTL's value does, on the database's clock; of two writes of one key the last counts.
+func (s *Store) PutBatch(ctx context.Context, writes []store.Write) error {
+	last := make(map[string]int, len(writes))
+	for i, w := range writes {
+		if err := checkKey(w.Key); err != nil {
+			return err
+		}
+		last[w.Key] = i
+	}
+	keys, values, ttls := make([][]byte, 0, len(last)), make([][]byte, 0, len(last)), make([]int64, 0, len(last))
+	for i, w := range writes {
+		if last[w.Key] != i {
+			continue
+		}
+		keys, values, ttls = append(keys, []byte(w.Key)), append(values, nonNil(w.Value)), append(ttls, max(0, w.TTL.Microseconds()))
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	if _, err := s.db.ExecContext(ctx, s.q.putBatch, keys, values, ttls); err != nil {
+		return fmt.Errorf("postgres store: put %d keys (%q, ...): %w", len(keys), keys[0], err)
 	}
 	return nil
 }

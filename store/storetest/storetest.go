@@ -7,7 +7,7 @@
 //	}
 //
 // The optional upgrades (store.SwapStore, store.LeaseStore, store.ClaimStore, store.ExpiringStore,
-// store.ScanStore, store.RouteStore) are tested when the store implements them; their subtests are skipped, and say so, when it
+// store.ScanStore, store.RouteStore, store.TaskExpiryStore, store.BatchStore) are tested when the store implements them; their subtests are skipped, and say so, when it
 // does not.
 package storetest
 
@@ -49,6 +49,8 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"ClaimExpiry", testClaimExpiry},
 		{"ConcurrentClaim", testConcurrentClaim},
 		{"Scan", testScan},
+		{"Batch", testBatch},
+		{"BatchTTL", testBatchTTL},
 		{"Routes", testRoutes},
 		{"RoutesPaging", testRoutesPaging},
 		{"ConcurrentGeneration", testConcurrentGeneration},
@@ -570,6 +572,61 @@ func eventually(t *testing.T, cond func() bool) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+func batchStore(t *testing.T, s store.Store) store.BatchStore {
+	t.Helper()
+	bs, ok := s.(store.BatchStore)
+	if !ok {
+		t.Skip("not a store.BatchStore")
+	}
+	return bs
+}
+
+// testBatch: PutBatch writes every key, creating and overwriting; of two writes of one key the last counts; an
+// empty batch is no error.
+func testBatch(t *testing.T, s store.Store) {
+	bs := batchStore(t, s)
+	mustPut(t, s, "batch/b", []byte("old"))
+	err := bs.PutBatch(ctx(t), []store.Write{{Key: "batch/a", Value: []byte("1")}, {Key: "batch/b", Value: []byte("2")},
+		{Key: "batch/c", Value: []byte("first")}, {Key: "batch/c", Value: []byte("last")}, {Key: "batch/empty"}})
+	if err != nil {
+		t.Fatalf("PutBatch: %v", err)
+	}
+	wantValue(t, s, "batch/a", []byte("1"))
+	wantValue(t, s, "batch/b", []byte("2"))
+	wantValue(t, s, "batch/c", []byte("last"))
+	wantValue(t, s, "batch/empty", []byte{})
+	wantList(t, s, "batch/", "batch/a", "batch/b", "batch/c", "batch/empty")
+	if err := bs.PutBatch(ctx(t), nil); err != nil {
+		t.Fatalf("PutBatch(nil): %v", err)
+	}
+}
+
+// testBatchTTL: a Write with a TTL expires as PutTTL's value does, one without keeps its value, also over a key
+// written with a TTL before.
+func testBatchTTL(t *testing.T, s store.Store) {
+	bs := batchStore(t, s)
+	es := expiringStore(t, s)
+	putTTL(t, es, "batch/kept", []byte("old"), 100*time.Millisecond)
+	err := bs.PutBatch(ctx(t), []store.Write{{Key: "batch/gone", Value: []byte("v"), TTL: 50 * time.Millisecond},
+		{Key: "batch/kept", Value: []byte("new")}, {Key: "batch/long", Value: []byte("l"), TTL: time.Hour}})
+	if err != nil {
+		t.Fatalf("PutBatch: %v", err)
+	}
+	wantValue(t, s, "batch/long", []byte("l"))
+	eventually(t, func() bool {
+		_, err := s.Get(ctx(t), "batch/gone")
+		return errors.Is(err, store.ErrNotFound)
+	})
+	putTTL(t, es, "marker", []byte("m"), 100*time.Millisecond) // outlives kept's old expiry
+	eventually(t, func() bool {
+		_, err := s.Get(ctx(t), "marker")
+		return errors.Is(err, store.ErrNotFound)
+	})
+	wantValue(t, s, "batch/kept", []byte("new"))
+	wantValue(t, s, "batch/long", []byte("l"))
+	wantList(t, s, "batch/", "batch/kept", "batch/long")
 }
 
 func testScan(t *testing.T, s store.Store) {
