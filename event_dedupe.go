@@ -195,21 +195,35 @@ func (e *taskEvents) release(key string) {
 	e.dedupe.mu.Unlock()
 }
 
-// remember records that the event activated for delivery id, and forgets the ids older than the window.
-func (e *taskEvents) remember(ctx context.Context, key string) {
+// remember records that the event activated for delivery id, and forgets the ids older than the window. With
+// activity (noteActivity said the task's last activity is due to be written) it writes the event state too: in
+// the same Store call when the Store is a store.BatchStore, so that a delivery costs one write either way.
+func (e *taskEvents) remember(ctx context.Context, key string, activity bool) {
 	now := e.tool.opts.clock.Now()
 	st := e.tool.opts.store
 	ctx, cancel := e.settleContext(ctx)
 	defer cancel()
 	value := []byte(now.UTC().Format(time.RFC3339Nano))
+	exp, expiring := st.(store.ExpiringStore)
 	var err error
-	if exp, ok := st.(store.ExpiringStore); ok {
+	switch bs, batch := st.(store.BatchStore); {
+	case activity && batch:
+		w := store.Write{Key: key, Value: value}
+		if expiring {
+			w.TTL = e.tool.opts.limits.DedupeWindow
+		}
+		err = e.saveWith(ctx, bs, w)
+		activity = false
+	case expiring:
 		err = exp.PutTTL(ctx, key, value, e.tool.opts.limits.DedupeWindow)
-	} else {
+	default:
 		err = st.Put(ctx, key, value)
 	}
 	if err != nil {
 		e.seam.storeFailed(ctx, "write", recordDelivery, err) // a retry within the window activates again
+	}
+	if activity {
+		_ = e.save(ctx)
 	}
 	log := &e.dedupe
 	log.mu.Lock()

@@ -259,10 +259,13 @@ func (t *Task) activate(ctx context.Context, a *Activation, key string) error {
 			return fmt.Errorf("event %s: %w", a.Event, err)
 		}
 	}
-	if key != "" {
-		t.events.remember(ctx, key)
+	write := t.events.noteActivity(t.tool.opts.clock.Now())
+	switch {
+	case key != "":
+		t.events.remember(ctx, key, write) // the activity, when due, in the record's Store call
+	case write:
+		_ = t.events.save(t.events.ctx)
 	}
-	t.events.touch()
 	if t.observing() {
 		t.observe(ctx, facts.EventActivated, "", map[string]any{"event": a.Event, "delivery_id": a.DeliveryID})
 	}

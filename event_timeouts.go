@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/commonagents-go/tool/facts"
+	"github.com/commonagents-go/tool/store"
 )
 
 // effectiveTimeout is SPEC §9.5's clamp(capability ?? event timeout ?? none, max = the smaller of the event's
@@ -33,21 +34,27 @@ func (e *taskEvents) touch() { e.touchAt(e.tool.opts.clock.Now()) }
 
 // touchAt is touch for an activity at t (a call's start, read from the clock already).
 func (e *taskEvents) touchAt(t time.Time) {
+	if e.noteActivity(t) {
+		_ = e.save(e.ctx)
+	}
+}
+
+// noteActivity records an activity at t and reports whether the caller must write the event state now: the
+// activity is persisted now and then (at most every activitySaveInterval), so that a task resumed after a crash
+// does not time out early. A delivery writes it with its delivery id's record, in one Store call (remember).
+func (e *taskEvents) noteActivity(t time.Time) (write bool) {
 	now := t.UnixNano()
 	if !e.anyLimit {
 		e.lastActivity.Store(now)
-		return
+		return false
 	}
 	e.mu.Lock()
 	newly := e.expireLocked(now)
 	e.lastActivity.Store(now)
 	e.mu.Unlock()
 	e.expiredNow(newly)
-	// Persist the activity now and then, so that a task resumed after a crash does not time out early.
-	if saved := e.savedActivity.Load(); now-saved > int64(activitySaveInterval) &&
-		e.savedActivity.CompareAndSwap(saved, now) {
-		_ = e.save(e.ctx)
-	}
+	saved := e.savedActivity.Load()
+	return now-saved > int64(activitySaveInterval) && e.savedActivity.CompareAndSwap(saved, now)
 }
 
 // activitySaveInterval is how often, at most, task activity is written to the Store for events with a timeout: a
@@ -102,7 +109,7 @@ type storedEvents struct {
 	ExpiresAt      time.Time `json:"expires_at,omitzero"` // TaskConfig.ExpiresAt
 }
 
-// saveEvents persists the subscription state.
+// save persists the event state.
 func (e *taskEvents) save(ctx context.Context) error {
 	e.saveMu.Lock()
 	defer e.saveMu.Unlock()
@@ -119,6 +126,25 @@ func (e *taskEvents) save(ctx context.Context) error {
 		err = fmt.Errorf("tool: store event state of task %s: %w", e.seam.ID(), err)
 		e.seam.storeFailed(ctx, "write", recordEvents, err)
 	}
+	return err
+}
+
+// saveWith is save with other writes (a delivery id's record) in the same call of a store.BatchStore: one round
+// trip for both. A failure is reported for the event state; the caller reports its own writes'.
+func (e *taskEvents) saveWith(ctx context.Context, bs store.BatchStore, others ...store.Write) error {
+	e.saveMu.Lock()
+	defer e.saveMu.Unlock()
+	b, err := e.marshal()
+	if err != nil {
+		err = fmt.Errorf("tool: store event state of task %s: %w", e.seam.ID(), err)
+		e.seam.storeFailed(ctx, "write", recordEvents, err)
+		return bs.PutBatch(ctx, others) // the others are written all the same
+	}
+	if err = bs.PutBatch(ctx, append(others, store.Write{Key: e.seam.stateKey("events"), Value: b})); err == nil {
+		e.lastStored = b
+		return nil
+	}
+	e.seam.storeFailed(ctx, "write", recordEvents, fmt.Errorf("tool: store event state of task %s: %w", e.seam.ID(), err))
 	return err
 }
 
