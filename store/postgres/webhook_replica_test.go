@@ -119,6 +119,8 @@ func statementKind(sql string) string {
 		return "lookup"
 	case strings.Contains(sql, "RETURNING value"):
 		return "claim"
+	case strings.Contains(sql, "unnest($1::bytea[], $2::bytea[]"):
+		return "put_batch"
 	case strings.Contains(sql, "expires_at = EXCLUDED.expires_at"):
 		return "put_ttl"
 	case strings.HasPrefix(sql, "SELECT key, value"):
@@ -241,6 +243,10 @@ func (s countingOps) PutTTL(ctx context.Context, k string, v []byte, ttl time.Du
 	s.n("PutTTL")
 	return s.Store.PutTTL(ctx, k, v, ttl)
 }
+func (s countingOps) PutBatch(ctx context.Context, w []store.Write) error {
+	s.n("PutBatch")
+	return s.Store.PutBatch(ctx, w)
+}
 func (s countingOps) Scan(ctx context.Context, p string) ([]store.Entry, error) {
 	s.n("Scan")
 	return s.Store.Scan(ctx, p)
@@ -278,6 +284,7 @@ var (
 	_ store.ScanStore       = countingOps{}
 	_ store.RouteStore      = countingOps{}
 	_ store.TaskExpiryStore = countingOps{}
+	_ store.BatchStore      = countingOps{}
 )
 
 // prBindings are the bindings of the harness's task id: t<i> watches repository o<i>/r<i>.
