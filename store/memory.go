@@ -11,7 +11,7 @@ import (
 // NewMemory returns a Store that keeps everything in memory: the default, lost when the process ends. Keys
 // are indexed by each of their "/"-ended prefixes, so listing one task's state (the prefixes the library lists)
 // costs the size of that state, not of the store; other prefixes scan every key. It implements SwapStore,
-// LeaseStore, ExpiringStore, ScanStore, RouteStore, TaskExpiryStore and BatchStore too (leases and expiries on the wall
+// LeaseStore, ExpiringStore, ScanStore, RouteStore, TaskExpiryStore, BatchStore and PartialScanStore too (leases and expiries on the wall
 // clock; task expiries on the time the caller gives), for hosts that
 // run several Tools of one manifest in one process, and for tests.
 func NewMemory() Store {
@@ -219,10 +219,20 @@ func (s *memoryStore) Scan(ctx context.Context, prefix string) ([]Entry, error) 
 	return out, nil
 }
 
+// ScanExcept is Scan without the keys under the prefixes of except.
+func (s *memoryStore) ScanExcept(ctx context.Context, prefix string, except []string) ([]Entry, error) {
+	out, err := s.Scan(ctx, prefix)
+	return slices.DeleteFunc(out, func(e Entry) bool {
+		return slices.ContainsFunc(except, func(x string) bool { return strings.HasPrefix(e.Key, x) })
+	}), err
+}
+
 var (
 	_ SwapStore     = (*memoryStore)(nil)
 	_ LeaseStore    = (*memoryStore)(nil)
 	_ ExpiringStore = (*memoryStore)(nil)
 	_ ScanStore     = (*memoryStore)(nil)
 	_ BatchStore    = (*memoryStore)(nil)
+
+	_ PartialScanStore = (*memoryStore)(nil)
 )

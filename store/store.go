@@ -95,6 +95,15 @@ type ScanStore interface {
 	Scan(ctx context.Context, prefix string) ([]Entry, error)
 }
 
+// PartialScanStore is a ScanStore that leaves the keys under some prefixes out of a scan, in the same one pass,
+// so that a task brought into memory in store mode does not read its delivery ids' records (one per delivery
+// within the dedupe window), which only their claims need. The memory store and store/postgres implement it.
+type PartialScanStore interface {
+	ScanStore
+	// ScanExcept is Scan(prefix) without the keys that start with one of except.
+	ScanExcept(ctx context.Context, prefix string, except []string) ([]Entry, error)
+}
+
 // RouteStore is implemented by Stores that keep a routing index shared by the replicas: for each route (a value
 // a webhook can carry), the tasks whose allow lists may hold it, so that a replica can find a webhook's tasks
 // without holding them (the store-routed mode of issue 28). A route is opaque bytes the library builds (a hash of

@@ -1,9 +1,12 @@
 package postgres
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/commonagents-go/tool/store"
 )
@@ -36,4 +39,60 @@ func (s *Store) Scan(ctx context.Context, prefix string) ([]store.Entry, error) 
 	return out, nil
 }
 
-var _ store.ScanStore = (*Store)(nil)
+// ScanExcept is Scan without the keys that start with one of except: one statement, a range scan over the
+// primary key for each part of prefix's range that except leaves.
+func (s *Store) ScanExcept(ctx context.Context, prefix string, except []string) ([]store.Entry, error) {
+	lows, highs, ok := scanRanges(prefix, except)
+	if !ok { // no upper bound to the prefix's range (empty, or all 0xff): filter a plain Scan
+		out, err := s.Scan(ctx, prefix)
+		return slices.DeleteFunc(out, func(e store.Entry) bool {
+			return slices.ContainsFunc(except, func(x string) bool { return strings.HasPrefix(e.Key, x) })
+		}), err
+	}
+	rows, err := s.db.QueryContext(ctx, s.q.scanRanges, lows, highs)
+	if err != nil {
+		return nil, fmt.Errorf("postgres store: scan %q: %w", prefix, err)
+	}
+	defer rows.Close()
+	var out []store.Entry
+	for rows.Next() {
+		var k, v []byte
+		if err := rows.Scan(&k, &v); err != nil {
+			return nil, fmt.Errorf("postgres store: scan %q: %w", prefix, err)
+		}
+		out = append(out, store.Entry{Key: string(k), Value: v})
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("postgres store: scan %q: %w", prefix, err)
+	}
+	return out, nil
+}
+
+// scanRanges splits the range of the keys under prefix into the [low, high) ranges that the prefixes of except
+// leave, in order; ok is false when prefix's range has no upper bound.
+func scanRanges(prefix string, except []string) (lows, highs [][]byte, ok bool) {
+	end, ok := successor(prefix)
+	if !ok {
+		return nil, nil, false
+	}
+	low := []byte(prefix)
+	for _, x := range slices.Sorted(slices.Values(except)) {
+		xEnd, bounded := successor(x)
+		if bounded && bytes.Compare(xEnd, low) <= 0 {
+			continue // before what is left
+		}
+		if cut := min(string(end), x); cut > string(low) {
+			lows, highs = append(lows, low), append(highs, []byte(cut))
+		}
+		if !bounded || bytes.Compare(xEnd, end) >= 0 {
+			return lows, highs, true // the rest is cut
+		}
+		low = xEnd
+	}
+	return append(lows, low), append(highs, end), true
+}
+
+var (
+	_ store.ScanStore        = (*Store)(nil)
+	_ store.PartialScanStore = (*Store)(nil)
+)

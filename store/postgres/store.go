@@ -15,7 +15,7 @@ import (
 type queries struct {
 	get, put, putTTL, putBatch, del, listFrom, listRange, casInsert, casUpdate, claim string
 	lease, release, sweepKeys, sweepLeases                                            string
-	scanFrom, scanRange                                                               string // Scan (scan.go)
+	scanFrom, scanRange, scanRanges                                                   string // Scan, ScanExcept (scan.go)
 	putRoutes, deleteRoutes, deleteTask, bump, lookup                                 string // RouteStore (routes.go)
 	setExpiry, deleteExpiry, expired                                                  string // TaskExpiryStore (expiry.go)
 }
@@ -61,9 +61,13 @@ func newQueries(prefix string) queries {
 		// a key that had just expired survives the sweep.
 		sweepKeys: `DELETE FROM ` + kv + ` WHERE key IN (SELECT key FROM ` + kv + ` WHERE expires_at <= now() LIMIT $1)
 			AND expires_at <= now()`,
-		sweepLeases:  `DELETE FROM ` + leases + ` WHERE until <= now()`,
-		scanFrom:     `SELECT key, value FROM ` + kv + ` WHERE key >= $1 AND ` + live + ` ORDER BY key`,
-		scanRange:    `SELECT key, value FROM ` + kv + ` WHERE key >= $1 AND key < $2 AND ` + live + ` ORDER BY key`,
+		sweepLeases: `DELETE FROM ` + leases + ` WHERE until <= now()`,
+		scanFrom:    `SELECT key, value FROM ` + kv + ` WHERE key >= $1 AND ` + live + ` ORDER BY key`,
+		scanRange:   `SELECT key, value FROM ` + kv + ` WHERE key >= $1 AND key < $2 AND ` + live + ` ORDER BY key`,
+		// Each [low, high) range in order, each a range scan over the primary key.
+		scanRanges: `SELECT x.key, x.value FROM unnest($1::bytea[], $2::bytea[]) WITH ORDINALITY AS r(low, high, ord)
+			CROSS JOIN LATERAL (SELECT key, value FROM ` + kv + ` WHERE key >= r.low AND key < r.high AND ` + live + `) x
+			ORDER BY r.ord, x.key`,
 		putRoutes:    `INSERT INTO ` + routes + ` (route, task) SELECT r, $1 FROM unnest($2::bytea[]) AS r ON CONFLICT DO NOTHING`,
 		deleteRoutes: `DELETE FROM ` + routes + ` WHERE task = $1 AND route = ANY($2::bytea[]) AND octet_length(route) > 0`,
 		deleteTask:   `DELETE FROM ` + routes + ` WHERE task = $1`,

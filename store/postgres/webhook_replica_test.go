@@ -123,7 +123,7 @@ func statementKind(sql string) string {
 		return "put_batch"
 	case strings.Contains(sql, "expires_at = EXCLUDED.expires_at"):
 		return "put_ttl"
-	case strings.HasPrefix(sql, "SELECT key, value"):
+	case strings.HasPrefix(sql, "SELECT key, value"), strings.HasPrefix(sql, "SELECT x.key, x.value"):
 		return "scan"
 	case strings.HasPrefix(sql, "SELECT value"):
 		return "get"
@@ -251,6 +251,10 @@ func (s countingOps) Scan(ctx context.Context, p string) ([]store.Entry, error) 
 	s.n("Scan")
 	return s.Store.Scan(ctx, p)
 }
+func (s countingOps) ScanExcept(ctx context.Context, p string, except []string) ([]store.Entry, error) {
+	s.n("ScanExcept")
+	return s.Store.ScanExcept(ctx, p, except)
+}
 func (s countingOps) PutRoutes(ctx context.Context, task string, routes [][]byte) error {
 	s.n("PutRoutes")
 	return s.Store.PutRoutes(ctx, task, routes)
@@ -285,6 +289,8 @@ var (
 	_ store.RouteStore      = countingOps{}
 	_ store.TaskExpiryStore = countingOps{}
 	_ store.BatchStore      = countingOps{}
+
+	_ store.PartialScanStore = countingOps{}
 )
 
 // prBindings are the bindings of the harness's task id: t<i> watches repository o<i>/r<i>.

@@ -7,7 +7,7 @@
 //	}
 //
 // The optional upgrades (store.SwapStore, store.LeaseStore, store.ClaimStore, store.ExpiringStore,
-// store.ScanStore, store.RouteStore, store.TaskExpiryStore, store.BatchStore) are tested when the store implements them; their subtests are skipped, and say so, when it
+// store.ScanStore, store.RouteStore, store.TaskExpiryStore, store.BatchStore, store.PartialScanStore) are tested when the store implements them; their subtests are skipped, and say so, when it
 // does not.
 package storetest
 
@@ -49,6 +49,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"ClaimExpiry", testClaimExpiry},
 		{"ConcurrentClaim", testConcurrentClaim},
 		{"Scan", testScan},
+		{"ScanExcept", testScanExcept},
 		{"Batch", testBatch},
 		{"BatchTTL", testBatchTTL},
 		{"Routes", testRoutes},
@@ -571,6 +572,52 @@ func eventually(t *testing.T, cond func() bool) {
 			t.Fatal("condition not met within 10s")
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// testScanExcept: ScanExcept leaves out exactly the keys under the except prefixes, however they overlap or lie
+// outside the scanned prefix.
+func testScanExcept(t *testing.T, s store.Store) {
+	ps, ok := s.(store.PartialScanStore)
+	if !ok {
+		t.Skip("not a store.PartialScanStore")
+	}
+	keys := []string{"tasks/a/allowlist", "tasks/a/deliveries/1", "tasks/a/deliveries/2", "tasks/a/deliveriesX",
+		"tasks/a/events", "tasks/a/runtime/x", "tasks/a/z\xff", "tasks/ab/x", "tasks/a0", "other/a/1"}
+	for _, k := range keys {
+		mustPut(t, s, k, []byte("v "+k))
+	}
+	for _, tc := range []struct {
+		prefix string
+		except []string
+		want   []string
+	}{
+		{"tasks/a/", []string{"tasks/a/deliveries/"}, []string{"tasks/a/allowlist", "tasks/a/deliveriesX", "tasks/a/events",
+			"tasks/a/runtime/x", "tasks/a/z\xff"}},
+		{"tasks/a/", []string{"tasks/a/runtime/", "tasks/a/deliveries", "other/", "tasks/a/deliveries/1"},
+			[]string{"tasks/a/allowlist", "tasks/a/events", "tasks/a/z\xff"}},
+		{"tasks/a/", []string{"tasks/a/z\xff"}, []string{"tasks/a/allowlist", "tasks/a/deliveries/1", "tasks/a/deliveries/2",
+			"tasks/a/deliveriesX", "tasks/a/events", "tasks/a/runtime/x"}},
+		{"tasks/a/", []string{"tasks/"}, nil},
+		{"tasks/a", []string{"tasks/a/"}, []string{"tasks/a0", "tasks/ab/x"}},
+		{"tasks/a/", nil, []string{"tasks/a/allowlist", "tasks/a/deliveries/1", "tasks/a/deliveries/2", "tasks/a/deliveriesX",
+			"tasks/a/events", "tasks/a/runtime/x", "tasks/a/z\xff"}},
+		{"", []string{"tasks/"}, []string{"other/a/1"}},
+	} {
+		got, err := ps.ScanExcept(ctx(t), tc.prefix, tc.except)
+		if err != nil {
+			t.Fatalf("ScanExcept(%q, %q): %v", tc.prefix, tc.except, err)
+		}
+		var keys []string
+		for _, e := range got {
+			keys = append(keys, e.Key)
+			if string(e.Value) != "v "+e.Key {
+				t.Errorf("ScanExcept(%q, %q): %q holds %q", tc.prefix, tc.except, e.Key, e.Value)
+			}
+		}
+		if !slices.Equal(keys, tc.want) {
+			t.Errorf("ScanExcept(%q, %q) = %q, want %q", tc.prefix, tc.except, keys, tc.want)
+		}
 	}
 }
 
