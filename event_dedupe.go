@@ -40,8 +40,11 @@ type dedupeEntry struct {
 // the delivery in claim, unclaim, release and remember; a delivery computes it once.
 func (e *taskEvents) dedupeKey(event, id string) string {
 	sum := sha256.Sum256([]byte(event + "\x00" + id))
-	return e.seam.stateKey("deliveries/" + hex.EncodeToString(sum[:16]))
+	return e.seam.stateKey(deliveriesDir + hex.EncodeToString(sum[:16]))
 }
+
+// deliveriesDir is the part of a task's state that holds its delivery ids' records.
+const deliveriesDir = "deliveries/"
 
 // claimOutcome is what claiming a delivery id found.
 type claimOutcome int

@@ -981,3 +981,86 @@ func TestRouterStoreFailureFactMasksEncodedSecrets(t *testing.T) {
 		t.Fatal("no store.failed fact for the failed Scan")
 	}
 }
+
+// scanRecorder is a memory store whose task scans (Scan, ScanExcept) record the keys they return.
+type scanRecorder struct {
+	memStore
+	mu   sync.Mutex
+	read []string
+}
+
+func (s *scanRecorder) record(entries []store.Entry) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, e := range entries {
+		s.read = append(s.read, e.Key)
+	}
+}
+
+func (s *scanRecorder) Scan(ctx context.Context, prefix string) ([]store.Entry, error) {
+	entries, err := s.memStore.Scan(ctx, prefix)
+	s.record(entries)
+	return entries, err
+}
+
+func (s *scanRecorder) ScanExcept(ctx context.Context, prefix string, except []string) ([]store.Entry, error) {
+	entries, err := s.memStore.(store.PartialScanStore).ScanExcept(ctx, prefix, except)
+	s.record(entries)
+	return entries, err
+}
+
+var _ store.PartialScanStore = (*scanRecorder)(nil)
+
+// Bringing a task into memory does not read its delivery ids' records (issue 41: no Store read that the claim
+// answers): the hydration's Scan leaves them out, and a retry of a delivery the task activated elsewhere is still
+// discarded as a duplicate, by its claim.
+func TestStoreModeHydrationReadsNoDeliveryRecords(t *testing.T) {
+	t.Parallel()
+	ms := tool.NewMemoryStore().(memStore)
+	a := issueTracker(t, tool.WithStore(ms), tool.WithRouteIndex(), tool.WithReplicaID("a"))
+	if _, err := a.ReindexRoutes(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	task := newTask(t, a, tool.TaskConfig{ID: "t1", Capability: tool.Capability{Bindings: map[string]any{"repo_id": 4242}}})
+	mustInvoke(t, task, "create_issue", map[string]any{"title": "x", "assignee": "bob"})
+	for _, id := range []string{"d1", "d2", "d3"} { // three delivery records in t1's state
+		if d, err := task.Deliver(context.Background(), signed(hookSecret, id, assigned(4242, "bob"))); err != nil || len(d.Activations) != 1 {
+			t.Fatalf("delivery %s at a: %+v, %v", id, d, err)
+		}
+	}
+	if keys, _ := ms.List(context.Background(), "tasks/engineering/issue-tracker/t1/deliveries/"); len(keys) != 3 {
+		t.Fatalf("t1 holds %d delivery records, want 3", len(keys))
+	}
+	rec := &scanRecorder{memStore: ms}
+	b := issueTracker(t, tool.WithStore(rec), tool.WithRouteIndex(), tool.WithReplicaID("b"))
+	r := tool.NewRouter(tool.RouterOptions{})
+	t.Cleanup(func() { r.Close(context.Background()) })
+	sink := &countingSink{}
+	if err := r.Serve(context.Background(), b, func(context.Context, string) (tool.TaskConfig, bool) {
+		return tool.TaskConfig{Capability: tool.Capability{Bindings: map[string]any{"repo_id": 4242}}, Sink: sink}, true
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, step := range []struct {
+		id        string
+		activated int
+	}{{"d4", 1}, {"d1", 0}} { // a new delivery hydrates t1; a retry of one a activated is a duplicate
+		ds, err := r.Dispatch(context.Background(), "engineering", "issue-tracker", signed(hookSecret, step.id, assigned(4242, "bob")))
+		if err != nil || len(ds) != 1 || len(ds[0].Activations) != step.activated {
+			t.Fatalf("webhook %s at b: %+v, %v; want %d activations", step.id, ds, err, step.activated)
+		}
+		if step.activated == 0 && (len(ds[0].Discarded) != 1 || ds[0].Discarded[0].Reason != tool.ReasonDuplicate) {
+			t.Errorf("retry of %s at b: discarded %+v, want duplicate", step.id, ds[0].Discarded)
+		}
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if !slices.Contains(rec.read, "tasks/engineering/issue-tracker/t1/allowlist") {
+		t.Fatalf("hydration read %q: not t1's allow list", rec.read)
+	}
+	for _, k := range rec.read {
+		if strings.Contains(k, "/deliveries/") {
+			t.Errorf("hydration read %q, a delivery record", k)
+		}
+	}
+}

@@ -200,7 +200,7 @@ func (c *taskCache) hydrateTask(ctx context.Context, id string) (*Task, error) {
 	}
 	cfg.ID = id
 	prefix := toolPrefix(c.tool)
-	entries, err := c.tool.opts.store.(store.ScanStore).Scan(ctx, prefix+id+"/")
+	entries, err := scanTask(ctx, c.tool.opts.store.(store.ScanStore), prefix+id+"/")
 	if err != nil {
 		c.tool.observeTool(ctx, facts.StoreFailed, id, map[string]any{"operation": "scan", "record": recordTask,
 			"error": err.Error()})
@@ -220,6 +220,15 @@ func (c *taskCache) hydrateTask(ctx context.Context, id string) (*Task, error) {
 		return nil, &hydrationError{id: id, err: c.tool.secrets.Error(err, startErrorSentinels...)}
 	}
 	return task, nil
+}
+
+// scanTask reads the state of the task under prefix in one pass, without its delivery ids' records when the Store
+// can leave them out: one per delivery within the dedupe window, which only their claims read.
+func scanTask(ctx context.Context, st store.ScanStore, prefix string) ([]store.Entry, error) {
+	if ps, ok := st.(store.PartialScanStore); ok {
+		return ps.ScanExcept(ctx, prefix, []string{prefix + deliveriesDir})
+	}
+	return st.Scan(ctx, prefix)
 }
 
 // refresh re-reads e's allow list when it may be stale: the index holds a newer generation than the task, or
