@@ -20,9 +20,9 @@ func (s *Store) SetTaskExpiry(ctx context.Context, task string, at time.Time) er
 	}
 	var err error
 	if at.IsZero() {
-		_, err = s.db.ExecContext(ctx, s.q.deleteExpiry, []byte(task))
+		_, err = s.exec(ctx, s.q.deleteExpiry, []byte(task))
 	} else {
-		_, err = s.db.ExecContext(ctx, s.q.setExpiry, []byte(task), at)
+		_, err = s.exec(ctx, s.q.setExpiry, []byte(task), at)
 	}
 	if err != nil {
 		return fmt.Errorf("postgres store: set the expiry of %q: %w", task, err)
@@ -40,10 +40,11 @@ func (s *Store) ExpiredTasks(ctx context.Context, prefix string, now time.Time, 
 	if e, ok := successor(prefix); ok {
 		end = e
 	}
-	rows, err := s.db.QueryContext(ctx, s.q.expired, now, after.At, []byte(after.Task), []byte(prefix), end, limit)
+	rows, done, err := s.query(ctx, s.q.expired, now, after.At, []byte(after.Task), []byte(prefix), end, limit)
 	if err != nil {
 		return nil, fmt.Errorf("postgres store: expired tasks: %w", err)
 	}
+	defer done()
 	defer rows.Close()
 	var out []store.TaskExpiry
 	for rows.Next() {

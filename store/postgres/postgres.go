@@ -41,9 +41,10 @@ const MaxKeyLen = 2048
 // database. Get returns store.ErrNotFound for an absent or expired key; other errors come from the database,
 // wrapped.
 type Store struct {
-	db     *sql.DB
-	ownsDB bool
-	q      queries
+	db      *sql.DB
+	ownsDB  bool
+	q       queries
+	acquire time.Duration // how long an operation waits for a connection; 0: as long as its ctx allows
 
 	stop    context.CancelFunc
 	done    chan struct{}
@@ -55,6 +56,7 @@ type config struct {
 	schema   string
 	cleanup  time.Duration
 	maxConns int
+	acquire  time.Duration // WithAcquireTimeout
 }
 
 // Option configures Open and OpenDB.
@@ -158,7 +160,7 @@ func open(ctx context.Context, db *sql.DB, cfg config) (*Store, error) {
 	if err := migrate(ctx, db, cfg.schema, prefix); err != nil {
 		return nil, fmt.Errorf("postgres store: migrate: %w", err)
 	}
-	s := &Store{db: db, q: newQueries(prefix), done: make(chan struct{})}
+	s := &Store{db: db, q: newQueries(prefix), acquire: cfg.acquire, done: make(chan struct{})}
 	bg, stop := context.WithCancel(context.Background())
 	s.stop = stop
 	go s.cleanupLoop(bg, cfg.cleanup)
@@ -206,7 +208,7 @@ func (s *Store) cleanupLoop(ctx context.Context, every time.Duration) {
 func (s *Store) Cleanup(ctx context.Context) (int64, error) {
 	var total int64
 	for {
-		res, err := s.db.ExecContext(ctx, s.q.sweepKeys, cleanupBatch)
+		res, err := s.exec(ctx, s.q.sweepKeys, cleanupBatch)
 		if err != nil {
 			return total, fmt.Errorf("postgres store: cleanup: %w", err)
 		}
@@ -219,7 +221,7 @@ func (s *Store) Cleanup(ctx context.Context) (int64, error) {
 			break
 		}
 	}
-	if _, err := s.db.ExecContext(ctx, s.q.sweepLeases); err != nil {
+	if _, err := s.exec(ctx, s.q.sweepLeases); err != nil {
 		return total, fmt.Errorf("postgres store: cleanup leases: %w", err)
 	}
 	return total, nil

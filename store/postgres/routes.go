@@ -20,7 +20,7 @@ func (s *Store) PutRoutes(ctx context.Context, task string, routes [][]byte) err
 	if len(routes) == 0 {
 		return nil
 	}
-	if _, err := s.db.ExecContext(ctx, s.q.putRoutes, []byte(task), routes); err != nil {
+	if _, err := s.exec(ctx, s.q.putRoutes, []byte(task), routes); err != nil {
 		return fmt.Errorf("postgres store: put routes of %q: %w", task, err)
 	}
 	return nil
@@ -31,9 +31,9 @@ func (s *Store) DeleteRoutes(ctx context.Context, task string, routes [][]byte) 
 	var err error
 	switch {
 	case routes == nil:
-		_, err = s.db.ExecContext(ctx, s.q.deleteTask, []byte(task))
+		_, err = s.exec(ctx, s.q.deleteTask, []byte(task))
 	case len(routes) > 0:
-		_, err = s.db.ExecContext(ctx, s.q.deleteRoutes, []byte(task), routes)
+		_, err = s.exec(ctx, s.q.deleteRoutes, []byte(task), routes)
 	}
 	if err != nil {
 		return fmt.Errorf("postgres store: delete routes of %q: %w", task, err)
@@ -47,7 +47,7 @@ func (s *Store) BumpGeneration(ctx context.Context, task string) (uint64, error)
 		return 0, err
 	}
 	var gen int64
-	if err := s.db.QueryRowContext(ctx, s.q.bump, []byte(task)).Scan(&gen); err != nil {
+	if err := s.queryRow(ctx, s.q.bump, []any{[]byte(task)}, &gen); err != nil {
 		return 0, fmt.Errorf("postgres store: bump the generation of %q: %w", task, err)
 	}
 	return uint64(gen), nil
@@ -65,10 +65,11 @@ func (s *Store) Lookup(ctx context.Context, routes [][]byte, after string, limit
 	if len(routes) == 0 {
 		return out, nil
 	}
-	rows, err := s.db.QueryContext(ctx, s.q.lookup, routes, []byte(after), limit)
+	rows, done, err := s.query(ctx, s.q.lookup, routes, []byte(after), limit)
 	if err != nil {
 		return nil, fmt.Errorf("postgres store: lookup: %w", err)
 	}
+	defer done()
 	defer rows.Close()
 	for rows.Next() {
 		var ord, gen int64

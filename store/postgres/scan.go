@@ -15,15 +15,17 @@ import (
 // the primary key: tool.Tool.RestoreTasks reads all of a tool's stored tasks with it.
 func (s *Store) Scan(ctx context.Context, prefix string) ([]store.Entry, error) {
 	var rows *sql.Rows
+	var done func()
 	var err error
 	if end, ok := successor(prefix); ok {
-		rows, err = s.db.QueryContext(ctx, s.q.scanRange, []byte(prefix), end)
+		rows, done, err = s.query(ctx, s.q.scanRange, []byte(prefix), end)
 	} else {
-		rows, err = s.db.QueryContext(ctx, s.q.scanFrom, []byte(prefix))
+		rows, done, err = s.query(ctx, s.q.scanFrom, []byte(prefix))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("postgres store: scan %q: %w", prefix, err)
 	}
+	defer done()
 	defer rows.Close()
 	var out []store.Entry
 	for rows.Next() {
@@ -49,10 +51,11 @@ func (s *Store) ScanExcept(ctx context.Context, prefix string, except []string) 
 			return slices.ContainsFunc(except, func(x string) bool { return strings.HasPrefix(e.Key, x) })
 		}), err
 	}
-	rows, err := s.db.QueryContext(ctx, s.q.scanRanges, lows, highs)
+	rows, done, err := s.query(ctx, s.q.scanRanges, lows, highs)
 	if err != nil {
 		return nil, fmt.Errorf("postgres store: scan %q: %w", prefix, err)
 	}
+	defer done()
 	defer rows.Close()
 	var out []store.Entry
 	for rows.Next() {

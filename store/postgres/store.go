@@ -92,7 +92,7 @@ func newQueries(prefix string) queries {
 // Get returns key's value, or store.ErrNotFound when it is absent or expired.
 func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
 	var v []byte
-	err := s.db.QueryRowContext(ctx, s.q.get, []byte(key)).Scan(&v)
+	err := s.queryRow(ctx, s.q.get, []any{[]byte(key)}, &v)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, store.ErrNotFound
 	}
@@ -107,7 +107,7 @@ func (s *Store) Put(ctx context.Context, key string, value []byte) error {
 	if err := checkKey(key); err != nil {
 		return err
 	}
-	if _, err := s.db.ExecContext(ctx, s.q.put, []byte(key), nonNil(value)); err != nil {
+	if _, err := s.exec(ctx, s.q.put, []byte(key), nonNil(value)); err != nil {
 		return fmt.Errorf("postgres store: put %q: %w", key, err)
 	}
 	return nil
@@ -119,7 +119,7 @@ func (s *Store) PutTTL(ctx context.Context, key string, value []byte, ttl time.D
 	if err := checkKey(key); err != nil {
 		return err
 	}
-	if _, err := s.db.ExecContext(ctx, s.q.putTTL, []byte(key), nonNil(value), ttl.Microseconds()); err != nil {
+	if _, err := s.exec(ctx, s.q.putTTL, []byte(key), nonNil(value), ttl.Microseconds()); err != nil {
 		return fmt.Errorf("postgres store: put %q: %w", key, err)
 	}
 	return nil
@@ -145,7 +145,7 @@ func (s *Store) PutBatch(ctx context.Context, writes []store.Write) error {
 	if len(keys) == 0 {
 		return nil
 	}
-	if _, err := s.db.ExecContext(ctx, s.q.putBatch, keys, values, ttls); err != nil {
+	if _, err := s.exec(ctx, s.q.putBatch, keys, values, ttls); err != nil {
 		return fmt.Errorf("postgres store: put %d keys (%q, ...): %w", len(keys), keys[0], err)
 	}
 	return nil
@@ -153,7 +153,7 @@ func (s *Store) PutBatch(ctx context.Context, writes []store.Write) error {
 
 // Delete removes key; an absent key is not an error.
 func (s *Store) Delete(ctx context.Context, key string) error {
-	if _, err := s.db.ExecContext(ctx, s.q.del, []byte(key)); err != nil {
+	if _, err := s.exec(ctx, s.q.del, []byte(key)); err != nil {
 		return fmt.Errorf("postgres store: delete %q: %w", key, err)
 	}
 	return nil
@@ -162,15 +162,17 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 // List returns the live keys that start with prefix, sorted bytewise.
 func (s *Store) List(ctx context.Context, prefix string) ([]string, error) {
 	var rows *sql.Rows
+	var done func()
 	var err error
 	if end, ok := successor(prefix); ok {
-		rows, err = s.db.QueryContext(ctx, s.q.listRange, []byte(prefix), end)
+		rows, done, err = s.query(ctx, s.q.listRange, []byte(prefix), end)
 	} else {
-		rows, err = s.db.QueryContext(ctx, s.q.listFrom, []byte(prefix))
+		rows, done, err = s.query(ctx, s.q.listFrom, []byte(prefix))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("postgres store: list %q: %w", prefix, err)
 	}
+	defer done()
 	defer rows.Close()
 	var keys []string
 	for rows.Next() {
@@ -195,9 +197,9 @@ func (s *Store) CompareAndSwap(ctx context.Context, key string, old, next []byte
 	var res sql.Result
 	var err error
 	if old == nil {
-		res, err = s.db.ExecContext(ctx, s.q.casInsert, []byte(key), nonNil(next))
+		res, err = s.exec(ctx, s.q.casInsert, []byte(key), nonNil(next))
 	} else {
-		res, err = s.db.ExecContext(ctx, s.q.casUpdate, []byte(key), old, nonNil(next))
+		res, err = s.exec(ctx, s.q.casUpdate, []byte(key), old, nonNil(next))
 	}
 	if err != nil {
 		return false, fmt.Errorf("postgres store: compare-and-swap %q: %w", key, err)
@@ -216,7 +218,7 @@ func (s *Store) Claim(ctx context.Context, key string, value []byte, ttl time.Du
 	if err := checkKey(key); err != nil {
 		return false, nil, err
 	}
-	if err := s.db.QueryRowContext(ctx, s.q.claim, []byte(key), nonNil(value), ttl.Microseconds()).Scan(&current); err != nil {
+	if err := s.queryRow(ctx, s.q.claim, []any{[]byte(key), nonNil(value), ttl.Microseconds()}, &current); err != nil {
 		return false, nil, fmt.Errorf("postgres store: claim %q: %w", key, err)
 	}
 	if string(current) == string(value) {
@@ -231,7 +233,7 @@ func (s *Store) Lease(ctx context.Context, key, owner string, ttl time.Duration)
 	if err := checkKey(key); err != nil {
 		return false, err
 	}
-	res, err := s.db.ExecContext(ctx, s.q.lease, []byte(key), []byte(owner), ttl.Microseconds())
+	res, err := s.exec(ctx, s.q.lease, []byte(key), []byte(owner), ttl.Microseconds())
 	if err != nil {
 		return false, fmt.Errorf("postgres store: lease %q: %w", key, err)
 	}
@@ -244,7 +246,7 @@ func (s *Store) Lease(ctx context.Context, key, owner string, ttl time.Duration)
 
 // Release gives up owner's lease on key; it does nothing when owner does not hold it.
 func (s *Store) Release(ctx context.Context, key, owner string) error {
-	if _, err := s.db.ExecContext(ctx, s.q.release, []byte(key), []byte(owner)); err != nil {
+	if _, err := s.exec(ctx, s.q.release, []byte(key), []byte(owner)); err != nil {
 		return fmt.Errorf("postgres store: release %q: %w", key, err)
 	}
 	return nil
