@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/commonagents-go/tool/store"
@@ -15,9 +16,11 @@ import (
 type queries struct {
 	get, put, putTTL, putBatch, del, listFrom, listRange, casInsert, casUpdate, claim string
 	lease, release, sweepKeys, sweepLeases                                            string
-	scanFrom, scanRange, scanRanges                                                   string // Scan, ScanExcept (scan.go)
+	scanFrom, scanRange                                                               string // Scan (scan.go)
 	putRoutes, deleteRoutes, deleteTask, bump, lookup                                 string // RouteStore (routes.go)
 	setExpiry, deleteExpiry, expired                                                  string // TaskExpiryStore (expiry.go)
+
+	scanRanges func(n int) string // ScanExcept (scan.go): n ranges
 }
 
 func newQueries(prefix string) queries {
@@ -25,6 +28,18 @@ func newQueries(prefix string) queries {
 	expiry := prefix + "tool_task_expiry"
 	const live = `(expires_at IS NULL OR expires_at > now())`
 	return queries{
+		// n [low, high) ranges, $1 to $2n, each a range scan over the primary key.
+		scanRanges: func(n int) string {
+			var b strings.Builder
+			for i := range n {
+				if i > 0 {
+					b.WriteString(" UNION ALL ")
+				}
+				fmt.Fprintf(&b, "SELECT key, value FROM %s WHERE key >= $%d AND key < $%d AND %s", kv, 2*i+1, 2*i+2, live)
+			}
+			b.WriteString(" ORDER BY key")
+			return b.String()
+		},
 		get: `SELECT value FROM ` + kv + ` WHERE key = $1 AND ` + live,
 		put: `INSERT INTO ` + kv + ` (key, value) VALUES ($1, $2)
 			ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, expires_at = NULL`,
@@ -61,13 +76,9 @@ func newQueries(prefix string) queries {
 		// a key that had just expired survives the sweep.
 		sweepKeys: `DELETE FROM ` + kv + ` WHERE key IN (SELECT key FROM ` + kv + ` WHERE expires_at <= now() LIMIT $1)
 			AND expires_at <= now()`,
-		sweepLeases: `DELETE FROM ` + leases + ` WHERE until <= now()`,
-		scanFrom:    `SELECT key, value FROM ` + kv + ` WHERE key >= $1 AND ` + live + ` ORDER BY key`,
-		scanRange:   `SELECT key, value FROM ` + kv + ` WHERE key >= $1 AND key < $2 AND ` + live + ` ORDER BY key`,
-		// Each [low, high) range in order, each a range scan over the primary key.
-		scanRanges: `SELECT x.key, x.value FROM unnest($1::bytea[], $2::bytea[]) WITH ORDINALITY AS r(low, high, ord)
-			CROSS JOIN LATERAL (SELECT key, value FROM ` + kv + ` WHERE key >= r.low AND key < r.high AND ` + live + `) x
-			ORDER BY r.ord, x.key`,
+		sweepLeases:  `DELETE FROM ` + leases + ` WHERE until <= now()`,
+		scanFrom:     `SELECT key, value FROM ` + kv + ` WHERE key >= $1 AND ` + live + ` ORDER BY key`,
+		scanRange:    `SELECT key, value FROM ` + kv + ` WHERE key >= $1 AND key < $2 AND ` + live + ` ORDER BY key`,
 		putRoutes:    `INSERT INTO ` + routes + ` (route, task) SELECT r, $1 FROM unnest($2::bytea[]) AS r ON CONFLICT DO NOTHING`,
 		deleteRoutes: `DELETE FROM ` + routes + ` WHERE task = $1 AND route = ANY($2::bytea[]) AND octet_length(route) > 0`,
 		deleteTask:   `DELETE FROM ` + routes + ` WHERE task = $1`,

@@ -123,7 +123,7 @@ func statementKind(sql string) string {
 		return "put_batch"
 	case strings.Contains(sql, "expires_at = EXCLUDED.expires_at"):
 		return "put_ttl"
-	case strings.HasPrefix(sql, "SELECT key, value"), strings.HasPrefix(sql, "SELECT x.key, x.value"):
+	case strings.HasPrefix(sql, "SELECT key, value"):
 		return "scan"
 	case strings.HasPrefix(sql, "SELECT value"):
 		return "get"
