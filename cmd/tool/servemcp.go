@@ -104,15 +104,18 @@ func runServeMCP(ctx context.Context, fs *flag.FlagSet, args []string, stdout, s
 	if hf.addr != "" {
 		return serveHTTP(ctx, fs, stderr, hf, pos[0], opts, bindings, *taskContext)
 	}
-	task, code := startTask(ctx, fs, stderr, "serve-mcp", pos[0], opts, bindings, *taskContext, "")
-	if task == nil {
+	t, c, code := loadChecked(ctx, fs, stderr, pos[0], opts, bindings, "")
+	if t == nil {
 		return code
 	}
-	c := tool.Capability{}
-	if len(bindings) > 0 {
-		c.Bindings = bindings
+	// The upstream servers' requests reach the stdio client as they came, as over HTTP (mcpserve.StdioRelay).
+	relay := mcpserve.NewStdioRelay()
+	task, err := t.NewTask(ctx, tool.TaskConfig{Capability: c, Context: *taskContext, MCPRelay: relay})
+	if err != nil {
+		fmt.Fprintf(stderr, "tool serve-mcp: %v\n", contextProblems(err))
+		return exitProblem
 	}
-	serveErr := mcpserve.ForTask(task, c).ServeStdio(ctx, os.Stdin, stdout, server.WithWorkerPoolSize(*workers))
+	serveErr := mcpserve.ForStdioTask(task, c, relay).ServeStdio(ctx, os.Stdin, stdout, server.WithWorkerPoolSize(*workers))
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), serveTeardown)
 	defer cancel()
 	if err := task.Close(cctx); err != nil {
