@@ -29,6 +29,7 @@ type httpServe struct {
 	maxProcesses   int
 	idle           time.Duration
 	door           *door
+	upstream       *upstreamFlags
 }
 
 // defaultMaxProcesses bounds the processes of a session's task unless --max-processes says otherwise.
@@ -46,6 +47,7 @@ func httpFlags(fs *flag.FlagSet) *httpServe {
 		"running at once: stdio MCP servers, exec programs and servers (`N`; 0: no bound)")
 	fs.DurationVar(&h.idle, "idle-timeout", mcpserve.DefaultIdleTimeout, "end a session idle this long (`D`)")
 	h.door = doorFlags(fs)
+	h.upstream = upstreamAuthFlags(fs)
 	return h
 }
 
@@ -67,6 +69,10 @@ func serveHTTP(ctx context.Context, fs *flag.FlagSet, stderr io.Writer, hf *http
 	}
 	if door != nil && token != "" {
 		return usageError(fs, "--token-env and --resource-url exclude each other: one door")
+	}
+	conn, err := hf.upstream.connector(hf.door.resourceURL, hf.door.allowLoopback, tool.SystemClock{}, stderr)
+	if err != nil {
+		return usageError(fs, "%v", err)
 	}
 	host, _, err := net.SplitHostPort(hf.addr)
 	if err != nil {
@@ -99,6 +105,9 @@ func serveHTTP(ctx context.Context, fs *flag.FlagSet, stderr io.Writer, hf *http
 			if u, ok := resource.UserFrom(ctx); ok {
 				cfg.Subject = u.Key()
 			}
+			if conn != nil { // --upstream-auth: the user's own grants, asked for through their client
+				cfg.MCPAuthorizer = conn.client
+			}
 			task, err := t.NewTask(ctx, cfg)
 			return task, contextProblems(err)
 		}
@@ -123,6 +132,9 @@ func serveHTTP(ctx context.Context, fs *flag.FlagSet, stderr io.Writer, hf *http
 	mux := http.NewServeMux()
 	if door != nil {
 		guard(mux, door, sessions)
+		if conn != nil {
+			conn.routes(mux)
+		}
 	} else {
 		mux.Handle("/mcp", bearer(token, sessions))
 	}
