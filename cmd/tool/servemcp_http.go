@@ -70,7 +70,8 @@ func serveHTTP(ctx context.Context, fs *flag.FlagSet, stderr io.Writer, hf *http
 	if door != nil && token != "" {
 		return usageError(fs, "--token-env and --resource-url exclude each other: one door")
 	}
-	conn, err := hf.upstream.connector(hf.door.resourceURL, hf.door.allowLoopback, tool.SystemClock{}, stderr)
+	conn, err := hf.upstream.connector(hf.door.resourceURL, door, hf.door.scopeList(), hf.door.allowLoopback,
+		tool.SystemClock{}, stderr)
 	if err != nil {
 		return usageError(fs, "%v", err)
 	}

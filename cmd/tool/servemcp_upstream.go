@@ -21,27 +21,35 @@ import (
 	"github.com/commonagents-go/tool"
 	"github.com/commonagents-go/tool/mcpauth"
 	"github.com/commonagents-go/tool/mcpserve"
+	"github.com/commonagents-go/tool/mcpserve/resource"
+	"golang.org/x/oauth2"
 )
 
 // Behind the door (--resource-url), --upstream-auth gives the sessions' tasks the upstream grants of the door's
 // user (an mcpauth.Client as TaskConfig.MCPAuthorizer): the client's own token goes no further than the door. When
 // an upstream needs the user's authorization, the session's client is sent a URL-mode elicitation (or the call's
-// -32042 error) whose URL is the gateway's connect route, never the authorization server's URL.
+// -32042 error) whose URL is the gateway's connect link, never the authorization server's URL.
 //
-// The browser that comes back to the callback is not authenticated to the gateway, so the completion is bound to
-// the browser that opened the connect link: the connect route sets a short-lived HttpOnly, SameSite=Lax cookie
-// that holds, sealed, the digest of the authorization's state, its end user and its end, and only then redirects to
-// the authorization server; the callback completes an authorization only for the browser holding the cookie of
-// that very state, and for that cookie's end user (mcpauth.Client.CompleteAuthorization's expected subject). The
-// connect link itself holds, sealed, the authorization URL, the end user and the end: it opens on any replica that
-// has the sealing key, and tells nothing to whoever reads it. docs/security.md says what this does and does not
-// defend against.
+// The browser that opens the link, and later comes back to the callback, carries no token of the door's, so:
+//   - the link holds, sealed (AES-GCM under the sealing key), the authorization URL, its end user and its end: it
+//     opens on any replica with the key and tells nothing to whoever reads it;
+//   - the connect route signs the browser in at the door's issuer (servemcp_login.go) and goes on only when the
+//     signed-in user is the link's: a link handed to someone else binds nothing;
+//   - it then sets a short-lived HttpOnly, SameSite=Lax cookie holding, sealed, the digest of the authorization's
+//     state, its end user and its end, and redirects to the authorization server;
+//   - the callback completes an authorization only for the browser holding the cookie of that very state, and
+//     for the cookie's end user (mcpauth.Client.CompleteAuthorization's expected subject): the authorization
+//     server's URL, or its callback, handed to another browser completes nothing.
+//
+// docs/security.md says what this defends against and what it leaves to the deployment.
 
 // upstreamFlags holds serve-mcp's flags for authorizing upstream servers per user.
 type upstreamFlags struct {
 	enabled   bool
 	clientEnv string // NAME: NAME_ID, NAME_SECRET, NAME_ISSUER: a client pre-registered with the upstreams' issuer
 	sealEnv   string // NAME: a base64 AES key that seals grants, pending authorizations, links and cookies
+	loginEnv  string // NAME: NAME_ID, NAME_SECRET: the gateway's client at the door's issuer, to sign browsers in
+	skipLogin bool   // no sign-in at the connect link: the cookie binding alone
 }
 
 func upstreamAuthFlags(fs *flag.FlagSet) *upstreamFlags {
@@ -53,13 +61,18 @@ func upstreamAuthFlags(fs *flag.FlagSet) *upstreamFlags {
 	fs.StringVar(&u.sealEnv, "upstream-seal-env", "", "the environment variable `NAME` holds a base64 AES key (16, "+
 		"24 or 32 bytes; the same on every replica) sealing grants, pending authorizations and connect links; "+
 		"default: a key of this process")
+	fs.StringVar(&u.loginEnv, "upstream-login-client-env", "", "the gateway's OAuth client at the door's issuer "+
+		"(`NAME`_ID, NAME_SECRET): a browser opening a connect link signs in there, and must be the link's user")
+	fs.BoolVar(&u.skipLogin, "upstream-skip-login", false, "do not check who opens a connect link (a user who "+
+		"hands their link to someone else has that person's upstream account bound to them; docs/security.md)")
 	return u
 }
 
-// Routes of the upstream authorization, under the door's /mcp: published as --resource-url + /oauth/connect and
-// /oauth/callback.
+// Routes of the upstream authorization, under the door's /mcp: published as --resource-url + /oauth/connect,
+// /oauth/login and /oauth/callback.
 const (
 	connectPath  = "/mcp/oauth/connect"
+	loginPath    = "/mcp/oauth/login"
 	callbackPath = "/mcp/oauth/callback"
 )
 
@@ -74,20 +87,27 @@ type connector struct {
 	secure  bool   // https: the cookie is Secure
 	stderr  io.Writer
 	now     func() time.Time
+	login   *login // nil: --upstream-skip-login
 	mu      sync.Mutex
 	waiting map[string]chan struct{} // elicitation ID → closed when its callback completed here
 }
 
 // connector returns the upstream authorization for the door at resourceURL, nil when --upstream-auth is not given.
-func (u *upstreamFlags) connector(resourceURL string, allowLoopback bool, clock tool.Clock, stderr io.Writer) (*connector, error) {
+func (u *upstreamFlags) connector(resourceURL string, door *resource.Server, scopes []string, allowLoopback bool,
+	clock tool.Clock, stderr io.Writer) (*connector, error) {
 	if !u.enabled {
-		if u.clientEnv != "" || u.sealEnv != "" {
-			return nil, errors.New("--upstream-client-env and --upstream-seal-env need --upstream-auth")
+		if u.clientEnv != "" || u.sealEnv != "" || u.loginEnv != "" || u.skipLogin {
+			return nil, errors.New("--upstream-client-env, --upstream-seal-env, --upstream-login-client-env and " +
+				"--upstream-skip-login need --upstream-auth")
 		}
 		return nil, nil
 	}
-	if resourceURL == "" {
+	if door == nil {
 		return nil, errors.New("--upstream-auth needs --resource-url: the door says whose grants a session uses")
+	}
+	if (u.loginEnv == "") == !u.skipLogin {
+		return nil, errors.New("--upstream-auth needs --upstream-login-client-env (who opens a connect link is " +
+			"checked), or --upstream-skip-login")
 	}
 	pub, err := url.Parse(strings.TrimSuffix(resourceURL, "/"))
 	if err != nil || pub.Host == "" || (pub.Scheme != "https" && pub.Scheme != "http") {
@@ -107,11 +127,19 @@ func (u *upstreamFlags) connector(resourceURL string, allowLoopback bool, clock 
 	if err != nil {
 		return nil, fmt.Errorf("--upstream-seal-env %s: %v", u.sealEnv, err)
 	}
+	guarded := mcpauth.Guard{AllowLoopback: allowLoopback}.Client()
 	c := &connector{seal: seal, public: pub.String(), path: pub.Path + "/oauth/", secure: pub.Scheme == "https",
 		stderr: stderr, now: clock.Now, waiting: map[string]chan struct{}{}}
+	if u.loginEnv != "" {
+		c.login = &login{door: door, resource: resourceURL, scopes: scopes, http: guarded,
+			clientID: os.Getenv(u.loginEnv + "_ID"), secret: os.Getenv(u.loginEnv + "_SECRET")}
+		if c.login.clientID == "" {
+			return nil, fmt.Errorf("--upstream-login-client-env %s: %s_ID is empty or not set", u.loginEnv, u.loginEnv)
+		}
+	}
 	cfg := mcpauth.Config{RedirectURL: c.public + "/oauth/callback", Register: u.clientEnv == "",
 		ClientName: "tool serve-mcp", Sealer: seal, RefreshTokens: true, OnAuthorization: c.onAuthorization,
-		HTTPClient: mcpauth.Guard{AllowLoopback: allowLoopback}.Client(), Now: clock.Now}
+		HTTPClient: guarded, Now: clock.Now}
 	if u.clientEnv != "" {
 		rc := mcpauth.RegisteredClient{ClientID: os.Getenv(u.clientEnv + "_ID"), Secret: os.Getenv(u.clientEnv + "_SECRET"),
 			Issuer: os.Getenv(u.clientEnv + "_ISSUER")}
@@ -134,12 +162,14 @@ func (u *upstreamFlags) connector(resourceURL string, allowLoopback bool, clock 
 // routes mounts the connect and callback routes on mux: outside the door, a browser carries no token.
 func (c *connector) routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET "+connectPath, c.connect)
+	mux.HandleFunc("GET "+loginPath, c.loggedIn)
 	mux.HandleFunc("GET "+callbackPath, c.callback)
 }
 
 // link is the content of a connect link, sealed.
 type link struct {
 	Subject string `json:"s"`
+	Issuer  string `json:"o,omitempty"` // the door's issuer of the user, "" when unknown
 	AuthURL string `json:"a"`
 	ID      string `json:"i"`
 	Expires int64  `json:"e"`
@@ -201,8 +231,11 @@ func (c *connector) cookieName(d string) string {
 // then sent again with the new grant, in the same call.
 func (c *connector) onAuthorization(ctx context.Context, r mcpauth.AuthorizationRequest) error {
 	id := rand.Text()
-	sealed, err := c.sealJSON(link{Subject: r.Subject, AuthURL: r.AuthorizationURL, ID: id, Expires: r.Expires.Unix()},
-		linkAAD)
+	l := link{Subject: r.Subject, AuthURL: r.AuthorizationURL, ID: id, Expires: r.Expires.Unix()}
+	if u, ok := resource.UserFrom(ctx); ok {
+		l.Issuer = u.Issuer
+	}
+	sealed, err := c.sealJSON(l, linkAAD)
 	if err != nil {
 		return fmt.Errorf("sealing the connect link: %w", err)
 	}
@@ -263,6 +296,19 @@ func (c *connector) connect(w http.ResponseWriter, r *http.Request) {
 		page(w, http.StatusBadRequest, "This authorization link is not valid.")
 		return
 	}
+	if time.Unix(l.Expires, 0).Sub(c.now()) <= 0 {
+		page(w, http.StatusGone, "This authorization link has expired: call the tool again for a new one.")
+		return
+	}
+	if c.login != nil {
+		c.signIn(w, r, l)
+		return
+	}
+	c.bind(w, r, l)
+}
+
+// bind binds this browser to the authorization of l (the cookie), then sends it to the authorization server.
+func (c *connector) bind(w http.ResponseWriter, r *http.Request, l link) {
 	left := time.Unix(l.Expires, 0).Sub(c.now())
 	au, err := url.Parse(l.AuthURL)
 	if left <= 0 || err != nil || au.Query().Get("state") == "" {
@@ -324,4 +370,14 @@ func (c *connector) callback(w http.ResponseWriter, r *http.Request) {
 	c.mu.Unlock()
 	page(w, http.StatusOK, fmt.Sprintf("The MCP server %s is authorized: you may close this page and return to "+
 		"your conversation.", done.Server))
+}
+
+// oauthContext carries the guarded client to x/oauth2, for the sign-in's token request.
+func (c *connector) oauthContext(r *http.Request) context.Context {
+	return context.WithValue(r.Context(), oauth2.HTTPClient, c.login.http)
+}
+
+// logf writes a diagnostic that holds no secret to stderr.
+func (c *connector) logf(format string, args ...any) {
+	fmt.Fprintf(c.stderr, "tool serve-mcp: "+format+"\n", args...)
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -167,14 +168,20 @@ type browser struct {
 	client *http.Client
 }
 
-func newBrowser(t *testing.T, gatewayAddr string, asURL, asUser string, follow bool) *browser {
+// newBrowser is the browser of a person signed in as doorUser at the door's issuer and as asUser at the upstream's
+// authorization server. Unless follow, it stops before the upstream's authorization server, as a person who copies
+// that URL instead of going on.
+func (g *upstreamGateway) newBrowser(t *testing.T, doorUser, asUser string, follow bool) *browser {
 	t.Helper()
 	jar, err := cookiejar.New(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	u, _ := url.Parse(asURL)
+	u, _ := url.Parse(g.as.URL)
 	jar.SetCookies(u, []*http.Cookie{{Name: "as-user", Value: asUser, Path: "/"}})
+	d, _ := url.Parse(g.door.URL)
+	jar.SetCookies(d, []*http.Cookie{{Name: "door-user", Value: doorUser, Path: "/"}})
+	gatewayAddr, asURL := g.addr, g.as.URL
 	tr := &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 		if host, _, _ := net.SplitHostPort(addr); host == gatewayHost {
 			addr = gatewayAddr
@@ -184,7 +191,12 @@ func newBrowser(t *testing.T, gatewayAddr string, asURL, asUser string, follow b
 	t.Cleanup(tr.CloseIdleConnections)
 	b := &browser{jar: jar, client: &http.Client{Jar: jar, Transport: tr}}
 	if !follow {
-		b.client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+		b.client.CheckRedirect = func(req *http.Request, _ []*http.Request) error {
+			if strings.HasPrefix(req.URL.String(), asURL+"/authorize") {
+				return http.ErrUseLastResponse
+			}
+			return nil
+		}
 	}
 	return b
 }
@@ -232,8 +244,9 @@ func newUpstreamGateway(t *testing.T) *upstreamGateway {
 	up := newProtectedUpstream(t, as)
 	door := newLocalIssuer(t)
 	file := writeFile(t, "gw.yaml", fmt.Sprintf(upstreamManifest, up))
-	srv := serveMCPHTTP(t, file, nil, "--resource-url", upstreamResourceURL, "--auth-issuer", door.URL,
-		"--auth-allow-loopback", "--upstream-auth", "--action-names")
+	srv := serveMCPHTTP(t, file, []string{"DOOR_CLIENT_ID=gateway"}, "--resource-url", upstreamResourceURL,
+		"--auth-issuer", door.URL, "--auth-allow-loopback", "--upstream-auth", "--upstream-login-client-env",
+		"DOOR_CLIENT", "--action-names")
 	u, _ := url.Parse(srv.url)
 	return &upstreamGateway{srv: srv, as: as, door: door, addr: u.Host}
 }
@@ -326,7 +339,7 @@ func checkNoSecrets(t *testing.T, g *upstreamGateway) {
 func TestServeMCPUpstreamAuthorizationByURLElicitation(t *testing.T) {
 	t.Parallel()
 	g := newUpstreamGateway(t)
-	alicesBrowser := newBrowser(t, g.addr, g.as.URL, "alice-upstream", true)
+	alicesBrowser := g.newBrowser(t, "alice", "alice-upstream", true)
 	var asked []*mcp.ElicitParams
 	var opened []int
 	cs := g.client(t, "alice", func(e *mcp.ElicitParams) string {
@@ -363,21 +376,21 @@ func TestServeMCPUpstreamAuthorizationIsBoundToTheBrowser(t *testing.T) {
 	checkConnectLink(t, g, &alicesLink)
 
 	// Alice opens her link but goes no further: the gateway sends her to the authorization server.
-	alicesHand := newBrowser(t, g.addr, g.as.URL, "alice-upstream", false)
+	alicesHand := g.newBrowser(t, "alice", "alice-upstream", false)
 	status, authURL, _ := alicesHand.open(t, alicesLink.URL)
 	if status != http.StatusFound || !strings.HasPrefix(authURL, g.as.URL+"/authorize?") {
 		t.Fatalf("the connect link answered %d to %q, want a redirect to the authorization server", status, authURL)
 	}
 
 	// Mallory's browser, which never opened Alice's link, is given the authorization server's URL.
-	mallory := newBrowser(t, g.addr, g.as.URL, "mallory-upstream", true)
+	mallory := g.newBrowser(t, "mallory", "mallory-upstream", true)
 	if status, _, _ := mallory.open(t, authURL); status != http.StatusForbidden {
 		t.Errorf("another browser completing Alice's authorization: status %d, want 403", status)
 	}
 	// Bob opens his own link, then Alice's authorization server URL, in his browser.
 	_, err = whoami(bob)
 	bobsLink := elicitationRequired(t, err)[0]
-	bobsBrowser := newBrowser(t, g.addr, g.as.URL, "bob-upstream", false)
+	bobsBrowser := g.newBrowser(t, "bob", "bob-upstream", false)
 	if status, _, _ := bobsBrowser.open(t, bobsLink.URL); status != http.StatusFound {
 		t.Fatalf("Bob's link answered %d, want a redirect", status)
 	}
@@ -407,4 +420,64 @@ func TestServeMCPUpstreamAuthorizationIsBoundToTheBrowser(t *testing.T) {
 	_, err = whoami(bob)
 	elicitationRequired(t, err)
 	checkNoSecrets(t, g)
+}
+
+// TestServeMCPUpstreamAuthorizationChecksWhoOpensTheLink: a connect link that Alice hands to Mallory (the phishing
+// of MCP's URL elicitation: Mallory would authorize her own upstream account for Alice's conversations, or the
+// reverse) signs Mallory's browser in at the door's issuer, finds Mallory there, not Alice, and stops before the
+// upstream's authorization server: nothing is granted, and Alice's own browser can still complete the link.
+func TestServeMCPUpstreamAuthorizationChecksWhoOpensTheLink(t *testing.T) {
+	t.Parallel()
+	g := newUpstreamGateway(t)
+	alice := g.client(t, "alice", nil)
+	_, err := whoami(alice)
+	link := elicitationRequired(t, err)[0]
+
+	mallory := g.newBrowser(t, "mallory", "mallory-upstream", true)
+	if status, _, body := mallory.open(t, link.URL); status != http.StatusForbidden || !strings.Contains(body, "someone else") {
+		t.Errorf("Mallory opening Alice's link: status %d: %s; want 403", status, body)
+	}
+	if n := g.as.issuedTo("mallory-upstream"); n != 0 {
+		t.Errorf("%d upstream tokens were issued to Mallory", n)
+	}
+	if _, err := whoami(alice); err == nil {
+		t.Fatal("Alice's call went through after Mallory opened her link")
+	}
+	if status, _, body := g.newBrowser(t, "alice", "alice-upstream", true).open(t, link.URL); status != http.StatusOK {
+		t.Fatalf("Alice opening her link: status %d: %s", status, body)
+	}
+	if who, err := whoami(alice); err != nil || who != "alice-upstream" {
+		t.Errorf("Alice's whoami: %q, %v", who, err)
+	}
+	checkNoSecrets(t, g)
+}
+
+// TestServeMCPUpstreamAuthFlags: --upstream-auth needs the door, and a decision on who may open a connect link;
+// its other flags need it.
+func TestServeMCPUpstreamAuthFlags(t *testing.T) {
+	t.Parallel()
+	file := writeFile(t, "calc.yaml", calcManifest)
+	door := []string{"--resource-url", "https://gw.example/mcp", "--auth-issuer", "https://issuer.example"}
+	for _, c := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no door", []string{"--upstream-auth", "--upstream-skip-login"}, "needs --resource-url"},
+		{"no sign-in decided", append([]string{"--upstream-auth"}, door...), "--upstream-login-client-env"},
+		{"both", append([]string{"--upstream-auth", "--upstream-skip-login", "--upstream-login-client-env", "X"}, door...),
+			"--upstream-skip-login"},
+		{"no upstream auth", append([]string{"--upstream-seal-env", "K"}, door...), "need --upstream-auth"},
+		{"bad key", append([]string{"--upstream-auth", "--upstream-skip-login", "--upstream-seal-env", "NO_SUCH_KEY_VAR"},
+			door...), "--upstream-seal-env"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(context.Background(), append([]string{"serve-mcp", file, "--http", "127.0.0.1:0"}, c.args...),
+				&stdout, &stderr)
+			if code != exitUsage || !strings.Contains(stderr.String(), c.want) {
+				t.Errorf("exit %d, stderr %q; want a usage error naming %s", code, stderr.String(), c.want)
+			}
+		})
+	}
 }
