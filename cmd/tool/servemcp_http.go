@@ -70,11 +70,12 @@ func serveHTTP(ctx context.Context, fs *flag.FlagSet, stderr io.Writer, hf *http
 	if door != nil && token != "" {
 		return usageError(fs, "--token-env and --resource-url exclude each other: one door")
 	}
-	conn, err := hf.upstream.connector(hf.door.resourceURL, door, hf.door.scopeList(), hf.door.allowLoopback,
+	conn, err := hf.upstream.connector(ctx, hf.door.resourceURL, door, hf.door.scopeList(), hf.door.allowLoopback,
 		tool.SystemClock{}, stderr)
 	if err != nil {
 		return usageError(fs, "%v", err)
 	}
+	defer conn.close()
 	host, _, err := net.SplitHostPort(hf.addr)
 	if err != nil {
 		return usageError(fs, "--http %s: %v", hf.addr, err)

@@ -22,6 +22,7 @@ import (
 	"github.com/commonagents-go/tool/mcpauth"
 	"github.com/commonagents-go/tool/mcpserve"
 	"github.com/commonagents-go/tool/mcpserve/resource"
+	"github.com/commonagents-go/tool/store/postgres"
 	"golang.org/x/oauth2"
 )
 
@@ -50,6 +51,7 @@ type upstreamFlags struct {
 	sealEnv   string // NAME: a base64 AES key that seals grants, pending authorizations, links and cookies
 	loginEnv  string // NAME: NAME_ID, NAME_SECRET: the gateway's client at the door's issuer, to sign browsers in
 	skipLogin bool   // no sign-in at the connect link: the cookie binding alone
+	storeEnv  string // NAME: a PostgreSQL DSN: grants and pending authorizations shared by the replicas
 }
 
 func upstreamAuthFlags(fs *flag.FlagSet) *upstreamFlags {
@@ -63,6 +65,9 @@ func upstreamAuthFlags(fs *flag.FlagSet) *upstreamFlags {
 		"default: a key of this process")
 	fs.StringVar(&u.loginEnv, "upstream-login-client-env", "", "the gateway's OAuth client at the door's issuer "+
 		"(`NAME`_ID, NAME_SECRET): a browser opening a connect link signs in there, and must be the link's user")
+	fs.StringVar(&u.storeEnv, "upstream-store-env", "", "the environment variable `NAME` holds a PostgreSQL DSN: "+
+		"grants and pending authorizations are kept there, for every replica (needs --upstream-seal-env); "+
+		"default: this process's memory")
 	fs.BoolVar(&u.skipLogin, "upstream-skip-login", false, "do not check who opens a connect link (a user who "+
 		"hands their link to someone else has that person's upstream account bound to them; docs/security.md)")
 	return u
@@ -87,20 +92,27 @@ type connector struct {
 	secure  bool   // https: the cookie is Secure
 	stderr  io.Writer
 	now     func() time.Time
-	login   *login // nil: --upstream-skip-login
+	login   *login          // nil: --upstream-skip-login
+	store   *postgres.Store // nil: memory
 	mu      sync.Mutex
 	waiting map[string]chan struct{} // elicitation ID → closed when its callback completed here
 }
 
 // connector returns the upstream authorization for the door at resourceURL, nil when --upstream-auth is not given.
-func (u *upstreamFlags) connector(resourceURL string, door *resource.Server, scopes []string, allowLoopback bool,
-	clock tool.Clock, stderr io.Writer) (*connector, error) {
+//
+// With --upstream-store-env it opens the PostgreSQL Store within ctx; close ends it.
+func (u *upstreamFlags) connector(ctx context.Context, resourceURL string, door *resource.Server, scopes []string,
+	allowLoopback bool, clock tool.Clock, stderr io.Writer) (*connector, error) {
 	if !u.enabled {
-		if u.clientEnv != "" || u.sealEnv != "" || u.loginEnv != "" || u.skipLogin {
-			return nil, errors.New("--upstream-client-env, --upstream-seal-env, --upstream-login-client-env and " +
-				"--upstream-skip-login need --upstream-auth")
+		if u.clientEnv != "" || u.sealEnv != "" || u.loginEnv != "" || u.skipLogin || u.storeEnv != "" {
+			return nil, errors.New("--upstream-client-env, --upstream-seal-env, --upstream-store-env, " +
+				"--upstream-login-client-env and --upstream-skip-login need --upstream-auth")
 		}
 		return nil, nil
+	}
+	if u.storeEnv != "" && u.sealEnv == "" {
+		return nil, errors.New("--upstream-store-env needs --upstream-seal-env: the replicas open each other's " +
+			"records with it, and no secret is written unsealed")
 	}
 	if door == nil {
 		return nil, errors.New("--upstream-auth needs --resource-url: the door says whose grants a session uses")
@@ -153,10 +165,28 @@ func (u *upstreamFlags) connector(resourceURL string, door *resource.Server, sco
 			return r, strings.TrimSuffix(issuer, "/") == strings.TrimSuffix(rc.Issuer, "/")
 		}
 	}
+	if u.storeEnv != "" {
+		dsn := os.Getenv(u.storeEnv)
+		if dsn == "" {
+			return nil, fmt.Errorf("--upstream-store-env %s: the variable is empty or not set", u.storeEnv)
+		}
+		if c.store, err = postgres.Open(ctx, dsn); err != nil {
+			return nil, fmt.Errorf("--upstream-store-env %s: %w", u.storeEnv, err) // never quotes the DSN
+		}
+		cfg.Store = c.store
+	}
 	if c.client, err = mcpauth.New(cfg); err != nil {
+		c.close()
 		return nil, err
 	}
 	return c, nil
+}
+
+// close ends the connector's Store, if it opened one; nil c is fine.
+func (c *connector) close() {
+	if c != nil && c.store != nil {
+		_ = c.store.Close()
+	}
 }
 
 // routes mounts the connect and callback routes on mux: outside the door, a browser carries no token.

@@ -15,6 +15,7 @@ import (
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -230,6 +231,7 @@ actions:
 
 // upstreamGateway is the built command serving a gateway with --upstream-auth in front of a protected upstream.
 type upstreamGateway struct {
+	file string // the manifest
 	srv  *httpServer
 	as   *upstreamAS
 	door *localIssuer
@@ -242,13 +244,20 @@ func newUpstreamGateway(t *testing.T) *upstreamGateway {
 	t.Helper()
 	as := newUpstreamAS(t)
 	up := newProtectedUpstream(t, as)
-	door := newLocalIssuer(t)
-	file := writeFile(t, "gw.yaml", fmt.Sprintf(upstreamManifest, up))
-	srv := serveMCPHTTP(t, file, []string{"DOOR_CLIENT_ID=gateway"}, "--resource-url", upstreamResourceURL,
-		"--auth-issuer", door.URL, "--auth-allow-loopback", "--upstream-auth", "--upstream-login-client-env",
-		"DOOR_CLIENT", "--action-names")
-	u, _ := url.Parse(srv.url)
-	return &upstreamGateway{srv: srv, as: as, door: door, addr: u.Host}
+	g := &upstreamGateway{as: as, door: newLocalIssuer(t)}
+	g.file = writeFile(t, "gw.yaml", fmt.Sprintf(upstreamManifest, up))
+	g.srv = g.replica(t, nil)
+	u, _ := url.Parse(g.srv.url)
+	g.addr = u.Host
+	return g
+}
+
+// replica starts a gateway process of g's, with env and extra flags.
+func (g *upstreamGateway) replica(t *testing.T, env []string, extra ...string) *httpServer {
+	t.Helper()
+	return serveMCPHTTP(t, g.file, append([]string{"DOOR_CLIENT_ID=gateway"}, env...), append([]string{
+		"--resource-url", upstreamResourceURL, "--auth-issuer", g.door.URL, "--auth-allow-loopback", "--upstream-auth",
+		"--upstream-login-client-env", "DOOR_CLIENT", "--action-names"}, extra...)...)
 }
 
 // client connects the door user sub to the gateway with a go-sdk client: with URL-mode elicitation answered by
@@ -480,4 +489,40 @@ func TestServeMCPUpstreamAuthFlags(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestServeMCPUpstreamAuthorizationOnAnyReplica: with a shared PostgreSQL Store and sealing key, the link one
+// replica hands out completes on another (whose browser it reached), and the first replica's next call uses the
+// grant. Needs TOOL_TEST_POSTGRES_DSN (scripts/postgres.sh).
+func TestServeMCPUpstreamAuthorizationOnAnyReplica(t *testing.T) {
+	dsn := os.Getenv("TOOL_TEST_POSTGRES_DSN")
+	if dsn == "" {
+		t.Skip("TOOL_TEST_POSTGRES_DSN is not set")
+	}
+	t.Parallel()
+	key := make([]byte, 32)
+	_, _ = rand.Read(key)
+	env := []string{"GW_SEAL=" + base64.StdEncoding.EncodeToString(key), "GW_STORE=" + dsn}
+	flags := []string{"--upstream-seal-env", "GW_SEAL", "--upstream-store-env", "GW_STORE"}
+	g := newUpstreamGateway(t)
+	g.srv = g.replica(t, env, flags...)
+	other := g.replica(t, env, flags...)
+	u, _ := url.Parse(other.url)
+	g.addr = u.Host // the browsers reach the other replica
+
+	alice := g.client(t, "alice", nil)
+	_, err := whoami(alice)
+	link := elicitationRequired(t, err)[0]
+	if status, _, body := g.newBrowser(t, "alice", "alice-upstream", true).open(t, link.URL); status != http.StatusOK {
+		t.Fatalf("completing on the other replica: status %d: %s\n%s", status, body, other.log())
+	}
+	if who, err := whoami(alice); err != nil || who != "alice-upstream" {
+		t.Errorf("Alice's whoami on the first replica: %q, %v", who, err)
+	}
+	for _, r := range []*httpServer{g.srv, other} {
+		if strings.Contains(r.log(), dsn) {
+			t.Errorf("a replica logged the DSN: %s", r.log())
+		}
+	}
+	checkNoSecrets(t, g)
 }
