@@ -18,6 +18,7 @@ import (
 	"github.com/commonagents-go/tool/facts"
 	"github.com/commonagents-go/tool/mcpserve"
 	"github.com/commonagents-go/tool/mcpserve/resource"
+	"github.com/mark3labs/mcp-go/mcp"
 )
 
 // httpServe holds serve-mcp's streamable HTTP flags.
@@ -124,6 +125,12 @@ func serveHTTP(ctx context.Context, fs *flag.FlagSet, stderr io.Writer, hf *http
 		cfg.Owner = func(r *http.Request) string { return digest(r.Header.Get("Authorization")) }
 	}
 	sessions := mcpserve.Handler(t, start, cfg)
+	if conn != nil {
+		conn.notify = func(session, elicitation string) {
+			_ = sessions.MCPServer().SendNotificationToSpecificClient(session,
+				string(mcp.MethodNotificationElicitationComplete), map[string]any{"elicitationId": elicitation})
+		}
+	}
 	wctx, stopWatch := context.WithCancel(ctx)
 	watched := make(chan struct{})
 	go func() {

@@ -23,6 +23,7 @@ import (
 	"github.com/commonagents-go/tool/mcpserve"
 	"github.com/commonagents-go/tool/mcpserve/resource"
 	"github.com/commonagents-go/tool/store/postgres"
+	"github.com/mark3labs/mcp-go/server"
 	"golang.org/x/oauth2"
 )
 
@@ -85,15 +86,18 @@ const (
 // connect and callback routes, and the waits of the calls whose users went to authorize. It is safe for concurrent
 // use.
 type connector struct {
-	client  *mcpauth.Client
-	seal    mcpauth.Sealer
-	public  string // --resource-url without a trailing slash
-	path    string // the cookie's path: the public path of the oauth routes
-	secure  bool   // https: the cookie is Secure
-	stderr  io.Writer
-	now     func() time.Time
-	login   *login          // nil: --upstream-skip-login
-	store   *postgres.Store // nil: memory
+	client *mcpauth.Client
+	seal   mcpauth.Sealer
+	public string // --resource-url without a trailing slash
+	path   string // the cookie's path: the public path of the oauth routes
+	secure bool   // https: the cookie is Secure
+	stderr io.Writer
+	now    func() time.Time
+	login  *login          // nil: --upstream-skip-login
+	store  *postgres.Store // nil: memory
+	// notify sends notifications/elicitation/complete for an elicitation to the MCP session that asked, when it
+	// lives on this replica; nil: none. Set before serving.
+	notify  func(session, elicitation string)
 	mu      sync.Mutex
 	waiting map[string]chan struct{} // elicitation ID → closed when its callback completed here
 }
@@ -199,6 +203,7 @@ func (c *connector) routes(mux *http.ServeMux) {
 // link is the content of a connect link, sealed.
 type link struct {
 	Subject string `json:"s"`
+	Session string `json:"m,omitempty"` // the MCP session whose call asked
 	Issuer  string `json:"o,omitempty"` // the door's issuer of the user, "" when unknown
 	AuthURL string `json:"a"`
 	ID      string `json:"i"`
@@ -209,6 +214,7 @@ type link struct {
 type binding struct {
 	State   string `json:"h"` // stateDigest of the authorization's state
 	Subject string `json:"s"`
+	Session string `json:"m,omitempty"`
 	ID      string `json:"i"`
 	Expires int64  `json:"e"`
 }
@@ -264,6 +270,9 @@ func (c *connector) onAuthorization(ctx context.Context, r mcpauth.Authorization
 	l := link{Subject: r.Subject, AuthURL: r.AuthorizationURL, ID: id, Expires: r.Expires.Unix()}
 	if u, ok := resource.UserFrom(ctx); ok {
 		l.Issuer = u.Issuer
+	}
+	if cs := server.ClientSessionFromContext(ctx); cs != nil {
+		l.Session = cs.SessionID()
 	}
 	sealed, err := c.sealJSON(l, linkAAD)
 	if err != nil {
@@ -346,7 +355,7 @@ func (c *connector) bind(w http.ResponseWriter, r *http.Request, l link) {
 		return
 	}
 	d := stateDigest(au.Query().Get("state"))
-	cookie, err := c.sealJSON(binding{State: d, Subject: l.Subject, ID: l.ID, Expires: l.Expires}, bindingAAD)
+	cookie, err := c.sealJSON(binding{State: d, Subject: l.Subject, Session: l.Session, ID: l.ID, Expires: l.Expires}, bindingAAD)
 	if err != nil {
 		page(w, http.StatusInternalServerError, "The authorization could not be started.")
 		return
@@ -398,6 +407,9 @@ func (c *connector) callback(w http.ResponseWriter, r *http.Request) {
 		delete(c.waiting, b.ID)
 	}
 	c.mu.Unlock()
+	if c.notify != nil && b.Session != "" {
+		c.notify(b.Session, b.ID) // the client may retry the call it was answered -32042 for
+	}
 	page(w, http.StatusOK, fmt.Sprintf("The MCP server %s is authorized: you may close this page and return to "+
 		"your conversation.", done.Server))
 }

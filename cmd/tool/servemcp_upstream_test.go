@@ -19,6 +19,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	mcpgoserver "github.com/mark3labs/mcp-go/server"
@@ -231,11 +232,13 @@ actions:
 
 // upstreamGateway is the built command serving a gateway with --upstream-auth in front of a protected upstream.
 type upstreamGateway struct {
-	file string // the manifest
-	srv  *httpServer
-	as   *upstreamAS
-	door *localIssuer
-	addr string // the gateway's address, where the browsers' gatewayHost goes
+	mu        sync.Mutex
+	completed map[string]chan string // door user → the elicitation IDs notifications/elicitation/complete named
+	file      string                 // the manifest
+	srv       *httpServer
+	as        *upstreamAS
+	door      *localIssuer
+	addr      string // the gateway's address, where the browsers' gatewayHost goes
 }
 
 const upstreamResourceURL = "http://" + gatewayHost + "/mcp"
@@ -264,7 +267,16 @@ func (g *upstreamGateway) replica(t *testing.T, env []string, extra ...string) *
 // elicit when it is not nil, without any elicitation otherwise.
 func (g *upstreamGateway) client(t *testing.T, sub string, elicit func(*mcp.ElicitParams) string) *mcp.ClientSession {
 	t.Helper()
-	opts := &mcp.ClientOptions{}
+	completed := make(chan string, 8)
+	opts := &mcp.ClientOptions{ElicitationCompleteHandler: func(_ context.Context, n *mcp.ElicitationCompleteNotificationRequest) {
+		completed <- n.Params.ElicitationID
+	}}
+	g.mu.Lock()
+	if g.completed == nil {
+		g.completed = map[string]chan string{}
+	}
+	g.completed[sub] = completed
+	g.mu.Unlock()
 	if elicit != nil {
 		opts.ElicitationHandler = func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 			return &mcp.ElicitResult{Action: elicit(req.Params)}, nil
@@ -422,6 +434,17 @@ func TestServeMCPUpstreamAuthorizationIsBoundToTheBrowser(t *testing.T) {
 	alicesHand.client.CheckRedirect = nil
 	if status, _, body := alicesHand.open(t, authURL); status != http.StatusOK {
 		t.Fatalf("Alice's browser completing her authorization: status %d: %s", status, body)
+	}
+	g.mu.Lock()
+	completed := g.completed["alice"]
+	g.mu.Unlock()
+	select {
+	case id := <-completed:
+		if id != alicesLink.ElicitationID {
+			t.Errorf("notifications/elicitation/complete named %q, want %q", id, alicesLink.ElicitationID)
+		}
+	case <-time.After(time.Minute):
+		t.Error("no notifications/elicitation/complete reached Alice's client within a minute")
 	}
 	if who, err := whoami(alice); err != nil || who != "alice-upstream" {
 		t.Errorf("Alice's whoami after her authorization: %q, %v", who, err)
