@@ -57,7 +57,15 @@ it. An address that is not loopback is refused without a token unless
 interrupt stops accepting, lets the calls in flight end and closes the tasks.
 --action-names serves each tool under its action name instead of its function
 name, and --discover turns the tools of a top-level mcp block into actions at
-load: together they make a gateway that keeps an MCP server's tool names.
+load: together they make a gateway that keeps an MCP server's tool names. The
+upstream servers' sampling, elicitation and roots requests reach the client of
+the call that caused them, over stdio as over HTTP.
+
+Behind --resource-url, --upstream-auth calls OAuth-protected upstreams with
+each user's own grants: a user who has none is sent a URL-mode elicitation (or
+the call's -32042 error) of the gateway's link, which signs the browser in at
+the door's issuer (--upstream-login-client-env) and completes at the callback
+--resource-url/oauth/callback for that user and browser only (docs/security.md).
 
 The exit code is 0 after a clean end of input (or shutdown), 1 when the manifest cannot be
 loaded or the task cannot start, 2 for a command-line mistake. Diagnostics go
