@@ -53,8 +53,8 @@ type callStateKey struct{}
 // the user's action: "accept" (the user agreed to open the URL: not that they finished there), "decline" or
 // "cancel". Otherwise the elicitation is kept for the call's answer and ElicitURL returns ErrElicitationDeferred:
 // when the call ends with a recoverable authorization_required result, the client gets the JSON-RPC error -32042
-// listing the deferred elicitations instead. ctx bounds the wait for the client's answer. It is safe for concurrent
-// use.
+// listing the deferred elicitations instead; so too when the call's response is not a stream the request can go
+// on. ctx bounds the wait for the client's answer. It is safe for concurrent use.
 func ElicitURL(ctx context.Context, e URLElicitation) (string, error) {
 	st, _ := ctx.Value(callStateKey{}).(*callState)
 	if st == nil {
@@ -65,9 +65,7 @@ func ElicitURL(ctx context.Context, e URLElicitation) (string, error) {
 	}
 	p := mcp.ElicitationParams{Mode: mcp.ElicitationModeURL, Message: e.Message, ElicitationID: e.ID, URL: e.URL}
 	if st.relay == nil || !urlMode(ctx) {
-		st.mu.Lock()
-		st.deferred = append(st.deferred, p)
-		st.mu.Unlock()
+		st.deferOne(p)
 		return "", ErrElicitationDeferred
 	}
 	params, err := json.Marshal(p)
@@ -75,6 +73,10 @@ func ElicitURL(ctx context.Context, e URLElicitation) (string, error) {
 		return "", err
 	}
 	raw, err := st.relay.Relay(ctx, runtime.MethodElicitation, params)
+	if errors.Is(err, errNoStream) { // a response that is not an event stream: the call's answer carries it
+		st.deferOne(p)
+		return "", ErrElicitationDeferred
+	}
 	if err != nil {
 		return "", fmt.Errorf("mcpserve: the URL elicitation: %w", err)
 	}
@@ -89,6 +91,13 @@ func ElicitURL(ctx context.Context, e URLElicitation) (string, error) {
 		return res.Action, nil
 	}
 	return "", fmt.Errorf("mcpserve: the client answered the URL elicitation with action %q", res.Action)
+}
+
+// deferOne keeps p for the call's -32042 answer; it takes st.mu.
+func (st *callState) deferOne(p mcp.ElicitationParams) {
+	st.mu.Lock()
+	st.deferred = append(st.deferred, p)
+	st.mu.Unlock()
 }
 
 // urlMode reports whether the client of ctx's session declared URL-mode elicitation.

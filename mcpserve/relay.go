@@ -28,6 +28,9 @@ const relayIDPrefix = "relay-"
 // errClientGone ends the relayed requests of a session that ended.
 var errClientGone = errors.New("the MCP session has ended")
 
+// errNoStream is a relayed request that was not sent: no stream to the client is open.
+var errNoStream = errors.New("no stream to the client is open")
+
 // relayReply is a client's answer to a relayed request.
 type relayReply struct {
 	Result json.RawMessage     `json:"result"`
@@ -155,7 +158,7 @@ func (r *relay) Relay(ctx context.Context, method string, params json.RawMessage
 		}
 	}
 	if !sent {
-		return nil, errors.New("no stream to the client is open")
+		return nil, errNoStream
 	}
 	select {
 	case rep := <-w.reply:

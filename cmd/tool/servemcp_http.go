@@ -73,6 +73,10 @@ func serveHTTP(ctx context.Context, fs *flag.FlagSet, stderr io.Writer, hf *http
 	}
 	conn, err := hf.upstream.connector(ctx, hf.door.resourceURL, door, hf.door.scopeList(), hf.door.allowLoopback,
 		tool.SystemClock{}, stderr)
+	if errors.Is(err, errUpstreamStore) {
+		fmt.Fprintf(stderr, "tool serve-mcp: %v\n", err)
+		return exitProblem
+	}
 	if err != nil {
 		return usageError(fs, "%v", err)
 	}

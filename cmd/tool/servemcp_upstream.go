@@ -175,7 +175,8 @@ func (u *upstreamFlags) connector(ctx context.Context, resourceURL string, door 
 			return nil, fmt.Errorf("--upstream-store-env %s: the variable is empty or not set", u.storeEnv)
 		}
 		if c.store, err = postgres.Open(ctx, dsn); err != nil {
-			return nil, fmt.Errorf("--upstream-store-env %s: %w", u.storeEnv, err) // never quotes the DSN
+			// postgres.Open never quotes the DSN
+			return nil, fmt.Errorf("%w: --upstream-store-env %s: %w", errUpstreamStore, u.storeEnv, err)
 		}
 		cfg.Store = c.store
 	}
@@ -185,6 +186,9 @@ func (u *upstreamFlags) connector(ctx context.Context, resourceURL string, door 
 	}
 	return c, nil
 }
+
+// errUpstreamStore is a Store that could not be opened: not a mistake of the command line.
+var errUpstreamStore = errors.New("the upstream authorization's store")
 
 // close ends the connector's Store, if it opened one; nil c is fine.
 func (c *connector) close() {
