@@ -292,8 +292,9 @@ func (c *connector) onAuthorization(ctx context.Context, r mcpauth.Authorization
 		c.mu.Unlock()
 	}()
 	action, err := mcpserve.ElicitURL(ctx, mcpserve.URLElicitation{ID: id,
-		URL:     c.public + "/oauth/connect?l=" + sealed,
-		Message: fmt.Sprintf("The MCP server %s needs your authorization before this call can go on.", r.Server)})
+		URL: c.public + "/oauth/connect?l=" + sealed,
+		Message: fmt.Sprintf("The MCP server %s (%s) needs your authorization before this call can go on.", r.Server,
+			hostOf(r.URL))})
 	switch {
 	case errors.Is(err, mcpserve.ErrElicitationDeferred):
 		return nil // the call's answer is -32042 with the link
@@ -314,6 +315,14 @@ func (c *connector) onAuthorization(ctx context.Context, r mcpauth.Authorization
 	case <-wait.C:
 	}
 	return nil
+}
+
+// hostOf is the host of a server's URL, for the user to know which server asks.
+func hostOf(u string) string {
+	if p, err := url.Parse(u); err == nil && p.Host != "" {
+		return p.Host
+	}
+	return "?"
 }
 
 // noStore keeps a response out of caches and its URL out of the next page's Referer.
