@@ -100,11 +100,11 @@ func runAuth(ctx context.Context, fs *flag.FlagSet, args []string, stdout, stder
 	var err error
 	switch sub {
 	case "login":
-		err = login(ctx, stderr, server, rc, *timeout)
+		err = authLogin(ctx, stderr, server, rc, *timeout)
 	case "logout":
-		err = logout(ctx, stderr, server)
+		err = authLogout(ctx, stderr, server)
 	default:
-		err = status(ctx, stdout, server)
+		err = authStatus(ctx, stdout, server)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "tool auth %s: %v\n", sub, err)
@@ -170,7 +170,7 @@ func authHint(stderr io.Writer, cmd string, res *tool.Result) {
 	}
 }
 
-func login(ctx context.Context, stderr io.Writer, server string, rc *mcpauth.RegisteredClient, timeout time.Duration) error {
+func authLogin(ctx context.Context, stderr io.Writer, server string, rc *mcpauth.RegisteredClient, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	st, _, _, err := localGrants(true)
@@ -309,7 +309,7 @@ func challengeOf(ctx context.Context, server string) (c mcpauth.Challenge, prote
 	return c, true, nil
 }
 
-func logout(ctx context.Context, stderr io.Writer, server string) error {
+func authLogout(ctx context.Context, stderr io.Writer, server string) error {
 	c, _, err := localClient(false, "", nil, nil)
 	if err != nil {
 		return err
@@ -358,7 +358,7 @@ func port(u *url.URL) string {
 	return "80"
 }
 
-func status(ctx context.Context, stdout io.Writer, server string) error {
+func authStatus(ctx context.Context, stdout io.Writer, server string) error {
 	c, _, err := localClient(false, "", nil, nil)
 	if err != nil {
 		return err

@@ -118,7 +118,12 @@ func runServeMCP(ctx context.Context, fs *flag.FlagSet, args []string, stdout, s
 	}
 	// The upstream servers' requests reach the stdio client as they came, as over HTTP (mcpserve.StdioRelay).
 	relay := mcpserve.NewStdioRelay()
-	task, err := t.NewTask(ctx, tool.TaskConfig{Capability: c, Context: *taskContext, MCPRelay: relay})
+	auth, err := localAuthorizer() // the local user's grants (tool auth), as invoke uses them
+	if err != nil {
+		fmt.Fprintf(stderr, "tool serve-mcp: the grants of 'tool auth': %v\n", err)
+		return exitProblem
+	}
+	task, err := t.NewTask(ctx, tool.TaskConfig{Capability: c, Context: *taskContext, MCPRelay: relay, MCPAuthorizer: auth})
 	if err != nil {
 		fmt.Fprintf(stderr, "tool serve-mcp: %v\n", contextProblems(err))
 		return exitProblem
