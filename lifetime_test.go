@@ -166,3 +166,28 @@ func TestNewTaskRefusesAPastExpiry(t *testing.T) {
 		t.Fatalf("NewTask with a past ExpiresAt = %v, want one problem at expires_at", err)
 	}
 }
+
+// A task ID that cannot name one task's Store keys (a '/' would let task "a" list the keys of task "a/b", and
+// Router.Task never find it) is refused by NewTask and RestoreTask at the path id; an ID of any other printable
+// characters works.
+func TestNewTaskRefusesAnUnusableID(t *testing.T) {
+	tl := mustLoadSrc(t, calcManifest, tool.WithStore(tool.NewMemoryStore()))
+	cfg := tool.TaskConfig{Context: calcContext, Capability: tool.Capability{Bindings: map[string]any{"owner": "octo"}}}
+	for _, id := range []string{"a/b", "tab\there", "\xff", strings.Repeat("x", 257)} {
+		cfg.ID = id
+		for name, start := range map[string]func(context.Context, tool.TaskConfig) (*tool.Task, error){
+			"NewTask": tl.NewTask, "RestoreTask": tl.RestoreTask} {
+			_, err := start(context.Background(), cfg)
+			var ve *tool.ValidationError
+			if !errors.As(err, &ve) || len(ve.Problems) != 1 || ve.Problems[0].Path != "id" {
+				t.Errorf("%s with ID %q = %v, want one problem at id", name, id, err)
+			}
+		}
+	}
+	cfg.ID = "ticket #42 · naïve: ok"
+	task, err := tl.NewTask(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("NewTask with a printable ID: %v", err)
+	}
+	_ = task.Close(context.Background())
+}

@@ -185,6 +185,7 @@ const readmeBudget = 300 +
 	26 + // issue 40: Durable agent loops on Temporal
 	30 + // issue 37: Servers behind OAuth
 	27 + // issue 38: the gateway and its OAuth door, in MCP both ways
+	6 + // issue 38: the gateway's upstream authorization and the stdio relay, in MCP both ways
 	1 // issue 41: the throughput a store-mode replica reaches, and on what machine
 
 // The README stays short enough to read in one sitting (details live in docs/), and keeps its table of contents

@@ -293,8 +293,8 @@ func (r *Router) CloseTask(ctx context.Context, namespace, tool, id string) erro
 //
 // A task the Store does not hold, or the Hydrator declines, is an error wrapping ErrNotFound; one whose ExpiresAt
 // has passed is closed as it is brought into memory (ErrTaskExpired); one whose stored state does not decode is
-// an error naming it (task.hydration_failed); after Close, ErrClosed. ctx bounds bringing the task into memory,
-// not the lend.
+// an error naming it (task.hydration_failed); after Close, ErrClosed; a Store that fails, an error that says so
+// (it wraps ErrNotAccepted too, but does not read as a delivery's). ctx bounds bringing the task into memory, not the lend.
 func (r *Router) Task(ctx context.Context, namespace, tool, id string) (t *Task, release func(), err error) {
 	if err := r.enter(); err != nil {
 		return nil, nil, err
@@ -318,7 +318,7 @@ func (r *Router) Task(ctx context.Context, namespace, tool, id string) (t *Task,
 		case errors.Is(err, errSkip):
 			continue // not a task of this Tool value
 		case err != nil:
-			return nil, nil, err
+			return nil, nil, &lendError{what: fmt.Sprintf("tool: router: lend task %s of %s/%s", id, namespace, tool), err: err}
 		}
 		var once sync.Once
 		return t, func() { once.Do(free) }, nil
@@ -480,3 +480,16 @@ func (r *Router) groups(namespace, name string) ([]*group, bool) {
 // configuration of any task ID (docs/scaling.md). ctx bounds the call; it may be called concurrently for
 // different IDs.
 type Hydrator func(ctx context.Context, id string) (TaskConfig, bool)
+
+// lendError is a lend's failure: the task cache's errors begin with ErrNotAccepted's text, which is a delivery's
+// (the webhooks they fail are answered 503); a lend says what failed without it, and still wraps err.
+type lendError struct {
+	what string // "tool: router: lend task <id> of <namespace>/<tool>"
+	err  error
+}
+
+func (e *lendError) Error() string {
+	return e.what + ": " + strings.TrimPrefix(e.err.Error(), ErrNotAccepted.Error()+": ")
+}
+
+func (e *lendError) Unwrap() error { return e.err }

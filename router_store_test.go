@@ -982,6 +982,27 @@ func TestRouterStoreFailureFactMasksEncodedSecrets(t *testing.T) {
 	}
 }
 
+// A lend that fails because the Store does (Router.Task in a Store outage) says it is a lend that failed, not
+// that a sink refused an activation, masks the secrets the Store's error quotes, and keeps the Store's error and
+// ErrNotAccepted in its chain.
+func TestRouterTaskLendFailureSaysLend(t *testing.T) {
+	t.Parallel()
+	rp := newReplicas(t, tool.RouterOptions{})
+	task := newTask(t, rp.a, tool.TaskConfig{ID: "t1", Capability: tool.Capability{Bindings: map[string]any{"repo_id": 4242}}})
+	mustInvoke(t, task, "create_issue", map[string]any{"title": "x", "assignee": "alice"})
+	outage := fmt.Errorf("scan: dial postgres://tool:%s@db/: refused", url.PathEscape(hookSecret))
+	rp.store.scanErr.Store(&outage)
+	_, _, err := rp.router.Task(context.Background(), "engineering", "issue-tracker", "t1")
+	msg := fmt.Sprint(err)
+	if err == nil || !strings.HasPrefix(msg, "tool: router: lend task t1 of engineering/issue-tracker: ") ||
+		strings.Contains(msg, "sink") || !errors.Is(err, tool.ErrNotAccepted) {
+		t.Errorf("Router.Task in a Store outage = %q, want a lend's failure that wraps ErrNotAccepted", msg)
+	}
+	if strings.Contains(msg, url.PathEscape(hookSecret)) || !strings.Contains(msg, "refused") {
+		t.Errorf("the lend's error %q: want the Store's error, its secret masked", msg)
+	}
+}
+
 // scanRecorder is a memory store whose task scans (Scan, ScanExcept) record the keys they return.
 type scanRecorder struct {
 	memStore

@@ -8,10 +8,13 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/commonagents-go/tool/allowlist"
 	"github.com/commonagents-go/tool/celenv"
@@ -23,7 +26,8 @@ import (
 
 // TaskConfig describes one task of a tool: who runs it and with which agent-side facts.
 type TaskConfig struct {
-	// ID names the task; "" generates one.
+	// ID names the task; "" generates one. An ID is at most 256 bytes of printable UTF-8 without '/': it is part
+	// of the task's Store keys, whose segments '/' separates.
 	ID         string
 	Capability Capability
 	Agent      AgentInfo
@@ -153,6 +157,7 @@ func (t *Tool) startTask(ctx context.Context, cfg TaskConfig, resume bool, snap 
 	}
 	problems := append(t.checkBindings(cfg.Capability.Bindings), t.checkApproval(cfg)...)
 	problems = append(problems, t.checkContext(cfg)...)
+	problems = append(problems, checkTaskID(cfg.ID)...)
 	if !resume && !cfg.ExpiresAt.IsZero() && !cfg.ExpiresAt.After(t.opts.clock.Now()) {
 		problems = append(problems, Problem{Path: "expires_at", Type: "invalid",
 			Detail: "the task would expire before it starts (" + cfg.ExpiresAt.UTC().Format(time.RFC3339) + ")"})
@@ -747,4 +752,31 @@ func ResolveBindings(ctx context.Context, bindings map[string]string, env Bindin
 		return nil, fmt.Errorf("tool: bindings %s could not be resolved: %w", strings.Join(failed, ", "), first)
 	}
 	return out, nil
+}
+
+// maxTaskID bounds a task ID's length in bytes.
+const maxTaskID = 256
+
+// checkTaskID refuses an ID that would not name one task's Store keys: with a '/', a control character or
+// invalid UTF-8, or too long.
+func checkTaskID(id string) []Problem {
+	bad := ""
+	switch {
+	case len(id) > maxTaskID:
+		bad = fmt.Sprintf("it is %d bytes long; at most %d", len(id), maxTaskID)
+	case !utf8.ValidString(id):
+		bad = "it is not valid UTF-8"
+	case strings.Contains(id, "/"):
+		bad = "it holds a '/', which separates the segments of the task's Store keys"
+	case strings.IndexFunc(id, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0:
+		bad = "it holds a control or non-printing character"
+	}
+	if bad == "" {
+		return nil
+	}
+	shown := id
+	if len(shown) > 64 {
+		shown = shown[:64] + "..."
+	}
+	return []Problem{{Path: "id", Type: "invalid", Detail: "the task ID " + strconv.QuoteToASCII(shown) + " is not usable: " + bad}}
 }

@@ -84,7 +84,8 @@ type Config struct {
 	PendingTTL time.Duration
 	// DiscoveryTTL bounds the life of discovered metadata in the cache; DefaultDiscoveryTTL when 0.
 	DiscoveryTTL time.Duration
-	// RefreshBefore is how long before its expiry a token is refreshed; DefaultRefreshBefore when 0.
+	// RefreshBefore is how long before its expiry a token is refreshed, at most half its lifetime (a token that
+	// lives 30s is refreshed after 15s, not on every request); DefaultRefreshBefore when 0.
 	RefreshBefore time.Duration
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
@@ -187,6 +188,7 @@ type cacheKey struct{ subject, url string }
 type cached struct {
 	access  string
 	expiry  time.Time
+	issued  time.Time // when the token was issued, for its lifetime; zero: unknown
 	refresh bool
 	raw     []byte // the record as read, for compare-and-swap; nil: no grant
 	key     string
@@ -268,7 +270,7 @@ func (c *Client) Token(ctx context.Context, s Server) (string, error) {
 		return "", nil
 	}
 	now := c.now()
-	if e.refresh && !e.expiry.IsZero() && now.Add(c.cfg.RefreshBefore).After(e.expiry) && !now.Before(e.retry) {
+	if e.refresh && !e.expiry.IsZero() && now.Add(c.refreshLead(e)).After(e.expiry) && !now.Before(e.retry) {
 		if fresh, err := c.refresh(ctx, s, e.key, e.raw); err == nil {
 			e = fresh
 		} else {
@@ -293,6 +295,18 @@ func (c *Client) Token(ctx context.Context, s Server) (string, error) {
 	return e.access, nil
 }
 
+// refreshLead is how long before its expiry e's token is refreshed: Config.RefreshBefore, or half the token's
+// lifetime when that is shorter, so that a server's short-lived tokens are not refreshed on every request.
+func (c *Client) refreshLead(e *cached) time.Duration {
+	lead := c.cfg.RefreshBefore
+	if !e.issued.IsZero() {
+		if half := e.expiry.Sub(e.issued) / 2; half < lead {
+			lead = max(half, 0)
+		}
+	}
+	return lead
+}
+
 // load reads the grant at key into the cache; a grant that is absent or unreadable here is cached as none.
 func (c *Client) load(ctx context.Context, k cacheKey, key string) *cached {
 	e := &cached{key: key}
@@ -300,7 +314,7 @@ func (c *Client) load(ctx context.Context, k cacheKey, key string) *cached {
 	if raw, err := c.rec.get(ctx, key, &g); err == nil {
 		var sec grantSecrets
 		if c.rec.vault.open(key, g.Sealed, &sec) == nil {
-			e = &cached{access: sec.Access, expiry: g.Expiry, refresh: g.Refresh && sec.Refresh != "", raw: raw, key: key}
+			e = &cached{access: sec.Access, expiry: g.Expiry, issued: g.issued(), refresh: g.Refresh && sec.Refresh != "", raw: raw, key: key}
 		}
 	}
 	c.put(k, e)

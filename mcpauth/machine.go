@@ -195,7 +195,7 @@ func (c *Client) crossApp(ctx context.Context, s Server, su *url.URL, d *discove
 	if err := c.rec.st.Put(ctx, key, raw); err != nil {
 		return fmt.Errorf("mcpauth: storing the grant: %w", err)
 	}
-	c.put(cacheKey{s.Subject, s.URL}, &cached{access: tok.AccessToken, expiry: g.Expiry, refresh: g.Refresh, raw: raw, key: key})
+	c.put(cacheKey{s.Subject, s.URL}, &cached{access: tok.AccessToken, expiry: g.Expiry, issued: g.Granted, refresh: g.Refresh, raw: raw, key: key})
 	authorized(ctx, s, &g, "cross_app")
 	return nil
 }

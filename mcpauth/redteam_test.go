@@ -304,3 +304,28 @@ func TestDynamicRegistrationBounded(t *testing.T) {
 		t.Errorf("%d registrations, want 1: the bound", n)
 	}
 }
+
+// A token that lives less than twice Config.RefreshBefore (30s against a minute) is refreshed once it is past
+// half its life, not on every request: Token serves it as it is at first, refreshes it once after 16s, and
+// serves the new one as it is.
+func TestShortLivedTokenRefreshedAtHalfLife(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.as.mu.Lock()
+	f.as.expiresIn = 30
+	f.as.mu.Unlock()
+	advance := grant(t, f)
+	ctx := context.Background()
+	c := f.replica()
+	refreshes := func() int { f.as.mu.Lock(); defer f.as.mu.Unlock(); return f.as.refreshes }
+	first, _ := c.Token(ctx, f.server("user-1"))
+	if again, _ := c.Token(ctx, f.server("user-1")); again != first || first == "" || refreshes() != 0 {
+		t.Fatalf("a fresh 30s token: %q then %q, %d refreshes; want it served as it is", first, again, refreshes())
+	}
+	advance(16 * time.Second)
+	second, _ := c.Token(ctx, f.server("user-1"))
+	third, _ := c.Token(ctx, f.server("user-1"))
+	if second == first || third != second || refreshes() != 1 {
+		t.Errorf("past half its life: %q then %q, %d refreshes; want one new token, refreshed once", second, third, refreshes())
+	}
+}

@@ -93,7 +93,7 @@ func (c *Client) spend(ctx context.Context, s Server, k cacheKey, key string, g 
 	}
 	rep.secret(tok.AccessToken, tok.RefreshToken)
 	next := g
-	next.Refreshing, next.Expiry, next.Scopes = time.Time{}, c.expiry(tok), grantedScopes(tok, g.Scopes)
+	next.Refreshing, next.Expiry, next.Scopes, next.Issued = time.Time{}, c.expiry(tok), grantedScopes(tok, g.Scopes), c.now()
 	refresh := tok.RefreshToken
 	if refresh == "" {
 		refresh = sec.Refresh // not rotated
@@ -105,7 +105,7 @@ func (c *Client) spend(ctx context.Context, s Server, k cacheKey, key string, g 
 	if ok, err := c.rec.swap(ctx, key, markedRaw, nextRaw); err != nil || !ok {
 		return nil, fmt.Errorf("mcpauth: storing the refreshed grant: the record changed or failed (%v)", err)
 	}
-	e := &cached{access: tok.AccessToken, expiry: next.Expiry, refresh: true, raw: nextRaw, key: key}
+	e := &cached{access: tok.AccessToken, expiry: next.Expiry, issued: next.Issued, refresh: true, raw: nextRaw, key: key}
 	c.put(k, e)
 	rep.fact(facts.MCPAuthorized, map[string]any{"server": s.Name, "resource": g.Resource, "issuer": g.Issuer,
 		"scopes": next.Scopes, "expires_at": next.Expiry, "subject": SubjectDigest(s.Subject), "outcome": "refreshed"})

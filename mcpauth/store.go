@@ -63,6 +63,8 @@ type grantRecord struct {
 	Server    string    `json:"server,omitempty"` // the manifest block it was first granted for
 	TaskID    string    `json:"task_id,omitempty"`
 	Granted   time.Time `json:"granted"`
+	// Issued is when the current access token was issued, set by a refresh; zero: at Granted.
+	Issued time.Time `json:"issued,omitzero"`
 	// From is the pending record whose completion wrote the grant: the replica that handed out its URL knows
 	// its own authorization is done.
 	From string `json:"from,omitempty"`
@@ -266,4 +268,12 @@ func (r *records) claimOnce(ctx context.Context, key string, ttl time.Duration) 
 		_ = r.putTTL(ctx, key, mark, ttl) // a swap writes without expiry: let the Store forget the mark
 	}
 	return won, err
+}
+
+// issued is when the grant's current access token was issued.
+func (g *grantRecord) issued() time.Time {
+	if !g.Issued.IsZero() {
+		return g.Issued
+	}
+	return g.Granted
 }

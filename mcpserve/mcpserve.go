@@ -36,6 +36,7 @@ type Server struct {
 	mcp   *server.MCPServer
 	calls *caller
 	tools *served
+	stdio *StdioRelay // nil: the stdio client is asked nothing
 }
 
 // caller runs the tools/call requests of one task; after an unrecoverable error it refuses them.
@@ -47,6 +48,8 @@ type caller struct {
 	// running counts the calls on the caller, added before it is handed to a call: a caller replaced by a
 	// SessionHandler's Update is closed once they have ended.
 	running sync.WaitGroup
+	// relay reaches the client of the calls' session (ElicitURL); nil: none.
+	relay *relay
 }
 
 // closeBound bounds closing an owned task after an unrecoverable error.
@@ -67,8 +70,22 @@ func New(ctx context.Context, t *tool.Tool, cfg tool.TaskConfig) (*Server, error
 // ForTask returns a server of the functions c exposes, calling them through task, which must have been started
 // with the same capability. The caller keeps the task: Close does not close it.
 func ForTask(task *tool.Task, c tool.Capability) *Server {
-	s := &Server{calls: &caller{task: task}}
+	return ForStdioTask(task, c, nil)
+}
+
+// ForStdioTask is ForTask for a task started with r as its relay (tool.TaskConfig.MCPRelay): served with
+// ServeStdio, the requests the task's MCP servers make during a call (sampling/createMessage, elicitation/create,
+// roots/list) reach the stdio client as they came, and its answers go back as it gave them, as a
+// SessionHandler's do; ElicitURL reaches the client too. r nil is ForTask.
+func ForStdioTask(task *tool.Task, c tool.Capability, r *StdioRelay) *Server {
+	s := &Server{calls: &caller{task: task}, stdio: r}
+	if r != nil {
+		s.calls.relay = &r.r
+	}
 	s.mcp, s.tools = newMCPServer(task.Tool(), c, false, func(ctx context.Context) (*caller, error) {
+		if r != nil {
+			r.declare(declared(ctx))
+		}
 		s.calls.running.Add(1)
 		return s.calls, nil
 	})
@@ -175,13 +192,18 @@ const DefaultQueue = 100
 func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer, opts ...server.StdioOption) error {
 	stdio := server.NewStdioServer(s.mcp)
 	stream := &stdioStream{w: out}
+	var rs *relays
+	if s.stdio != nil {
+		rs = &s.stdio.rs
+		defer s.stdio.end()
+	}
 	for _, opt := range append([]server.StdioOption{server.WithWorkerPoolSize(DefaultWorkers),
 		server.WithQueueSize(DefaultQueue), server.WithStdioContextFunc(func(ctx context.Context) context.Context {
 			return context.WithValue(ctx, streamKey{}, stream)
 		})}, opts...) {
 		opt(stdio)
 	}
-	err := stdio.Listen(ctx, &screened{src: bufio.NewReader(in), sv: s.tools, out: stream}, stream)
+	err := stdio.Listen(ctx, &screened{src: bufio.NewReader(in), sv: s.tools, out: stream, rs: rs}, stream)
 	if errors.Is(err, io.EOF) {
 		return nil
 	}
@@ -213,7 +235,13 @@ func (c *caller) call(ctx context.Context, function string, req mcp.CallToolRequ
 			return mcp.NewToolResultError("invalid_arguments: arguments must be a JSON object"), nil
 		}
 	}
+	ctx, st := withCallState(ctx, c.relay)
 	res, err := c.task.InvokeFunction(forwarding(ctx, req), function, args)
+	if err == nil {
+		if required := st.urlRequired(res); required != nil {
+			return nil, required // -32042: the client did not take the URL elicitations the call made
+		}
+	}
 	if err != nil {
 		if errors.Is(err, tool.ErrUnrecoverable) {
 			c.end(ctx, err)

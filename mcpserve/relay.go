@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"sync"
+	"sync/atomic"
 
 	"github.com/commonagents-go/tool/runtime"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -26,6 +27,9 @@ const relayIDPrefix = "relay-"
 
 // errClientGone ends the relayed requests of a session that ended.
 var errClientGone = errors.New("the MCP session has ended")
+
+// errNoStream is a relayed request that was not sent: no stream to the client is open.
+var errNoStream = errors.New("no stream to the client is open")
 
 // relayReply is a client's answer to a relayed request.
 type relayReply struct {
@@ -154,7 +158,7 @@ func (r *relay) Relay(ctx context.Context, method string, params json.RawMessage
 		}
 	}
 	if !sent {
-		return nil, errors.New("no stream to the client is open")
+		return nil, errNoStream
 	}
 	select {
 	case rep := <-w.reply:
@@ -202,3 +206,54 @@ func SessionRelay(ctx context.Context) runtime.Relay {
 }
 
 var _ runtime.Relay = (*relay)(nil)
+
+// stdioSession names the one session of a stdio server among the relays' waiters.
+const stdioSession = "stdio"
+
+// StdioRelay passes the requests of a task's MCP servers to the client of the stdio session a Server serves
+// (ForStdioTask, ServeStdio): give it to the task as its tool.TaskConfig.MCPRelay. The servers are offered what the
+// client declared at its initialize, as a SessionHandler's sessions are. It serves one ServeStdio; it is safe for
+// concurrent use.
+type StdioRelay struct {
+	rs   relays
+	r    relay
+	caps atomic.Pointer[json.RawMessage]
+	once sync.Once
+	gone chan struct{}
+}
+
+// NewStdioRelay returns a relay for a task that ServeStdio will serve.
+func NewStdioRelay() *StdioRelay {
+	sr := &StdioRelay{gone: make(chan struct{})}
+	sr.r = relay{rs: &sr.rs, session: stdioSession, gone: sr.gone}
+	return sr
+}
+
+// Capabilities returns what the stdio client declared of sampling, elicitation and roots, as known at its latest
+// call; nil before its first.
+func (sr *StdioRelay) Capabilities() json.RawMessage {
+	if c := sr.caps.Load(); c != nil {
+		return *c
+	}
+	return nil
+}
+
+// Relay writes the request on the stdio output and waits for the client's answer, the end of ctx or of serving.
+func (sr *StdioRelay) Relay(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	return sr.r.Relay(ctx, method, params)
+}
+
+// declare records what the client declared, at each of its calls.
+func (sr *StdioRelay) declare(caps json.RawMessage) {
+	if caps == nil {
+		return
+	}
+	if c := sr.caps.Load(); c == nil || !bytes.Equal(*c, caps) {
+		sr.caps.Store(&caps)
+	}
+}
+
+// end ends the waits of the requests relayed when serving ends.
+func (sr *StdioRelay) end() { sr.once.Do(func() { close(sr.gone) }) }
+
+var _ runtime.Relay = (*StdioRelay)(nil)

@@ -192,6 +192,15 @@ func sameJSON(t *testing.T, a, b any) bool {
 // with every field as the upstream sent it, and the client's answers reach the upstream as the client gave them.
 func TestRelayPassesRequestsAsTheyCame(t *testing.T) {
 	t.Parallel()
+	relayPasses(t, func(up *relayUpstream, opts *mcp.ClientOptions, roots ...*mcp.Root) (*mcp.ClientSession, func(string) string) {
+		return relayClient(t, relayGateway(t, up.url), opts, roots...), func(action string) string { return action }
+	})
+}
+
+// relayPasses checks that the requests of a relayUpstream reach a client connect connects through a gateway as they
+// came, and its answers go back as it gave them; connect also returns the served name of each upstream tool.
+func relayPasses(t *testing.T,
+	connect func(*relayUpstream, *mcp.ClientOptions, ...*mcp.Root) (*mcp.ClientSession, func(string) string)) {
 	up := newRelayUpstream(t)
 	got := make(chan received, 8)
 	sampled := &mcp.CreateMessageWithToolsResult{Meta: mcp.Meta{"cost": 1.5}, Content: []mcp.Content{
@@ -218,7 +227,7 @@ func TestRelayPassesRequestsAsTheyCame(t *testing.T) {
 		},
 	}
 	roots := []*mcp.Root{{URI: "file:///work/a", Name: "a"}, {URI: "file:///work/b"}}
-	cs := relayClient(t, relayGateway(t, up.url), opts, roots...)
+	cs, name := connect(up, opts, roots...)
 
 	for _, c := range []struct {
 		tool, method string
@@ -228,7 +237,7 @@ func TestRelayPassesRequestsAsTheyCame(t *testing.T) {
 		{"ask", "form", formParams(), form},
 		{"visit", "url", urlParams(), &mcp.ElicitResult{Action: "decline"}},
 	} {
-		res := call(t, cs, c.tool)
+		res := call(t, cs, name(c.tool))
 		if err := <-up.errs; err != nil {
 			t.Errorf("%s: the upstream's request failed: %v", c.tool, err)
 			continue
@@ -242,7 +251,7 @@ func TestRelayPassesRequestsAsTheyCame(t *testing.T) {
 			t.Errorf("%s: the upstream got %s, want the client's answer", c.tool, text(res))
 		}
 	}
-	res := call(t, cs, "roots")
+	res := call(t, cs, name("roots"))
 	if err := <-up.errs; err != nil {
 		t.Fatalf("roots: %v", err)
 	}

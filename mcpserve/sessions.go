@@ -347,8 +347,9 @@ func (h *SessionHandler) callerOf(ctx context.Context) (*caller, error) {
 		return nil, errors.New("the MCP session has ended")
 	}
 	if s.err == nil && (s.calls == nil || s.calls.task.Tool() != current) {
-		if caps := declared(ctx); caps != nil {
-			ctx = context.WithValue(ctx, relayKey{}, &relay{rs: h.relays, session: s.id, caps: caps, gone: s.gone})
+		r := &relay{rs: h.relays, session: s.id, caps: declared(ctx), gone: s.gone}
+		if r.caps != nil {
+			ctx = context.WithValue(ctx, relayKey{}, r)
 		}
 		task, err := start(ctx)
 		switch {
@@ -360,7 +361,7 @@ func (h *SessionHandler) callerOf(ctx context.Context) (*caller, error) {
 			if s.calls != nil {
 				h.retire(s.calls)
 			}
-			s.calls = &caller{task: task, owned: true}
+			s.calls = &caller{task: task, owned: true, relay: r}
 		}
 	}
 	if s.err != nil {

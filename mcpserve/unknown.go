@@ -103,6 +103,7 @@ type screened struct {
 	src     *bufio.Reader
 	sv      *served
 	out     *stdioStream
+	rs      *relays // the answers to relayed requests are taken out too; nil: none are
 	pending []byte
 	err     error
 }
@@ -116,6 +117,9 @@ func (s *screened) Read(p []byte) (int, error) {
 		s.err = err
 		if reply := s.sv.unknownCall(line); reply != nil {
 			_, _ = s.out.Write(append(reply, '\n'))
+			continue
+		}
+		if s.rs != nil && s.rs.take(stdioSession, line) {
 			continue
 		}
 		s.pending = line

@@ -9,6 +9,7 @@
 //	tool deliver FILE EVENT --body FILE [--header name:value ...] [--binding name=value ...] [--settings FILE]
 //	tool serve-mcp FILE [--settings FILE] [--binding name=value ...]
 //	tool schema
+//	tool auth login|logout|status [SERVER_URL] [--client-id ID --issuer URL [--client-secret-env VAR]]
 //	tool help [command]
 //
 // Validate loads each manifest and prints every problem on stdout as "FILE: LINE:COL: PATH: DETAIL" (the position
@@ -41,6 +42,11 @@
 //
 //	tool schema > tool-manifest.schema.json
 //	# yaml-language-server: $schema=./tool-manifest.schema.json
+//
+// Auth keeps the user's OAuth grants for remote MCP servers: login runs the authorization code flow with PKCE (the
+// URL printed to stderr, the browser's return on a loopback address), status lists the grants, logout revokes and
+// forgets one. They live in commonagents-tool/mcp-grants.json under the user's config directory (mode 0600), their
+// secrets sealed with the key beside it; invoke, deliver and serve-mcp over stdio use them.
 //
 // Flags may come before or after the file names; "--" ends the flags. The exit code is 0 on success, 1 when a
 // manifest has problems or a file cannot be read, and 2 when the command line is wrong.

@@ -80,6 +80,7 @@ func runInvoke(ctx context.Context, fs *flag.FlagSet, args []string, stdout, std
 		fmt.Fprintf(stderr, "tool invoke: %v\n", err)
 		return exitProblem
 	}
+	authHint(stderr, "invoke", res)
 	out, _ := json.MarshalIndent(printable(res), "", "  ")
 	fmt.Fprintf(stdout, "%s\n", out)
 	if res.IsError {
@@ -137,7 +138,7 @@ func actionNamed(t *tool.Tool, name string) string {
 }
 
 // startTask loads file and starts a task with the given bindings and context for a one-shot command (cmd names it
-// in messages). With only set (an action or function name), the task's capability includes just that action, so
+// in messages); the task's remote MCP servers are authorized with the local user's grants (tool auth). With only set (an action or function name), the task's capability includes just that action, so
 // what the other actions need (a context key, say) is not asked for. It returns the task, or the exit code when it
 // could not.
 func startTask(ctx context.Context, fs *flag.FlagSet, stderr io.Writer, cmd, file string, opts []tool.Option,
@@ -146,7 +147,12 @@ func startTask(ctx context.Context, fs *flag.FlagSet, stderr io.Writer, cmd, fil
 	if t == nil {
 		return nil, code
 	}
-	task, err := t.NewTask(ctx, tool.TaskConfig{Capability: c, Context: taskContext})
+	auth, err := localAuthorizer()
+	if err != nil {
+		fmt.Fprintf(stderr, "tool %s: the grants of 'tool auth': %v\n", cmd, err)
+		return nil, exitProblem
+	}
+	task, err := t.NewTask(ctx, tool.TaskConfig{Capability: c, Context: taskContext, MCPAuthorizer: auth})
 	if err != nil {
 		fmt.Fprintf(stderr, "tool %s: %v\n", cmd, contextProblems(err))
 		return nil, exitProblem

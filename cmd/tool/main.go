@@ -41,7 +41,8 @@ type command struct {
 
 // commands lists the subcommands in the order usage shows them (a function, so the list stays immutable).
 func commands() []command {
-	return []command{validateCommand, functionsCommand, invokeCommand, deliverCommand, serveMCPCommand, schemaCommand}
+	return []command{validateCommand, functionsCommand, invokeCommand, deliverCommand, serveMCPCommand, schemaCommand,
+		authCommand}
 }
 
 // run executes the command line args (without the program name) and returns the exit code. ctx bounds the

@@ -57,7 +57,15 @@ it. An address that is not loopback is refused without a token unless
 interrupt stops accepting, lets the calls in flight end and closes the tasks.
 --action-names serves each tool under its action name instead of its function
 name, and --discover turns the tools of a top-level mcp block into actions at
-load: together they make a gateway that keeps an MCP server's tool names.
+load: together they make a gateway that keeps an MCP server's tool names. The
+upstream servers' sampling, elicitation and roots requests reach the client of
+the call that caused them, over stdio as over HTTP.
+
+Behind --resource-url, --upstream-auth calls OAuth-protected upstreams with
+each user's own grants: a user who has none is sent a URL-mode elicitation (or
+the call's -32042 error) of the gateway's link, which signs the browser in at
+the door's issuer (--upstream-login-client-env) and completes at the callback
+--resource-url/oauth/callback for that user and browser only (docs/security.md).
 
 The exit code is 0 after a clean end of input (or shutdown), 1 when the manifest cannot be
 loaded or the task cannot start, 2 for a command-line mistake. Diagnostics go
@@ -104,15 +112,23 @@ func runServeMCP(ctx context.Context, fs *flag.FlagSet, args []string, stdout, s
 	if hf.addr != "" {
 		return serveHTTP(ctx, fs, stderr, hf, pos[0], opts, bindings, *taskContext)
 	}
-	task, code := startTask(ctx, fs, stderr, "serve-mcp", pos[0], opts, bindings, *taskContext, "")
-	if task == nil {
+	t, c, code := loadChecked(ctx, fs, stderr, pos[0], opts, bindings, "")
+	if t == nil {
 		return code
 	}
-	c := tool.Capability{}
-	if len(bindings) > 0 {
-		c.Bindings = bindings
+	// The upstream servers' requests reach the stdio client as they came, as over HTTP (mcpserve.StdioRelay).
+	relay := mcpserve.NewStdioRelay()
+	auth, err := localAuthorizer() // the local user's grants (tool auth), as invoke uses them
+	if err != nil {
+		fmt.Fprintf(stderr, "tool serve-mcp: the grants of 'tool auth': %v\n", err)
+		return exitProblem
 	}
-	serveErr := mcpserve.ForTask(task, c).ServeStdio(ctx, os.Stdin, stdout, server.WithWorkerPoolSize(*workers))
+	task, err := t.NewTask(ctx, tool.TaskConfig{Capability: c, Context: *taskContext, MCPRelay: relay, MCPAuthorizer: auth})
+	if err != nil {
+		fmt.Fprintf(stderr, "tool serve-mcp: %v\n", contextProblems(err))
+		return exitProblem
+	}
+	serveErr := mcpserve.ForStdioTask(task, c, relay).ServeStdio(ctx, os.Stdin, stdout, server.WithWorkerPoolSize(*workers))
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), serveTeardown)
 	defer cancel()
 	if err := task.Close(cctx); err != nil {

@@ -66,10 +66,7 @@ func (d *door) server(clock tool.Clock) (*resource.Server, error) {
 		return nil, errors.New("--max-sessions-per-user must be positive")
 	}
 	cfg := resource.Config{Resource: d.resourceURL, Issuers: d.issuers, Now: clock.Now,
-		Client: mcpauth.Guard{AllowLoopback: d.allowLoopback}.Client()}
-	for _, s := range d.scopes {
-		cfg.Scopes = append(cfg.Scopes, strings.Fields(s)...)
-	}
+		Client: mcpauth.Guard{AllowLoopback: d.allowLoopback}.Client(), Scopes: d.scopeList()}
 	for _, ts := range d.toolScopes {
 		name, scopes, ok := strings.Cut(ts, "=")
 		if !ok || name == "" || len(strings.Fields(scopes)) == 0 {
@@ -92,6 +89,15 @@ func (d *door) server(clock tool.Clock) (*resource.Server, error) {
 		cfg.Introspection = &resource.Introspection{URL: d.introspect, ClientID: id, ClientSecret: secret}
 	}
 	return resource.New(cfg)
+}
+
+// scopeList is --scope, each split at spaces.
+func (d *door) scopeList() []string {
+	var out []string
+	for _, s := range d.scopes {
+		out = append(out, strings.Fields(s)...)
+	}
+	return out
 }
 
 // guard puts the door in front of sessions on mux: the metadata at its well-known path, and /mcp behind the

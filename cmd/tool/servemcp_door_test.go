@@ -5,11 +5,13 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -20,10 +22,14 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// localIssuer is an authorization server on loopback: RFC 8414 metadata and one EC signing key.
+// localIssuer is an authorization server on loopback: RFC 8414 metadata and one EC signing key, and the code flow
+// with PKCE for a browser whose user is whoever its session cookie there (door-user) names: no login page.
 type localIssuer struct {
 	*httptest.Server
 	key *ecdsa.PrivateKey
+
+	mu    sync.Mutex
+	codes map[string]asGrant
 }
 
 func newLocalIssuer(t *testing.T) *localIssuer {
@@ -32,10 +38,41 @@ func newLocalIssuer(t *testing.T) *localIssuer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	is := &localIssuer{key: key}
+	is := &localIssuer{key: key, codes: map[string]asGrant{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/.well-known/oauth-authorization-server", func(w http.ResponseWriter, r *http.Request) {
-		json.NewEncoder(w).Encode(map[string]any{"issuer": is.URL, "jwks_uri": is.URL + "/jwks"})
+		json.NewEncoder(w).Encode(map[string]any{"issuer": is.URL, "jwks_uri": is.URL + "/jwks",
+			"authorization_endpoint": is.URL + "/authorize", "token_endpoint": is.URL + "/token"})
+	})
+	mux.HandleFunc("GET /authorize", func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		who, err := r.Cookie("door-user")
+		if err != nil || q.Get("code_challenge_method") != "S256" || q.Get("client_id") != "gateway" {
+			http.Error(w, "no session, no PKCE or an unknown client", http.StatusBadRequest)
+			return
+		}
+		code := rand.Text()
+		is.mu.Lock()
+		is.codes[code] = asGrant{user: who.Value, challenge: q.Get("code_challenge"), redirect: q.Get("redirect_uri"),
+			resource: q.Get("resource")}
+		is.mu.Unlock()
+		http.Redirect(w, r, q.Get("redirect_uri")+"?code="+code+"&state="+url.QueryEscape(q.Get("state")), http.StatusFound)
+	})
+	mux.HandleFunc("POST /token", func(w http.ResponseWriter, r *http.Request) {
+		_ = r.ParseForm()
+		is.mu.Lock()
+		g, ok := is.codes[r.PostForm.Get("code")]
+		delete(is.codes, r.PostForm.Get("code"))
+		is.mu.Unlock()
+		sum := sha256.Sum256([]byte(r.PostForm.Get("code_verifier")))
+		w.Header().Set("Content-Type", "application/json")
+		if !ok || base64.RawURLEncoding.EncodeToString(sum[:]) != g.challenge || r.PostForm.Get("redirect_uri") != g.redirect {
+			w.WriteHeader(http.StatusBadRequest)
+			io.WriteString(w, `{"error":"invalid_grant"}`)
+			return
+		}
+		json.NewEncoder(w).Encode(map[string]any{"access_token": is.token(t, g.user, g.resource, ""),
+			"token_type": "Bearer", "expires_in": 3600})
 	})
 	mux.HandleFunc("/jwks", func(w http.ResponseWriter, r *http.Request) {
 		json.NewEncoder(w).Encode(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &key.PublicKey, KeyID: "k1", Algorithm: "ES256", Use: "sig"}}})

@@ -18,6 +18,7 @@ import (
 	"github.com/commonagents-go/tool/facts"
 	"github.com/commonagents-go/tool/mcpserve"
 	"github.com/commonagents-go/tool/mcpserve/resource"
+	"github.com/mark3labs/mcp-go/mcp"
 )
 
 // httpServe holds serve-mcp's streamable HTTP flags.
@@ -29,6 +30,7 @@ type httpServe struct {
 	maxProcesses   int
 	idle           time.Duration
 	door           *door
+	upstream       *upstreamFlags
 }
 
 // defaultMaxProcesses bounds the processes of a session's task unless --max-processes says otherwise.
@@ -46,6 +48,7 @@ func httpFlags(fs *flag.FlagSet) *httpServe {
 		"running at once: stdio MCP servers, exec programs and servers (`N`; 0: no bound)")
 	fs.DurationVar(&h.idle, "idle-timeout", mcpserve.DefaultIdleTimeout, "end a session idle this long (`D`)")
 	h.door = doorFlags(fs)
+	h.upstream = upstreamAuthFlags(fs)
 	return h
 }
 
@@ -68,6 +71,16 @@ func serveHTTP(ctx context.Context, fs *flag.FlagSet, stderr io.Writer, hf *http
 	if door != nil && token != "" {
 		return usageError(fs, "--token-env and --resource-url exclude each other: one door")
 	}
+	conn, err := hf.upstream.connector(ctx, hf.door.resourceURL, door, hf.door.scopeList(), hf.door.allowLoopback,
+		tool.SystemClock{}, stderr)
+	if errors.Is(err, errUpstreamStore) {
+		fmt.Fprintf(stderr, "tool serve-mcp: %v\n", err)
+		return exitProblem
+	}
+	if err != nil {
+		return usageError(fs, "%v", err)
+	}
+	defer conn.close()
 	host, _, err := net.SplitHostPort(hf.addr)
 	if err != nil {
 		return usageError(fs, "--http %s: %v", hf.addr, err)
@@ -99,6 +112,9 @@ func serveHTTP(ctx context.Context, fs *flag.FlagSet, stderr io.Writer, hf *http
 			if u, ok := resource.UserFrom(ctx); ok {
 				cfg.Subject = u.Key()
 			}
+			if conn != nil { // --upstream-auth: the user's own grants, asked for through their client
+				cfg.MCPAuthorizer = conn.client
+			}
 			task, err := t.NewTask(ctx, cfg)
 			return task, contextProblems(err)
 		}
@@ -113,6 +129,12 @@ func serveHTTP(ctx context.Context, fs *flag.FlagSet, stderr io.Writer, hf *http
 		cfg.Owner = func(r *http.Request) string { return digest(r.Header.Get("Authorization")) }
 	}
 	sessions := mcpserve.Handler(t, start, cfg)
+	if conn != nil {
+		conn.notify = func(session, elicitation string) {
+			_ = sessions.MCPServer().SendNotificationToSpecificClient(session,
+				string(mcp.MethodNotificationElicitationComplete), map[string]any{"elicitationId": elicitation})
+		}
+	}
 	wctx, stopWatch := context.WithCancel(ctx)
 	watched := make(chan struct{})
 	go func() {
@@ -123,6 +145,9 @@ func serveHTTP(ctx context.Context, fs *flag.FlagSet, stderr io.Writer, hf *http
 	mux := http.NewServeMux()
 	if door != nil {
 		guard(mux, door, sessions)
+		if conn != nil {
+			conn.routes(mux)
+		}
 	} else {
 		mux.Handle("/mcp", bearer(token, sessions))
 	}

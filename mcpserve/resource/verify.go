@@ -12,6 +12,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -263,3 +264,17 @@ func (i *issuer) get(ctx context.Context, u string, limit int64) ([]byte, error)
 
 // tokenDigest keys the introspection cache: never the token itself.
 func tokenDigest(token string) [32]byte { return sha256.Sum256([]byte(token)) }
+
+// AuthServerMetadata returns the authorization-server metadata of issuer, one of Config.Issuers, fetched as the
+// tokens' keys are (through Config.Client, its issuer checked): for a host that signs its users in at the same
+// authorization server, such as a gateway that checks who opened a link it handed out. It fetches on every call.
+func (s *Server) AuthServerMetadata(ctx context.Context, issuer string) (*oauthex.AuthServerMeta, error) {
+	i := s.issuers[issuer]
+	if i == nil {
+		return nil, fmt.Errorf("resource: %q is not one of the issuers", issuer)
+	}
+	return i.metadata(ctx)
+}
+
+// Issuers returns the issuers whose tokens are accepted, as configured.
+func (s *Server) Issuers() []string { return slices.Clone(s.cfg.Issuers) }

@@ -42,6 +42,23 @@ type authBudget struct {
 	// values are the call's (runtime.Call.Values): the bearers sent for it become its secrets, with their
 	// encodings. nil records nothing.
 	values interp.Resolver
+	// call is the call's context: a challenge met by the connect the call started (which runs on the task's
+	// life) still sees the call's values, so that an Authorizer can reach the call's client. nil: none.
+	call context.Context
+}
+
+// callValues is a request's context (its deadline, cancellation and values) that falls back to the values of the
+// call the request belongs to.
+type callValues struct {
+	context.Context
+	call context.Context
+}
+
+func (c callValues) Value(key any) any {
+	if v := c.Context.Value(key); v != nil {
+		return v
+	}
+	return c.call.Value(key)
 }
 
 type budgetKey struct{}
@@ -134,7 +151,11 @@ func (a *authorizing) RoundTrip(req *http.Request) (*http.Response, error) {
 			a.challenged(ctx, s, c, "limit")
 			return nil, &authError{status: c.Status, err: errAuthLimit}
 		}
-		if err := a.auth.Challenge(ctx, s, c); err != nil {
+		cctx := ctx
+		if budget.call != nil {
+			cctx = callValues{ctx, budget.call}
+		}
+		if err := a.auth.Challenge(cctx, s, c); err != nil {
 			a.failed("challenge", s, err)
 			a.challenged(ctx, s, c, outcome(err))
 			return nil, &authError{status: c.Status, err: err}

@@ -358,7 +358,7 @@ func (i *instance) Invoke(ctx context.Context, a runtime.Action, call *runtime.C
 	deadline := time.Now().Add(i.callTimeout(act))
 	var budget *authBudget
 	if i.auth != nil && act.Server.Transport != TransportStdio {
-		budget = &authBudget{callID: call.ID, values: call.Values}
+		budget = &authBudget{callID: call.ID, values: call.Values, call: ctx}
 	}
 	for attempt := 1; ; attempt++ {
 		p := &st.probe
