@@ -11,7 +11,8 @@
 # (tasks each replica caches first, default 2000), TOOL_BENCH_POOL (each replica's connections, default 16),
 # TOOL_BENCH_CPUPROFILE=PREFIX (a CPU profile per replica: PREFIX.w0, PREFIX.w1, ...).
 # A replica's hot tasks are visited in turn, each every HOT / (its rate × 0.9) seconds: when that is over a minute,
-# each of those deliveries also writes its task's last activity (a fourth statement; "activity-writes/delivery").
+# each of those deliveries also writes its task's last activity ("activity-writes/delivery"), in the statement that
+# records its delivery id (a PutBatch; a fourth statement before issue 41's store.BatchStore).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 stored=${1:-100000}
