@@ -39,6 +39,7 @@ type oauthUpstream struct {
 	challenges map[string]string // code → code_challenge
 	issued     []string
 	refreshed  int
+	machine    int // client credentials grants
 	reused     int
 	revoked    []string
 	n          int
@@ -83,7 +84,7 @@ func newOAuthUpstream(t *testing.T) *oauthUpstream {
 				"token_endpoint": base + "/token", "registration_endpoint": base + "/register",
 				"revocation_endpoint": base + "/revoke", "code_challenge_methods_supported": []string{"S256"},
 				"response_types_supported": []string{"code"}, "scopes_supported": []string{"mcp:tools", "offline_access"},
-				"grant_types_supported": []string{"authorization_code", "refresh_token"}})
+				"grant_types_supported": []string{"authorization_code", "refresh_token", "client_credentials"}})
 		case "/register":
 			writeJSONTo(w, http.StatusCreated, map[string]any{"client_id": "cli-client", "client_secret": u.canary("secret"),
 				"token_endpoint_auth_method": "client_secret_basic"})
@@ -111,6 +112,13 @@ func newOAuthUpstream(t *testing.T) *oauthUpstream {
 					return
 				}
 				delete(u.challenges, f.Get("code"))
+			case "client_credentials": // the gateway's own client, for listing tools (--discover-client-env)
+				if id, secret, ok := r.BasicAuth(); !ok || id != "gw-client" || secret != "gw-secret" || f.Get("resource") != base+"/mcp" {
+					writeJSONTo(w, http.StatusUnauthorized, map[string]any{"error": "invalid_client"})
+					u.mu.Unlock()
+					return
+				}
+				u.machine++
 			case "refresh_token":
 				if !u.refreshes[f.Get("refresh_token")] {
 					u.reused++
@@ -368,5 +376,52 @@ func TestAuthCommandLine(t *testing.T) {
 	browserLogin(t, env, server, true)
 	if code, out, _ := runToolEnv(t, env, "auth", "status", server); code != exitOK || !strings.Contains(out, server) {
 		t.Errorf("status %s: %d %q", server, code, out)
+	}
+}
+
+// serve-mcp --discover lists a protected upstream with --discover-client-env's client credentials (the gateway's
+// own grant, taken once); without them the load warns and serves no tool.
+func TestServeMCPDiscoversAProtectedUpstream(t *testing.T) {
+	t.Parallel()
+	up := newOAuthUpstream(t)
+	manifest := writeFile(t, "gw.yaml", "kind: commonagents.info/v1beta2/tool\nnamespace: tests\nname: gw\n"+
+		"description: A protected upstream.\nmcp:\n  transport: streamable_http\n  url: "+up.srv.URL+"/mcp\n")
+	env := append(os.Environ(), "XDG_CONFIG_HOME="+t.TempDir(), "GW_ID=gw-client", "GW_SECRET=gw-secret",
+		"GW_ISSUER="+up.srv.URL)
+	tools := func(extra ...string) ([]string, string) {
+		cmd := exec.Command(toolBinary(t), append([]string{"serve-mcp", manifest, "--discover"}, extra...)...)
+		cmd.Env = env
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		sess, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+		if err != nil {
+			t.Fatalf("serve-mcp %q: %v", extra, err)
+		}
+		defer sess.Close()
+		res, err := sess.ListTools(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, tl := range res.Tools {
+			names = append(names, tl.Name)
+		}
+		return names, stderr.String()
+	}
+	names, _ := tools("--discover-client-env", "GW", "--auth-allow-loopback")
+	up.mu.Lock()
+	machine := up.machine
+	up.mu.Unlock()
+	if len(names) != 1 || machine != 1 {
+		t.Errorf("with the client credentials: tools %q, %d grants; want the upstream's one tool, one grant", names, machine)
+	}
+	if names, stderr := tools(); len(names) != 0 || !strings.Contains(stderr, "authoriz") {
+		t.Errorf("without them: tools %q, stderr %q; want none and the warning", names, stderr)
+	}
+	if code, _, errOut := runToolEnv(t, env, "serve-mcp", manifest, "--discover-client-env", "GW"); code != exitUsage ||
+		!strings.Contains(errOut, "needs --discover") {
+		t.Errorf("--discover-client-env without --discover: %d %q", code, errOut)
 	}
 }

@@ -83,6 +83,8 @@ func runServeMCP(ctx context.Context, fs *flag.FlagSet, args []string, stdout, s
 	workers := fs.Int("workers", mcpserve.DefaultWorkers, "how many calls run at once, 1 to 100 (`N`)")
 	conns := fs.Int("http-conns", 0, "idle HTTP connections kept per host (`N`; default: --workers)")
 	hf := httpFlags(fs)
+	discoverClient := fs.String("discover-client-env", "", "list a protected upstream at load with the client "+
+		"credentials grant of the client `NAME`_ID, NAME_SECRET at NAME_ISSUER (with --discover)")
 	discover := fs.Bool("discover", false, "turn the tools of a top-level mcp block into actions at load "+
 		"(starts or connects to its server)")
 	pos, code, ok := parse(fs, args)
@@ -107,6 +109,16 @@ func runServeMCP(ctx context.Context, fs *flag.FlagSet, args []string, stdout, s
 		return exitProblem
 	}
 	opts = append(opts, tool.WithHTTPClient(tool.NewHTTPClient(*conns)), tool.WithDiscovery(*discover))
+	if *discoverClient != "" {
+		if !*discover {
+			return usageError(fs, "--discover-client-env needs --discover")
+		}
+		opt, err := discoverAuth(*discoverClient, hf.door.allowLoopback)
+		if err != nil {
+			return usageError(fs, "%v", err)
+		}
+		opts = append(opts, opt)
+	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if hf.addr != "" {
@@ -116,6 +128,7 @@ func runServeMCP(ctx context.Context, fs *flag.FlagSet, args []string, stdout, s
 	if t == nil {
 		return code
 	}
+	printWarnings(stderr, pos[0], t) // a server that could not be listed serves none of its tools: say why
 	// The upstream servers' requests reach the stdio client as they came, as over HTTP (mcpserve.StdioRelay).
 	relay := mcpserve.NewStdioRelay()
 	auth, err := localAuthorizer() // the local user's grants (tool auth), as invoke uses them

@@ -103,6 +103,7 @@ func serveHTTP(ctx context.Context, fs *flag.FlagSet, stderr io.Writer, hf *http
 	if t == nil {
 		return code
 	}
+	printWarnings(stderr, file, t) // a server that could not be listed serves none of its tools: say why
 	starter := func(t *tool.Tool) mcpserve.StartFunc {
 		return func(ctx context.Context) (*tool.Task, error) {
 			// Behind the door, the task acts for the user the session belongs to: the upstream grants of that
