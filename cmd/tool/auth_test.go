@@ -399,8 +399,8 @@ func TestServeMCPDiscoversAProtectedUpstream(t *testing.T) {
 		if err != nil {
 			t.Fatalf("serve-mcp %q: %v", extra, err)
 		}
-		defer sess.Close()
 		res, err := sess.ListTools(ctx, nil)
+		_ = sess.Close() // waits for the process, and for its stderr to be copied
 		if err != nil {
 			t.Fatal(err)
 		}
