@@ -314,14 +314,16 @@ func authLogout(ctx context.Context, stderr io.Writer, server string) error {
 	if err != nil {
 		return err
 	}
-	if c != nil {
-		if grants, err := c.Grants(ctx, localSubject); err == nil && !hasGrant(grants, server) {
-			fmt.Fprintf(stderr, "no grant for %s\n", server)
-			return nil
-		}
-		if err := c.Revoke(ctx, localSubject, server); err != nil {
-			return fmt.Errorf("the grant is forgotten, but revoking it failed: %w", err)
-		}
+	if c == nil {
+		fmt.Fprintf(stderr, "no grant for %s\n", server)
+		return nil
+	}
+	if grants, err := c.Grants(ctx, localSubject); err == nil && !hasGrant(grants, server) {
+		fmt.Fprintf(stderr, "no grant for %s\n", server)
+		return nil
+	}
+	if err := c.Revoke(ctx, localSubject, server); err != nil {
+		return fmt.Errorf("the grant is forgotten, but revoking it failed: %w", err)
 	}
 	fmt.Fprintf(stderr, "logged out of %s\n", server)
 	return nil

@@ -268,6 +268,9 @@ func TestAuthLoginInvokeServeLogout(t *testing.T) {
 	if code != exitOK || !strings.Contains(out, "no grants") {
 		t.Fatalf("status before login: %d %q %q", code, out, errOut)
 	}
+	if code, _, errOut = runToolEnv(t, env, "auth", "logout", server); code != exitOK || !strings.Contains(errOut, "no grant for") {
+		t.Fatalf("logout before login: %d %q", code, errOut)
+	}
 	outputs = append(outputs, browserLogin(t, env, server, false))
 
 	dir := filepath.Join(config, configDirName)
