@@ -10,7 +10,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 )
 
 // The official suite's server scenarios about tools, through serve-mcp --http --discover --action-names in front of
@@ -52,47 +51,17 @@ func everythingServer(t *testing.T) string {
 		}
 		t.Skipf("the go-sdk's everything-server cannot be built here: %v", everythingErr)
 	}
-	// It cannot report a port of its own choosing either: as for mcp-go's, an address free a moment ago, again
-	// on another when it exits at once (another process took it).
-	for attempt := 1; ; attempt++ {
-		addr := freeAddr(t)
-		cmd := exec.Command(everythingBin, "-http", addr, "-stateless=false")
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		exited := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(exited) }()
-		t.Cleanup(func() {
-			_ = cmd.Process.Kill()
-			<-exited
-		})
-		if listening(addr, exited) {
-			return "http://" + addr + "/mcp"
-		}
-		if attempt == 3 {
-			t.Fatalf("the everything-server did not come up on %d addresses", attempt)
-		}
-	}
-}
-
-// listening waits until addr accepts connections (true), or until the server exits or a minute passes (false).
-func listening(addr string, exited <-chan struct{}) bool {
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	deadline := time.After(time.Minute)
-	for {
-		if c, err := net.Dial("tcp", addr); err == nil {
+	// It cannot report a port of its own choosing either: as for mcp-go's, an address free a moment ago; it is
+	// ready once it accepts connections.
+	return startOnFreeAddr(t, "the everything-server", func(addr string) *exec.Cmd {
+		return exec.Command(everythingBin, "-http", addr, "-stateless=false")
+	}, func(addr string) bool {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
 			_ = c.Close()
-			return true
 		}
-		select {
-		case <-exited:
-			return false
-		case <-deadline:
-			return false
-		case <-tick.C:
-		}
-	}
+		return err == nil
+	})
 }
 
 // throughGateway runs each scenario against upstream alone and, when it passes there, through gw; it returns how

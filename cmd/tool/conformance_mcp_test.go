@@ -168,13 +168,29 @@ func mcpgoConformance(t *testing.T) string {
 		CombinedOutput(); err != nil {
 		t.Fatalf("building mcp-go's conformance server: %v\n%s", err, out)
 	}
-	// The server takes its address from the environment and cannot report a port of its own choosing, so it
-	// gets one that was free a moment ago: when another process took it first, the server exits (it cannot
-	// bind) and is started again on another. Readiness is polled at /health, watching for that exit.
-	for attempt := 1; ; attempt++ {
-		addr := freeAddr(t)
+	// The server takes its address from the environment and cannot report a port of its own choosing: it gets
+	// one that was free a moment ago. Readiness is polled at /health.
+	return startOnFreeAddr(t, "mcp-go's conformance server", func(addr string) *exec.Cmd {
 		cmd := exec.Command(bin)
 		cmd.Env = append(cmd.Environ(), "CONFORMANCE_ADDR="+addr)
+		return cmd
+	}, func(addr string) bool {
+		resp, err := http.Get("http://" + addr + "/health")
+		if err == nil {
+			_ = resp.Body.Close()
+		}
+		return err == nil
+	})
+}
+
+// startOnFreeAddr starts the server command(addr) makes on an address that was free a moment ago, and returns
+// its MCP URL once ready(addr) says it serves. When another process took the address first, the server exits (it
+// cannot bind) and is started again on another, three times at most. It waits a minute at most for each start.
+func startOnFreeAddr(t *testing.T, who string, command func(addr string) *exec.Cmd, ready func(addr string) bool) string {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		addr := freeAddr(t)
+		cmd := command(addr)
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
@@ -184,23 +200,22 @@ func mcpgoConformance(t *testing.T) string {
 			_ = cmd.Process.Kill()
 			<-exited
 		})
-		if up(addr, exited) {
+		if waitReady(addr, exited, ready) {
 			return "http://" + addr + "/mcp"
 		}
 		if attempt == 3 {
-			t.Fatalf("mcp-go's conformance server did not come up on %d addresses", attempt)
+			t.Fatalf("%s did not come up on %d addresses", who, attempt)
 		}
 	}
 }
 
-// up waits until the server at addr answers /health (true), or until it exits or a minute passes (false).
-func up(addr string, exited <-chan struct{}) bool {
+// waitReady waits until ready(addr) (true), or until the server exits or a minute passes (false).
+func waitReady(addr string, exited <-chan struct{}, ready func(string) bool) bool {
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	deadline := time.After(time.Minute)
 	for {
-		if resp, err := http.Get("http://" + addr + "/health"); err == nil {
-			_ = resp.Body.Close()
+		if ready(addr) {
 			return true
 		}
 		select {

@@ -34,15 +34,7 @@ func privateServer(t *testing.T) (string, func(cmd string)) {
 	if out, err := start.CombinedOutput(); err != nil {
 		t.Fatalf("start a private PostgreSQL server: %v\n%s", err, out)
 	}
-	b, err := os.ReadFile(env)
-	if err != nil {
-		t.Fatal(err)
-	}
-	vars := map[string]string{}
-	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		k, v, _ := strings.Cut(strings.TrimPrefix(line, "export "), "=")
-		vars[k] = strings.Trim(v, "'")
-	}
+	vars := readEnvFile(t, env)
 	dir := vars["TOOL_TEST_POSTGRES_DIR"]
 	t.Cleanup(func() { _ = exec.Command(script, "stop", dir).Run() })
 	return vars["TOOL_TEST_POSTGRES_DSN"], func(cmd string) {
@@ -148,5 +140,32 @@ func TestPollAcrossADatabaseOutage(t *testing.T) {
 		}) {
 			t.Errorf("no store.failed fact for a write of %s: %v", record, obs.Facts("store.failed"))
 		}
+	}
+}
+
+// readEnvFile reads the "export NAME='value'" lines a script wrote (postgres.sh start FILE, pgbouncer.sh start).
+func readEnvFile(t *testing.T, path string) map[string]string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vars := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		k, v, _ := strings.Cut(strings.TrimPrefix(line, "export "), "=")
+		vars[k] = strings.Trim(v, "'")
+	}
+	return vars
+}
+
+// storeTask makes the task cfg of tl and detaches it: the Store holds it, for a Router in store mode to bring in.
+func storeTask(t testing.TB, tl *tool.Tool, cfg tool.TaskConfig) {
+	t.Helper()
+	task, err := tl.NewTask(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := task.Detach(context.Background()); err != nil {
+		t.Fatal(err)
 	}
 }

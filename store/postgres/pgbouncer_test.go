@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/commonagents-go/tool"
@@ -32,15 +31,7 @@ func pgBouncer(t *testing.T) string {
 		}
 		t.Skipf("PgBouncer cannot start here: %v\n%s", err, out)
 	}
-	b, err := os.ReadFile(env)
-	if err != nil {
-		t.Fatal(err)
-	}
-	vars := map[string]string{}
-	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		k, v, _ := strings.Cut(strings.TrimPrefix(line, "export "), "=")
-		vars[k] = strings.Trim(v, "'")
-	}
+	vars := readEnvFile(t, env)
 	t.Cleanup(func() { _ = exec.Command(script, "stop", vars["TOOL_TEST_PGBOUNCER_DIR"]).Run() })
 	return vars["TOOL_TEST_PGBOUNCER_DSN"]
 }

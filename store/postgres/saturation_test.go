@@ -37,13 +37,7 @@ func TestExhaustedPoolIsAnswered503(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := tool.TaskConfig{ID: "t1", Capability: tool.Capability{Bindings: map[string]any{"repo": "o/r"}}, Sink: sink}
-	task, err := tl.NewTask(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := task.Detach(ctx); err != nil {
-		t.Fatal(err)
-	}
+	storeTask(t, tl, cfg)
 	if _, err := tl.ReindexRoutes(ctx); err != nil {
 		t.Fatal(err)
 	}

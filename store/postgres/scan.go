@@ -22,23 +22,7 @@ func (s *Store) Scan(ctx context.Context, prefix string) ([]store.Entry, error) 
 	} else {
 		rows, done, err = s.query(ctx, s.q.scanFrom, []byte(prefix))
 	}
-	if err != nil {
-		return nil, fmt.Errorf("postgres store: scan %q: %w", prefix, err)
-	}
-	defer done()
-	defer rows.Close()
-	var out []store.Entry
-	for rows.Next() {
-		var k, v []byte
-		if err := rows.Scan(&k, &v); err != nil {
-			return nil, fmt.Errorf("postgres store: scan %q: %w", prefix, err)
-		}
-		out = append(out, store.Entry{Key: string(k), Value: v})
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("postgres store: scan %q: %w", prefix, err)
-	}
-	return out, nil
+	return entries(prefix, rows, done, err)
 }
 
 // ScanExcept is Scan without the keys that start with one of except: one statement, a range scan over the
@@ -61,6 +45,12 @@ func (s *Store) ScanExcept(ctx context.Context, prefix string, except []string) 
 		args = append(args, lows[i], highs[i])
 	}
 	rows, done, err := s.query(ctx, s.q.scanRanges(len(lows)), args...)
+	return entries(prefix, rows, done, err)
+}
+
+// entries reads the (key, value) rows of a scan of prefix (whose query returned rows, done and err) and releases
+// them.
+func entries(prefix string, rows *sql.Rows, done func(), err error) ([]store.Entry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres store: scan %q: %w", prefix, err)
 	}

@@ -325,13 +325,7 @@ func TestStoreModeKillAtRandomPoints(t *testing.T) {
 	const nTasks = 6
 	for i := range nTasks {
 		id := "t" + strconv.Itoa(i)
-		task, err := tl.NewTask(ctx, tool.TaskConfig{ID: id, Capability: tool.Capability{Bindings: map[string]any{"team": id}}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := task.Detach(ctx); err != nil {
-			t.Fatal(err)
-		}
+		storeTask(t, tl, tool.TaskConfig{ID: id, Capability: tool.Capability{Bindings: map[string]any{"team": id}}})
 	}
 	if _, err := tl.ReindexRoutes(ctx); err != nil {
 		t.Fatal(err)

@@ -59,13 +59,7 @@ func seedPR(t testing.TB, schema string, n int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	task, err := tl.NewTask(ctx, tool.TaskConfig{ID: "t0", Capability: tool.Capability{Bindings: prBindings("t0")}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := task.Detach(ctx); err != nil {
-		t.Fatal(err)
-	}
+	storeTask(t, tl, tool.TaskConfig{ID: "t0", Capability: tool.Capability{Bindings: prBindings("t0")}})
 	if _, err := tl.ReindexRoutes(ctx); err != nil {
 		t.Fatal(err)
 	}
