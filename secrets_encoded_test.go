@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -132,5 +133,37 @@ func TestEncodedSecretsNeverLeak(t *testing.T) {
 	}
 	if n := bytes.Count(dump, []byte("[redacted]")); n < 10 {
 		t.Errorf("%d masks in the output: the test did not exercise the scrubbing", n)
+	}
+}
+
+// A load warning can quote what a server answered while the manifest loaded (here the hints' listing of a
+// declared mcp action, refused by a server that echoes its URL raw, query-escaped and in base64): Tool.Warnings
+// masks the secret settings in every encoding, as a load error does.
+func TestLoadWarningsMaskEncodedSecrets(t *testing.T) {
+	t.Parallel()
+	const key = "sk-load-warning-9c1e"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		k := r.URL.Query().Get("key")
+		http.Error(w, fmt.Sprintf("refused key %s %s %s", k, url.QueryEscape(k), base64.StdEncoding.EncodeToString([]byte(k))),
+			http.StatusInternalServerError)
+	}))
+	defer srv.Close()
+	manifest := "kind: commonagents.info/v1beta2/tool\nnamespace: tests\nname: warned\ndescription: d\n" +
+		"settings:\n  properties:\n    key: {type: string, format: password}\n" +
+		"mcp:\n  transport: streamable_http\n  url: \"" + srv.URL + "/mcp?key={settings.key}\"\n" +
+		"actions:\n  - name: a\n    description: d\n    parameters:\n      properties: {}\n    execute:\n      mcp: {}\n"
+	tl, err := tool.Load(context.Background(), []byte(manifest), tool.WithDiscovery(true),
+		tool.WithSettings(map[string]any{"key": key}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	warnings := fmt.Sprint(tl.Warnings())
+	if !strings.Contains(warnings, "refused key") {
+		t.Fatalf("warnings %s: want the server's refusal quoted", warnings)
+	}
+	for _, form := range []string{key, url.QueryEscape(key), base64.StdEncoding.EncodeToString([]byte(key))} {
+		if strings.Contains(warnings, form) {
+			t.Errorf("a warning holds the secret as %q: %s", form, warnings)
+		}
 	}
 }

@@ -177,14 +177,21 @@ func load(ctx context.Context, manifest []byte, o *options) (*Tool, error) {
 			// A backend's problem can quote what a server printed at load (an MCP server's stderr), which can
 			// echo a secret setting it was given (SPEC §12.2).
 			for i := range problems {
-				problems[i].Detail = t.secrets.String(problems[i].Detail)
+				problems[i].Detail = t.secrets.Encoded(problems[i].Detail)
 			}
 		}
 		return nil, &ValidationError{Problems: problems}
 	}
 	if len(l.warns) > 0 {
-		// Locating warnings re-reads the source: do it only if the host asks for them.
-		t.warnings = sync.OnceValue(func() []Problem { return l.problems(l.warns) })
+		// Locating warnings re-reads the source: do it only if the host asks for them. A warning can quote what
+		// a server answered at load (a listing's error, with the URL a secret setting rendered), in any encoding.
+		t.warnings = sync.OnceValue(func() []Problem {
+			warnings := l.problems(l.warns)
+			for i := range warnings {
+				warnings[i].Detail = t.secrets.Encoded(warnings[i].Detail)
+			}
+			return warnings
+		})
 	}
 	t.src = manifest
 	t.reportSkipped(ctx)
