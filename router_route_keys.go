@@ -62,6 +62,9 @@ func (c conjuncts) routes(ctx context.Context, p *inbound) []eventRoute {
 		if !pe.tried || pe.reason != "" { // decided for every task: toolWide reports it
 			continue
 		}
+		if pe.match != nil && pe.match.Refuted() { // false whatever the task: it activates none
+			continue
+		}
 		if pe.match == nil || !c.keyed[i] {
 			out = append(out, eventRoute{event: i, all: true})
 			continue

@@ -578,28 +578,43 @@ func (s *putCounter) Put(ctx context.Context, key string, value []byte) error {
 	return s.memStore.Put(ctx, key, value)
 }
 
-// A task that a webhook visited without activating leaves the cache without a write: its state did not change.
-func TestStoreModeEvictionOfAnUnchangedTaskWritesNothing(t *testing.T) {
-	t.Parallel()
-	rp := newReplicas(t, tool.RouterOptions{})
+// aliceFollowers stores two issue-tracker tasks, t0 and t1, on repository 4242, each with alice in its allow list,
+// through replica a of rp.
+func aliceFollowers(t *testing.T, rp *replicas) {
+	t.Helper()
 	for i := range 2 {
 		task := newTask(t, rp.a, tool.TaskConfig{ID: fmt.Sprintf("t%d", i), Capability: tool.Capability{Bindings: map[string]any{"repo_id": 4242}}})
 		mustInvoke(t, task, "create_issue", map[string]any{"title": "x", "assignee": "alice"})
 	}
+}
+
+// repoHydrator brings any task into memory on repository 4242, counting them in n when n is not nil.
+func repoHydrator(n *atomic.Int64) tool.Hydrator {
+	return func(_ context.Context, id string) (tool.TaskConfig, bool) {
+		if n != nil {
+			n.Add(1)
+		}
+		return tool.TaskConfig{Capability: tool.Capability{Bindings: map[string]any{"repo_id": 4242}}}, true
+	}
+}
+
+// A task that a webhook visited without activating leaves the cache without a write: its state did not change.
+func TestStoreModeEvictionOfAnUnchangedTaskWritesNothing(t *testing.T) {
+	t.Parallel()
+	rp := newReplicas(t, tool.RouterOptions{})
+	aliceFollowers(t, rp)
 	pc := &putCounter{memStore: rp.mem}
 	obs := tooltest.NewObserver()
 	b := issueTracker(t, tool.WithStore(pc), tool.WithRouteIndex(), tool.WithReplicaID("b2"), tool.WithObserver(obs))
 	r := tool.NewRouter(tool.RouterOptions{TaskCacheSize: 1, TaskCacheIdle: 0})
 	t.Cleanup(func() { _ = r.Close(context.Background()) })
-	hydrate := func(_ context.Context, id string) (tool.TaskConfig, bool) {
-		return tool.TaskConfig{Capability: tool.Capability{Bindings: map[string]any{"repo_id": 4242}}}, true
-	}
-	if err := r.Serve(context.Background(), b, hydrate); err != nil {
+	if err := r.Serve(context.Background(), b, repoHydrator(nil)); err != nil {
 		t.Fatal(err)
 	}
-	// Both tasks follow alice, but the payload's action is not "assigned": both are visited, neither activates,
-	// and the cache of one evicts the first.
-	body := strings.Replace(assigned(4242, "alice"), `"assigned"`, `"unassigned"`, 1)
+	// Both tasks follow alice, but the payload's action is null, not "assigned": both are visited (a string other
+	// than "assigned" would refuse the payload before any task: allowlist.Delivery.Refuted), neither activates, and
+	// the cache of one evicts the first.
+	body := strings.Replace(assigned(4242, "alice"), `"assigned"`, `null`, 1)
 	ds, err := r.Dispatch(context.Background(), "engineering", "issue-tracker", signed(hookSecret, "d1", body))
 	if err != nil || len(ds) != 2 {
 		t.Fatalf("deliveries %+v, %v; want both tasks visited", ds, err)
@@ -607,6 +622,35 @@ func TestStoreModeEvictionOfAnUnchangedTaskWritesNothing(t *testing.T) {
 	obs.Wait(t, facts.TaskDetached, 1) // in the Router's goroutine
 	if n := pc.puts.Load(); n != 0 {
 		t.Errorf("%d writes of task state for two visits and an eviction, want 0", n)
+	}
+}
+
+// A payload that a filter's opening test refuses (`event.payload.action == 'assigned'`, and the action is
+// another string) reaches no task in store mode: the Router neither looks tasks up nor brings them into memory.
+func TestStoreModeRefutedPayloadVisitsNoTask(t *testing.T) {
+	t.Parallel()
+	rp := newReplicas(t, tool.RouterOptions{})
+	aliceFollowers(t, rp)
+	b := issueTracker(t, tool.WithStore(rp.mem), tool.WithRouteIndex(), tool.WithReplicaID("b2"))
+	r := tool.NewRouter(tool.RouterOptions{})
+	t.Cleanup(func() { _ = r.Close(context.Background()) })
+	var hydrated atomic.Int64
+	if err := r.Serve(context.Background(), b, repoHydrator(&hydrated)); err != nil {
+		t.Fatal(err)
+	}
+	for i, action := range []string{`"unassigned"`, `"assigned"`} {
+		body := strings.Replace(assigned(4242, "alice"), `"assigned"`, action, 1)
+		ds, err := r.Dispatch(context.Background(), "engineering", "issue-tracker", signed(hookSecret, fmt.Sprint("d", i), body))
+		want := 0
+		if action == `"assigned"` {
+			want = 2 // the same tasks, when the action is the one the filter takes
+		}
+		if err != nil || len(ds) != want {
+			t.Fatalf("action %s: deliveries %+v, %v; want %d", action, ds, err, want)
+		}
+		if n := hydrated.Load(); n != int64(want) {
+			t.Errorf("action %s: %d tasks brought into memory, want %d", action, n, want)
+		}
 	}
 }
 

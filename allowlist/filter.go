@@ -70,6 +70,8 @@ type Delivery struct {
 	ready  atomic.Bool // keys and never are set: readable without once
 	keys   []Key
 	never  bool // a conjunct was null, or two conjuncts on one name want different texts
+	// refuted: the filter is false for vars whatever the parameters (celenv.Program.FalseFor), known at Prepare.
+	refuted bool
 }
 
 // Prepare prepares vars (`event`, and `now`; when `now` is absent it is set to the current time, so that
@@ -83,8 +85,14 @@ func (f *Filter) Prepare(_ context.Context, vars map[string]any) *Delivery {
 		maps.Copy(base, vars)
 		base["now"] = time.Now().UTC().Format(time.RFC3339)
 	}
-	return &Delivery{filter: f, vars: base}
+	return &Delivery{filter: f, vars: base, refuted: f.prog.FalseFor(base)}
 }
+
+// Refuted reports that the filter is false for this delivery whatever the parameters, as a test of the payload
+// it opens with (celenv.Program.FalseFor) shows: Match then says FilterFalse without evaluating it, once the
+// list holds a value of each name the filter reads (else EmptyAllowList, as always), and a router need not look
+// for tasks.
+func (d *Delivery) Refuted() bool { return d.refuted }
 
 // evalKeys evaluates the conjuncts once.
 func (d *Delivery) evalKeys(ctx context.Context) {

@@ -69,7 +69,7 @@ func (l *List) Match(ctx context.Context, d *Delivery, maxAssignments int) Outco
 	}
 	// With one value per referenced name there is one assignment to try: evaluating the conjuncts first would
 	// only repeat part of that evaluation.
-	if !l.singleValued(d.filter.refs) {
+	if !d.refuted && !l.singleValued(d.filter.refs) {
 		d.evalKeys(ctx)
 	}
 	s := d.filter.getScratch()
@@ -109,6 +109,9 @@ func (l *List) assign(d *Delivery, params map[string]any, max int) ([]assignment
 		if e := l.entries[name]; e == nil || len(e.order) == 0 {
 			return nil, Outcome{Reason: EmptyAllowList, Name: name}, true
 		}
+	}
+	if d.refuted {
+		return nil, Outcome{Reason: FilterFalse}, true
 	}
 	var keys []Key
 	if d.ready.Load() {

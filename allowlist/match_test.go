@@ -411,3 +411,42 @@ func TestMatchConcurrent(t *testing.T) {
 		t.Errorf("sealed repo = %q, want [tool]", l.Snapshot()["repo"])
 	}
 }
+
+// A payload its filter's opening test refuses (celenv.Program.FalseFor) is FilterFalse with no evaluation, once
+// the list holds the names the filter reads; an empty name still says EmptyAllowList first, and a payload the
+// test cannot refuse is evaluated as before.
+func TestMatchRefuted(t *testing.T) {
+	t.Parallel()
+	f := compileFilter(t, `event.payload.action == 'assigned' && `+walkthrough)
+	ctx := context.Background()
+	withAction := func(action string) string {
+		return `{"action":` + action + `,` + assigned("alice", "tool")[1:]
+	}
+	l := New(0)
+	l.Seal("repo", "tool")
+	d := f.Prepare(ctx, eventVars(t, withAction(`"unassigned"`)))
+	if !d.Refuted() {
+		t.Fatal("Refuted() = false for an unassigned payload")
+	}
+	if out := l.Match(ctx, d, 0); out.Reason != EmptyAllowList || out.Name != "assignee" {
+		t.Errorf("before any assignee: %+v, want EmptyAllowList of assignee", out)
+	}
+	l.Add("assignee", "alice")
+	l.Add("assignee", "bob") // two values: Match would evaluate the conjuncts first
+	if out := l.Match(ctx, d, 0); out.Reason != FilterFalse || out.Evaluations != 0 || out.Err != nil {
+		t.Errorf("refuted: %+v, want FilterFalse after 0 evaluations", out)
+	}
+	for _, action := range []string{`"assigned"`, `null`} {
+		d := f.Prepare(ctx, eventVars(t, withAction(action)))
+		if d.Refuted() {
+			t.Errorf("action %s: Refuted() = true", action)
+		}
+		want := Matched
+		if action == `null` {
+			want = FilterFalse
+		}
+		if out := l.Match(ctx, d, 0); out.Reason != want || out.Evaluations != 1 {
+			t.Errorf("action %s: %+v, want %s after 1 evaluation", action, out, want)
+		}
+	}
+}

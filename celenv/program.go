@@ -50,6 +50,7 @@ type Program struct {
 	params    []string
 	dynParams bool
 	lim       Limits
+	guards    []guard // FalseFor's
 
 	// Equality conjuncts cost a recompilation each, and only routing needs them: they are built on first use.
 	conjOnce  sync.Once
@@ -96,6 +97,9 @@ func compile(s Scope, expr string, lim Limits) (*Program, error) {
 	}
 	p := &Program{scope: s, src: expr, ast: checked, prg: prg, lim: lim}
 	p.params, p.dynParams = parameterRefs(checked.NativeRep().Expr())
+	if s == ScopeFilter {
+		p.guards = guards(checked.NativeRep().Expr())
+	}
 	return p, nil
 }
 

@@ -10,6 +10,9 @@
 # Environment: TOOL_BENCH_REPLICAS (default 1,3), TOOL_BENCH_CONCURRENCY (default 1,8,32,128), TOOL_BENCH_HOT
 # (tasks each replica caches first, default 2000), TOOL_BENCH_POOL (each replica's connections, default 16),
 # TOOL_BENCH_CPUPROFILE=PREFIX (a CPU profile per replica: PREFIX.w0, PREFIX.w1, ...).
+# With TOOL_BENCH_MINUTES=M it runs the soak instead (BenchmarkWebhookMemory: 3 replicas whose caches hold
+# TOOL_BENCH_CACHE tasks, default 2,500, at concurrency 32 for M minutes; each replica's live heap every minute, and
+# with TOOL_BENCH_HEAPPROFILE=PREFIX a heap profile too: PREFIX.w0.1, PREFIX.w0.2, ...).
 # A replica's hot tasks are visited in turn, each every HOT / (its rate × 0.9) seconds: when that is over a minute,
 # each of those deliveries also writes its task's last activity ("activity-writes/delivery"), in the statement that
 # records its delivery id (a PutBatch; a fourth statement before issue 41's store.BatchStore).
@@ -25,6 +28,8 @@ bin=$(mktemp -d)
 trap 'scripts/postgres.sh stop "$TOOL_TEST_POSTGRES_DIR"; rm -rf "$env_file" "$bin"' EXIT
 go test -c -o "$bin/postgres.test" ./store/postgres
 echo "# $(date -u +%FT%TZ) $(git rev-parse --short HEAD) $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+bench='^BenchmarkWebhookThroughput$'
+if [ -n "${TOOL_BENCH_MINUTES:-}" ]; then bench='^BenchmarkWebhookMemory$'; fi
 (cd store/postgres && TOOL_BENCH_STORED=$stored TOOL_BENCH_SECONDS=$seconds TOOL_BENCH_HOT=${TOOL_BENCH_HOT:-2000} \
-  "$bin/postgres.test" -test.run '^$' -test.bench '^BenchmarkWebhookThroughput$' -test.benchtime 1x -test.timeout 2h)
+  "$bin/postgres.test" -test.run '^$' -test.bench "$bench" -test.benchtime 1x -test.timeout 2h)
 echo "# $(date -u +%FT%TZ) load average $(cut -d' ' -f1-3 /proc/loadavg)"

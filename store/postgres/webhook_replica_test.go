@@ -29,7 +29,8 @@ import (
 // round trips on its connections, statements, Store operations, facts, CPU — and keeps every activation its Sink
 // accepted, so that the driver can check each acknowledged delivery against them.
 
-// webhookReplicaEnv marks the helper process; its value is "schema replica-id pool-size".
+// webhookReplicaEnv marks the helper process; its value is "schema replica-id pool-size cache-size" (a cache size of
+// 0: the Router's default).
 const webhookReplicaEnv = "TOOL_WEBHOOK_REPLICA"
 
 // webhookSecret signs the harness's webhooks (the github-pr manifest's settings.github_webhook_secret).
@@ -46,6 +47,7 @@ func TestWebhookReplicaProcess(t *testing.T) {
 	}
 	f := strings.Fields(v)
 	pool, _ := strconv.Atoi(f[2])
+	cache, _ := strconv.Atoi(f[3])
 	if prefix := os.Getenv("TOOL_BENCH_CPUPROFILE"); prefix != "" { // a CPU profile per replica, written at shutdown
 		out, err := os.Create(prefix + "." + f[1])
 		if err != nil {
@@ -56,7 +58,7 @@ func TestWebhookReplicaProcess(t *testing.T) {
 		}
 		defer func() { pprof.StopCPUProfile(); out.Close() }()
 	}
-	if err := runWebhookReplica(dsn(t), f[0], f[1], pool); err != nil {
+	if err := runWebhookReplica(dsn(t), f[0], f[1], pool, cache); err != nil {
 		printLine(map[string]any{"error": err.Error()})
 		t.FailNow()
 	}
@@ -72,6 +74,7 @@ type replicaCounters struct {
 	facts      map[string]int64 // by name
 	// activations: task + " " + delivery id → the Activation.IDs the Sink accepted, one entry per acceptance.
 	activations map[string][]string
+	uncounted   bool // on "forget-activations": activations stay empty, so that a soak measures the Router's heap
 	accepted    int64
 }
 
@@ -84,6 +87,15 @@ type replicaStats struct {
 	Facts      map[string]int64 `json:"facts"`
 	CPUNanos   int64            `json:"cpu_ns"`
 	HeapAlloc  uint64           `json:"heap_alloc"`
+}
+
+// heapStats is a replica's memory after a collection, printed on a "heap" line: the live heap, the heap's spans
+// in use, what the runtime holds from the OS, and the goroutines.
+type heapStats struct {
+	Live       uint64 `json:"live"`
+	InUse      uint64 `json:"in_use"`
+	Sys        uint64 `json:"sys"`
+	Goroutines int    `json:"goroutines"`
 }
 
 func (c *replicaCounters) add(m map[string]int64, k string) {
@@ -302,8 +314,10 @@ func prBindings(id string) map[string]any {
 // runWebhookReplica serves github-pr's webhooks in store mode on a port it prints ({"addr": ...}). On a "stats"
 // line of its standard input it prints {"stats": replicaStats}; on "activations", {"activations": {task +
 // " " + delivery: [Activation.ID, ...]}}. When its standard input ends it closes its Router and prints
-// {"closed": "<Router.Close's error>"}.
-func runWebhookReplica(dsn, schema, replica string, pool int) error {
+// {"closed": "<Router.Close's error>"}. On "forget-activations", it stops keeping them (a soak's heap is the
+// Router's). On "heap", it collects garbage and prints {"heap": heapStats}. Its Router
+// caches at most cache tasks (0: the default).
+func runWebhookReplica(dsn, schema, replica string, pool, cache int) error {
 	ctx := context.Background()
 	c := &replicaCounters{statements: map[string]int64{}, ops: map[string]int64{}, facts: map[string]int64{},
 		activations: map[string][]string{}}
@@ -318,8 +332,10 @@ func runWebhookReplica(dsn, schema, replica string, pool int) error {
 	}
 	sink := tool.SinkFunc(func(_ context.Context, a tool.Activation) error {
 		c.mu.Lock()
-		k := a.TaskID + " " + a.DeliveryID
-		c.activations[k] = append(c.activations[k], a.ID)
+		if !c.uncounted {
+			k := a.TaskID + " " + a.DeliveryID
+			c.activations[k] = append(c.activations[k], a.ID)
+		}
 		c.accepted++
 		c.mu.Unlock()
 		return nil
@@ -330,7 +346,7 @@ func runWebhookReplica(dsn, schema, replica string, pool int) error {
 	if err != nil {
 		return err
 	}
-	r := tool.NewRouter(tool.RouterOptions{})
+	r := tool.NewRouter(tool.RouterOptions{TaskCacheSize: cache})
 	err = r.Serve(ctx, tl, func(_ context.Context, id string) (tool.TaskConfig, bool) {
 		return tool.TaskConfig{Capability: tool.Capability{Bindings: prBindings(id)}, Sink: sink}, true
 	})
@@ -351,10 +367,28 @@ func runWebhookReplica(dsn, schema, replica string, pool int) error {
 	go srv.Serve(ln)
 	printLine(map[string]any{"addr": ln.Addr().String()})
 	sc := bufio.NewScanner(os.Stdin)
+	heapProfiles := 0
 	for sc.Scan() {
 		switch sc.Text() {
 		case "stats":
 			printLine(map[string]any{"stats": c.snapshot()})
+		case "heap":
+			goruntime.GC()
+			if prefix := os.Getenv("TOOL_BENCH_HEAPPROFILE"); prefix != "" { // PREFIX.<replica>.<n>, n from 1
+				heapProfiles++
+				if err := heapProfileTo(fmt.Sprintf("%s.%s.%d", prefix, replica, heapProfiles)); err != nil {
+					return err
+				}
+			}
+			var ms goruntime.MemStats
+			goruntime.ReadMemStats(&ms)
+			printLine(map[string]any{"heap": heapStats{Live: ms.HeapAlloc, InUse: ms.HeapInuse, Sys: ms.Sys,
+				Goroutines: goruntime.NumGoroutine()}})
+		case "forget-activations":
+			c.mu.Lock()
+			c.activations, c.uncounted = map[string][]string{}, true
+			c.mu.Unlock()
+			printLine(map[string]any{"forget-activations": true})
 		case "activations":
 			c.mu.Lock()
 			printLine(map[string]any{"activations": c.activations})
@@ -366,4 +400,16 @@ func runWebhookReplica(dsn, schema, replica string, pool int) error {
 	_ = srv.Shutdown(sctx)
 	printLine(map[string]any{"closed": fmt.Sprint(r.Close(sctx))})
 	return nil
+}
+
+func heapProfileTo(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

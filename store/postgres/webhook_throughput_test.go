@@ -114,13 +114,15 @@ type replicaSet struct {
 	client *http.Client
 }
 
-func startReplicas(t testing.TB, schema string, n, pool int) *replicaSet {
+// startReplicas starts n replica processes, each with a pool of pool connections and a task cache of cache tasks
+// (0: the Router's default).
+func startReplicas(t testing.TB, schema string, n, pool, cache int) *replicaSet {
 	t.Helper()
 	rs := &replicaSet{client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 512, MaxConnsPerHost: 0}}}
 	for i := range n {
 		r := "w" + strconv.Itoa(i)
 		rs.procs = append(rs.procs, startReplicaProc(t, "TestWebhookReplicaProcess",
-			fmt.Sprintf("%s=%s %s %d", webhookReplicaEnv, schema, r, pool), r))
+			fmt.Sprintf("%s=%s %s %d %d", webhookReplicaEnv, schema, r, pool, cache), r))
 	}
 	return rs
 }
@@ -467,7 +469,7 @@ func BenchmarkWebhookThroughput(b *testing.B) {
 	}
 	schema := newSchema(b)
 	seedPR(b, schema, stored)
-	rs := startReplicas(b, schema, most, pool)
+	rs := startReplicas(b, schema, most, pool, 0)
 	run := strconv.FormatInt(time.Now().UnixNano(), 36)
 	p := newPlan(most, hot, stored)
 	warm(b, rs, p, run)
@@ -548,7 +550,7 @@ func TestWebhookThroughputSample(t *testing.T) {
 	if n, _ := res0.RowsAffected(); err != nil || n != stored+1 {
 		t.Fatalf("backdating the stored activity: %d rows, %v; want %d", n, err, stored+1)
 	}
-	rs := startReplicas(t, schema, 1, 16)
+	rs := startReplicas(t, schema, 1, 16, 0)
 	run := strconv.FormatInt(time.Now().UnixNano(), 36)
 	p := newPlan(1, hot, stored)
 	acked := warm(t, rs, p, run)[0]
