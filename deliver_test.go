@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/commonagents-go/tool"
 	"github.com/commonagents-go/tool/events/webhook"
+	"github.com/commonagents-go/tool/store"
 )
 
 // manualClock is a clock tests move by hand.
@@ -300,6 +302,50 @@ func TestDeliverDuplicateDeliveryID(t *testing.T) {
 
 	clock.Advance(61 * time.Minute) // past the window: the id may activate again (and `labeled` timed out)
 	wantOutcome(t, deliver(t, task, signed(hookSecret, "d-1", pushBody)), "pushed:activated", "labeled:expired")
+}
+
+// A task keeps no memory per delivery id it activated: the Store, which expires the records after the window,
+// holds them (a task of a busy repository takes thousands a day; issue 41's soak found them piling up). The
+// Store here keeps the records out of this process's heap, as PostgreSQL does. Not parallel: it reads the live
+// heap.
+func TestDeliveryIDsAreNotKeptInMemory(t *testing.T) {
+	tl := repoTool(t, tool.WithStore(recordsElsewhere{tool.NewMemoryStore().(store.ExpiringStore)}))
+	task := newTask(t, tl, tool.TaskConfig{Capability: tool.Capability{Bindings: map[string]any{"repo": "o/r"}}})
+	live := func() uint64 {
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return ms.HeapAlloc
+	}
+	before := live()
+	for i := range 10_000 {
+		if d := deliver(t, task, signed(hookSecret, fmt.Sprint("d-", i), pushBody)); len(d.Activations) != 1 {
+			t.Fatalf("%+v, want one activation", d)
+		}
+	}
+	// Each id kept would cost its key (about 70 bytes) and its time: over a megabyte for these.
+	if grown := int64(live()) - int64(before); grown > 300_000 {
+		t.Errorf("the live heap grew by %d bytes over 10,000 deliveries: %d per delivery, want none kept", grown, grown/10_000)
+	}
+	runtime.KeepAlive(task)
+}
+
+// recordsElsewhere is an expiring Store that keeps the delivery ids' records out of the heap: it drops them, and
+// finds none.
+type recordsElsewhere struct{ store.ExpiringStore }
+
+func (s recordsElsewhere) Put(ctx context.Context, key string, value []byte) error {
+	return s.PutTTL(ctx, key, value, 0)
+}
+
+func (s recordsElsewhere) PutTTL(ctx context.Context, key string, value []byte, ttl time.Duration) error {
+	if strings.Contains(key, "/deliveries/") {
+		return nil
+	}
+	if ttl == 0 {
+		return s.ExpiringStore.Put(ctx, key, value)
+	}
+	return s.ExpiringStore.PutTTL(ctx, key, value, ttl)
 }
 
 // A tool whose event names no secret is verified with the host's fallback secret, by a host verifier when its

@@ -15,10 +15,10 @@ import (
 
 // dedupeLog remembers the delivery ids a task activated, in the Store under "deliveries/<hash>" (SPEC §9.2,
 // §13), so replicas sharing the Store and a resumed task see them too. The in-memory log only knows what to
-// prune once the dedupe window has passed.
+// prune once the dedupe window has passed, in a Store that does not expire records itself.
 type dedupeLog struct {
 	mu       sync.Mutex
-	entries  []dedupeEntry     // oldest first
+	entries  []dedupeEntry     // oldest first; none in a store.ExpiringStore
 	inflight map[string]bool   // keys being activated: a concurrent retry of the same delivery is a duplicate
 	claims   map[string][]byte // keys this task claimed in a shared Store, with the claim written
 }
@@ -198,7 +198,8 @@ func (e *taskEvents) release(key string) {
 	e.dedupe.mu.Unlock()
 }
 
-// remember records that the event activated for delivery id, and forgets the ids older than the window. With
+// remember records that the event activated for delivery id. In a Store that does not expire what it holds
+// (store.ExpiringStore), it deletes the records older than the window, which it keeps in memory to know them. With
 // activity (noteActivity said the task's last activity is due to be written) it writes the event state too: in
 // the same Store call when the Store is a store.BatchStore, so that a delivery costs one write either way.
 func (e *taskEvents) remember(ctx context.Context, key string, activity bool) {
@@ -232,6 +233,10 @@ func (e *taskEvents) remember(ctx context.Context, key string, activity bool) {
 	log.mu.Lock()
 	delete(log.claims, key)
 	log.shrink()
+	if expiring { // the Store forgets the record after the window: a task that takes many deliveries keeps none
+		log.mu.Unlock()
+		return
+	}
 	log.entries = append(log.entries, dedupeEntry{key: key, at: now})
 	n := 0
 	for n < len(log.entries)-1 && now.Sub(log.entries[n].at) >= e.tool.opts.limits.DedupeWindow {

@@ -136,6 +136,10 @@ func (l *List) assign(d *Delivery, params map[string]any, max int) ([]assignment
 			continue
 		}
 		order := l.entries[name].order
+		if len(order) == 1 { // one value: fixed too, with nothing to try after it
+			params[name] = order[0].val
+			continue
+		}
 		// One more than the cap, so that a cut set can never look exhausted after max assignments.
 		vals := make([]any, min(len(order), max+1))
 		for i := range vals {
