@@ -60,7 +60,8 @@ type ClaimStore interface {
 }
 
 // ExpiringStore is implemented by Stores that can forget a key by themselves: delivery ids are written with
-// PutTTL (the dedupe window), so they need no sweeping by the host.
+// PutTTL (the dedupe window), so they need no sweeping by the host, and a task keeps none of them in memory (over
+// a Store without it, a task remembers each id it activated for the window, to delete its record then).
 type ExpiringStore interface {
 	Store
 	// PutTTL is Put for a value that Get, List and CompareAndSwap no longer see once ttl has passed.
