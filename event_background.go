@@ -250,7 +250,7 @@ func (t *Task) emit(ctx context.Context, i int, item any, at time.Time) (bool, e
 	defer t.leave()
 	ev := t.tool.events[i]
 	pe := &pushedEvent{ev: ev, tried: true, parent: &inbound{received: at, payload: item, item: poll.Fingerprint(item)}}
-	pe.event = map[string]any{"payload": item, "name": ev.def.Name}
+	pe.event = map[string]any{"payload": item, "name": ev.name}
 	pe.vars = map[string]any{"event": pe.event, "now": poll.Format(t.tool.opts.clock.Now())}
 	if ev.filter != nil {
 		pe.match = ev.filter.Prepare(ctx, pe.vars)

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"strings"
 
@@ -47,19 +48,26 @@ func (t *Task) Deliver(ctx context.Context, in *Inbound) (*Delivery, error) {
 // so that every retry of a delivery, and every re-fire of a polled item, carries the same id.
 func (t *Task) activationID(event string, p *inbound) string {
 	h := sha256.New()
-	h.Write([]byte(t.id + "\x00" + event + "\x00"))
+	for _, s := range [...]string{t.id, "\x00", event, "\x00"} {
+		io.WriteString(h, s)
+	}
 	switch {
 	case p.deliveryID != "":
-		h.Write([]byte("delivery\x00" + p.deliveryID))
+		io.WriteString(h, "delivery\x00")
+		io.WriteString(h, p.deliveryID)
 	case p.item != "":
-		h.Write([]byte("item\x00" + p.item))
+		io.WriteString(h, "item\x00")
+		io.WriteString(h, p.item)
 	default:
-		h.Write([]byte("body\x00"))
+		io.WriteString(h, "body\x00")
 		if p.in != nil {
 			h.Write(p.in.Body)
 		}
 	}
-	return "act_" + hex.EncodeToString(h.Sum(nil)[:16])
+	var sum [sha256.Size]byte
+	id := [len("act_") + 32]byte{'a', 'c', 't', '_'}
+	hex.Encode(id[len("act_"):], h.Sum(sum[:0])[:16])
+	return string(id[:])
 }
 
 // deliver runs the task's part of the pipeline for a prepared inbound.

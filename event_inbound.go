@@ -2,11 +2,13 @@ package tool
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"net/http"
 	"time"
 
 	"github.com/commonagents-go/tool/events/webhook"
+	"github.com/commonagents-go/tool/internal/jsonlimit"
 	"github.com/commonagents-go/tool/internal/jsonvalue"
 )
 
@@ -14,12 +16,20 @@ import (
 // empty included. JSON is what jsonvalue reads, the library's one reading: valid JSON only (no byte order mark,
 // no "1."), numbers beyond float64 as their text, never ±Inf. Both copy what they keep: the payload never aliases
 // the caller's Body.
-func parsePayload(body []byte) any {
-	v, err := jsonvalue.Decode(body)
-	if err != nil {
-		return string(body)
+//
+// A body that opens an array or object and nests or holds more than the limits allow is refused with a
+// *jsonlimit.Error before anything is built; the same pass validates it. Other bodies become one value (a JSON
+// scalar, or the body as text).
+func (t *Tool) parsePayload(body []byte) (any, error) {
+	v, err := jsonvalue.DecodeWithin(body, t.opts.limits.InboundDepth, t.opts.limits.InboundValues)
+	if err == nil {
+		return v, nil
 	}
-	return v
+	var over *jsonlimit.Error
+	if b := bytes.TrimLeft(body, " \t\r\n"); errors.As(err, &over) && len(b) > 0 && (b[0] == '[' || b[0] == '{') {
+		return nil, err
+	}
+	return string(body), nil
 }
 
 // deliveryID is the sender's delivery id from the headers it is known by. A Standard Webhooks request is

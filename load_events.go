@@ -30,11 +30,13 @@ type event struct {
 	secret    []byte            // the signing secret, rendered once (settings are fixed at load); nil: none
 	secretErr string            // why the named secret could not be rendered: every delivery is misconfigured
 	headers   bool              // the filter, extractions or message may read event.headers
+	name      any               // def.Name as event.name, boxed once: not once per delivery
 }
 
 // index derives what deliveries (and a poll's items) need from the prepared event; the tool's settings are final
 // by now.
 func (e *event) index(t *Tool) {
+	e.name = e.def.Name
 	if e.prepared == nil {
 		return // a problem was reported at load
 	}

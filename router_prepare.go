@@ -1,7 +1,6 @@
 package tool
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,7 +10,6 @@ import (
 	"time"
 
 	"github.com/commonagents-go/tool/allowlist"
-	"github.com/commonagents-go/tool/internal/jsonlimit"
 )
 
 // The first step of a webhook's path: an Inbound prepared for a Tool, once, whatever the number of its tasks.
@@ -72,16 +70,17 @@ func (t *Tool) prepare(ctx context.Context, in *Inbound) (*inbound, error) {
 	if !t.verify(p) {
 		return p, nil
 	}
-	if err := t.bounded(in.Body); err != nil {
+	payload, err := t.parsePayload(in.Body)
+	if err != nil {
 		p.discardAll(ReasonTooComplex, err.Error())
 		return p, nil
 	}
-	p.payload = parsePayload(in.Body)
+	p.payload = payload
 	if stale := t.staleGitHub(p); stale != "" {
 		p.discardAll(ReasonBadSignature, stale)
 		return p, nil
 	}
-	now := t.opts.clock.Now().UTC().Format(time.RFC3339)
+	var now any = t.nowText() // boxed once for every event
 	var headers map[string]any
 	for i := range p.events {
 		pe := &p.events[i]
@@ -89,7 +88,7 @@ func (t *Tool) prepare(ctx context.Context, in *Inbound) (*inbound, error) {
 			continue
 		}
 		ev := pe.ev
-		pe.event = map[string]any{"payload": p.payload, "name": ev.def.Name}
+		pe.event = map[string]any{"payload": p.payload, "name": ev.name}
 		if ev.headers {
 			if headers == nil {
 				headers = headerMap(in.Headers)
@@ -140,16 +139,6 @@ func (t *Tool) verify(p *inbound) bool {
 		open = open || pe.reason == ""
 	}
 	return open
-}
-
-// bounded refuses a JSON array or object body that nests or holds more than the limits allow, before it is
-// parsed. Other bodies become one value (a JSON scalar, or the body as text).
-func (t *Tool) bounded(body []byte) error {
-	b := bytes.TrimLeft(body, " \t\r\n")
-	if len(b) == 0 || (b[0] != '[' && b[0] != '{') {
-		return nil
-	}
-	return jsonlimit.Check(b, t.opts.limits.InboundDepth, t.opts.limits.InboundValues)
 }
 
 func (t *Tool) hasEvent(name string) bool {

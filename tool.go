@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/commonagents-go/tool/internal/httpspec"
 	"github.com/commonagents-go/tool/internal/manifestschema"
@@ -42,6 +43,7 @@ type Tool struct {
 	secrets      *redact.Set                // secret settings' values
 	httpClient   *http.Client               // the host's client with the redirect policy of SPEC §4.4
 	openTasks    atomic.Int64               // tasks started and not yet closed or detached
+	now          atomic.Pointer[secondText] // nowText's last answer
 	routing      *routing                   // WithRouteIndex: what tasks write to the routing index; else nil
 }
 
@@ -241,4 +243,22 @@ type Skipped struct {
 	// Name identifies the item: an operationId, "GET /pets/{id}" when it has none, an MCP tool name.
 	Name   string `json:"name"`
 	Reason string `json:"reason"`
+}
+
+// secondText is a second of the clock as RFC 3339 text.
+type secondText struct {
+	unix int64
+	text string
+}
+
+// nowText is the clock's time as RFC 3339 text in UTC, `now` of a delivery's CEL variables. The text changes once
+// a second, so the last one is kept: a busy webhook path formats it once a second, not once a delivery.
+func (t *Tool) nowText() string {
+	now := t.opts.clock.Now().UTC()
+	if last := t.now.Load(); last != nil && last.unix == now.Unix() {
+		return last.text
+	}
+	text := now.Format(time.RFC3339)
+	t.now.Store(&secondText{unix: now.Unix(), text: text})
+	return text
 }

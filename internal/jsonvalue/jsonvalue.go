@@ -21,6 +21,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/commonagents-go/tool/internal/decode"
+	"github.com/commonagents-go/tool/internal/jsonlimit"
 	"github.com/ohler55/ojg/oj"
 )
 
@@ -38,6 +39,27 @@ func Decode(data []byte) (any, error) {
 }
 
 var errNotJSON = errors.New("not a JSON text")
+
+// DecodeWithin is Decode for a text that must nest at most maxDepth arrays and objects deep and hold at most
+// maxValues values, object keys included (a bound of zero or less is not checked): it returns a *jsonlimit.Error,
+// as jsonlimit.Check would, when data goes over one, measured in the pass that validates it, before anything is
+// built. A text that is not JSON is measured by jsonlimit.Check, and is a *jsonlimit.Error if it goes over too.
+func DecodeWithin(data []byte, maxDepth, maxValues int) (any, error) {
+	s, ok, over := scanWithin(data, bounds{depth: maxDepth, values: maxValues})
+	switch {
+	case over != nil:
+		return nil, over
+	case !ok:
+		if err := jsonlimit.Check(data, maxDepth, maxValues); err != nil {
+			return nil, err // over a bound past where the text stopped being JSON
+		}
+		return nil, errNotJSON
+	}
+	if v, ok := decodeFast(data, s); ok {
+		return v, nil
+	}
+	return decodeStd(data)
+}
 
 // decodeStd is Decode with encoding/json: numbers are decoded from their text.
 func decodeStd(data []byte) (any, error) {

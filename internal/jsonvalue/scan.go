@@ -3,6 +3,8 @@ package jsonvalue
 import (
 	"encoding/binary"
 	"math/bits"
+
+	"github.com/commonagents-go/tool/internal/jsonlimit"
 )
 
 // The one pass that decides what is JSON. It accepts exactly what encoding/json's json.Valid accepts (RFC 8259's
@@ -32,20 +34,52 @@ var plain = func() (t [256]bool) {
 
 // scan reports whether data is one JSON text, surrounding white space allowed, and its shape if so.
 func scan(data []byte) (s shape, ok bool) {
+	s, ok, _ = scanWithin(data, bounds{})
+	return s, ok
+}
+
+// bounds are the shape limits of DecodeWithin; a bound of zero or less is not checked.
+type bounds struct{ depth, values int }
+
+// countKey counts the member name that starts at i, if one does (else the text is not JSON, for key to tell), and
+// says whether it goes over the bound of values.
+func (b bounds) countKey(data []byte, i int, values *int) *jsonlimit.Error {
+	if i >= len(data) || data[i] != '"' {
+		return nil
+	}
+	if *values++; b.values > 0 && *values > b.values {
+		return &jsonlimit.Error{Limit: b.values}
+	}
+	return nil
+}
+
+// scanWithin is scan that also counts, as jsonlimit.Check does, how deep data nests and how many values it holds
+// (object keys included), and stops with over set at the first bound it goes over.
+func scanWithin(data []byte, b bounds) (s shape, ok bool, over *jsonlimit.Error) {
 	var objects [maxDepth/64 + 1]uint64 // bit d set: the container at depth d is an object
-	depth := 0
+	depth, values := 0, 0
 	i := 0
 	for {
 		// A value starts here.
 		i = skipSpace(data, i)
 		if i >= len(data) {
-			return s, false
+			return s, false, nil
 		}
-		switch c := data[i]; c {
-		case '{', '[':
+		values++
+		c := data[i]
+		if c == '{' || c == '[' {
 			if depth++; depth > maxDepth {
-				return s, false
+				return s, false, nil
 			}
+			if b.depth > 0 && depth > b.depth {
+				return s, false, &jsonlimit.Error{Depth: true, Limit: b.depth}
+			}
+		}
+		if b.values > 0 && values > b.values {
+			return s, false, &jsonlimit.Error{Limit: b.values}
+		}
+		switch c {
+		case '{', '[':
 			bit := uint64(1) << (depth % 64)
 			objects[depth/64] &^= bit
 			closer := byte(']')
@@ -59,54 +93,61 @@ func scan(data []byte) (s shape, ok bool) {
 				break
 			}
 			if c == '{' {
+				if over := b.countKey(data, i, &values); over != nil {
+					return s, false, over
+				}
 				if i, ok = s.key(data, i); !ok {
-					return s, false
+					return s, false, nil
 				}
 			}
 			continue
 		case '"':
 			if i, ok = s.str(data, i); !ok {
-				return s, false
+				return s, false, nil
 			}
 		case 't':
 			if i, ok = literal(data, i, "true"); !ok {
-				return s, false
+				return s, false, nil
 			}
 		case 'f':
 			if i, ok = literal(data, i, "false"); !ok {
-				return s, false
+				return s, false, nil
 			}
 		case 'n':
 			if i, ok = literal(data, i, "null"); !ok {
-				return s, false
+				return s, false, nil
 			}
 		default:
 			if i, ok = s.number(data, i); !ok {
-				return s, false
+				return s, false, nil
 			}
 		}
 		// A value ended: close containers until the next member or element, or the end.
 		for {
 			i = skipSpace(data, i)
 			if depth == 0 {
-				return s, i == len(data)
+				return s, i == len(data), nil
 			}
 			if i >= len(data) {
-				return s, false
+				return s, false, nil
 			}
 			object := objects[depth/64]&(uint64(1)<<(depth%64)) != 0
 			c := data[i]
 			if c == ',' {
 				i++
 				if object {
-					if i, ok = s.key(data, skipSpace(data, i)); !ok {
-						return s, false
+					i = skipSpace(data, i)
+					if over := b.countKey(data, i, &values); over != nil {
+						return s, false, over
+					}
+					if i, ok = s.key(data, i); !ok {
+						return s, false, nil
 					}
 				}
 				break
 			}
 			if object && c != '}' || !object && c != ']' {
-				return s, false
+				return s, false, nil
 			}
 			depth--
 			i++

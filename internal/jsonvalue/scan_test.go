@@ -2,8 +2,11 @@ package jsonvalue
 
 import (
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/commonagents-go/tool/internal/jsonlimit"
 )
 
 // scanCases are texts at the edges of JSON's grammar, each valid or not to json.Valid.
@@ -74,5 +77,48 @@ func FuzzScan(f *testing.F) {
 		if _, got := scan(raw); got != json.Valid(raw) {
 			t.Errorf("scan(%q) = %v, json.Valid says %v", raw, got, !got)
 		}
+	})
+}
+
+// withinAgrees checks DecodeWithin(raw) against its definition: jsonlimit.Check's error when the text goes over a
+// bound, else Decode's answer.
+func withinAgrees(t *testing.T, raw []byte, depth, values int) {
+	t.Helper()
+	got, err := DecodeWithin(raw, depth, values)
+	if want := jsonlimit.Check(raw, depth, values); want != nil {
+		if !reflect.DeepEqual(err, want) {
+			t.Errorf("DecodeWithin(%.80q, %d, %d) = %v, jsonlimit.Check says %v", raw, depth, values, err, want)
+		}
+		return
+	}
+	v, decodeErr := Decode(raw)
+	if (err != nil) != (decodeErr != nil) || !reflect.DeepEqual(got, v) {
+		t.Errorf("DecodeWithin(%.80q, %d, %d) = %v, %v; Decode says %v, %v", raw, depth, values, got, err, v, decodeErr)
+	}
+}
+
+// DecodeWithin measures a text in the pass that validates it, exactly as jsonlimit.Check measures it (the same
+// bound, at the same point), and decodes as Decode what stays within the bounds: over the edge cases, the
+// payload corpus cut anywhere, and bounds from none to tight.
+func TestDecodeWithinIsCheckThenDecode(t *testing.T) {
+	t.Parallel()
+	cases := scanCases
+	for _, text := range corpus(t, "octokit-github-payloads.json.gz") {
+		cases = append(cases, text, text[:len(text)/3], text+"]", strings.Replace(text, ",", ",,", 1))
+	}
+	cases = append(cases, `[[[[1]]]] trailing`, `[1,2,3,4,5,6 x`, `{"a":[{"b":[{"c":1}]}]}`, `{"a":1,"b":2,"c":3}`)
+	for _, c := range cases {
+		for _, lim := range [][2]int{{0, 0}, {1, 0}, {2, 3}, {3, 8}, {0, 5}, {4, 0}, {64, 10000}, {10001, 0}} {
+			withinAgrees(t, []byte(c), lim[0], lim[1])
+		}
+	}
+}
+
+func FuzzDecodeWithin(f *testing.F) {
+	for _, c := range scanCases[:len(scanCases)-4] {
+		f.Add([]byte(c), 3, 8)
+	}
+	f.Fuzz(func(t *testing.T, raw []byte, depth, values int) {
+		withinAgrees(t, raw, depth%20, values%200)
 	})
 }
