@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"strings"
 
@@ -48,21 +47,19 @@ func (t *Task) Deliver(ctx context.Context, in *Inbound) (*Delivery, error) {
 // so that every retry of a delivery, and every re-fire of a polled item, carries the same id.
 func (t *Task) activationID(event string, p *inbound) string {
 	h := sha256.New()
-	for _, s := range [...]string{t.id, "\x00", event, "\x00"} {
-		io.WriteString(h, s)
-	}
+	head := make([]byte, 0, len(t.id)+len(event)+len(p.deliveryID)+len(p.item)+len("\x00\x00delivery\x00"))
+	head = append(append(append(append(head, t.id...), 0), event...), 0)
 	switch {
 	case p.deliveryID != "":
-		io.WriteString(h, "delivery\x00")
-		io.WriteString(h, p.deliveryID)
+		head = append(append(head, "delivery\x00"...), p.deliveryID...)
 	case p.item != "":
-		io.WriteString(h, "item\x00")
-		io.WriteString(h, p.item)
+		head = append(append(head, "item\x00"...), p.item...)
 	default:
-		io.WriteString(h, "body\x00")
-		if p.in != nil {
-			h.Write(p.in.Body)
-		}
+		head = append(head, "body\x00"...)
+	}
+	h.Write(head)
+	if p.deliveryID == "" && p.item == "" && p.in != nil {
+		h.Write(p.in.Body)
 	}
 	var sum [sha256.Size]byte
 	id := [len("act_") + 32]byte{'a', 'c', 't', '_'}
