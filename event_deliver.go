@@ -39,6 +39,7 @@ func (t *Task) Deliver(ctx context.Context, in *Inbound) (*Delivery, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer p.release()
 	return t.deliver(ctx, p)
 }
 

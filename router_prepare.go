@@ -21,8 +21,9 @@ type inbound struct {
 	received   time.Time
 	payload    any
 	deliveryID string
-	item       string        // a polled item's fingerprint; "" for a pushed payload
-	events     []pushedEvent // by the tool's event index
+	item       string         // a polled item's fingerprint; "" for a pushed payload
+	events     []pushedEvent  // by the tool's event index
+	few        [2]pushedEvent // events' array for a tool of at most two events
 }
 
 // pushedEvent is an Inbound prepared for one event.
@@ -36,6 +37,21 @@ type pushedEvent struct {
 	pre    *extraction         // legacy extractions, evaluated on first use; nil when none
 	event  map[string]any      // the `event` variable and message root
 	parent *inbound
+}
+
+// varsPool holds the maps of pushedEvent.vars that release gave back.
+var varsPool = sync.Pool{New: func() any { return make(map[string]any, 2) }}
+
+// release gives the events' CEL variable maps back for the next inbound, once p is done with: by then no filter
+// evaluation and no allowlist.Delivery of p is in use. (The `event` maps stay: an extraction may return one.)
+func (p *inbound) release() {
+	for i := range p.events {
+		if vars := p.events[i].vars; vars != nil {
+			p.events[i].vars, p.events[i].match = nil, nil
+			clear(vars)
+			varsPool.Put(vars)
+		}
+	}
 }
 
 // extraction holds an event's legacy extraction values, computed once per inbound whatever the number of tasks.
@@ -60,7 +76,12 @@ func (t *Tool) prepare(ctx context.Context, in *Inbound) (*inbound, error) {
 	if in.Event != "" && !t.hasEvent(in.Event) {
 		return nil, fmt.Errorf("%w: %q", ErrUnknownEvent, in.Event)
 	}
-	p := &inbound{in: in, received: in.ReceivedAt, deliveryID: in.DeliveryID, events: make([]pushedEvent, len(t.events))}
+	p := &inbound{in: in, received: in.ReceivedAt, deliveryID: in.DeliveryID}
+	if n := len(t.events); n <= len(p.few) {
+		p.events = p.few[:n]
+	} else {
+		p.events = make([]pushedEvent, n)
+	}
 	if p.received.IsZero() {
 		p.received = t.opts.clock.Now()
 	}
@@ -95,7 +116,8 @@ func (t *Tool) prepare(ctx context.Context, in *Inbound) (*inbound, error) {
 			}
 			pe.event["headers"] = headers
 		}
-		pe.vars = map[string]any{"event": pe.event, "now": now}
+		pe.vars = varsPool.Get().(map[string]any)
+		pe.vars["event"], pe.vars["now"] = pe.event, now
 		if ev.filter != nil {
 			pe.match = ev.filter.Prepare(ctx, pe.vars)
 		}
