@@ -98,14 +98,28 @@ func fieldPath(e ast.Expr) ([]string, bool) {
 // FalseFor reports that the program yields false for vars, from a look that evaluates nothing: one of the leading
 // conjuncts of its top-level `&&` chain compares a field with a string literal (`event.payload.action ==
 // 'created'`), and vars hold another string there, in maps of type map[string]any. false says only that the look
-// cannot tell. A filter that opens with such a test is refused this way at the cost of a few map lookups.
+// cannot tell: it also says so when evaluating the conjuncts up to that one could exceed the program's cost limit.
+// A filter that opens with such a test is refused this way at the cost of a few map lookups.
 func (p *Program) FalseFor(vars map[string]any) bool {
+	var spent uint64
 	for _, g := range p.guards {
-		if s, ok := lookupString(vars, g.path); ok && s != g.text {
+		s, ok := lookupString(vars, g.path)
+		// Evaluating the guards this far could cost more than the program may spend: evaluation would stop on the
+		// cost limit, an error, before it saw the false.
+		if spent += g.cost(s); spent > p.lim.Cost {
+			return false
+		}
+		if ok && s != g.text {
 			return true
 		}
 	}
 	return false
+}
+
+// cost bounds from above what CEL charges to evaluate g against the string s: a step for the variable and each
+// field, and the comparison's traversal of both strings (cel-go charges a tenth of a unit per byte).
+func (g guard) cost(s string) uint64 {
+	return uint64(len(g.path)) + 2 + uint64(len(s)+len(g.text))/10
 }
 
 // lookupString returns the string at path in vars.

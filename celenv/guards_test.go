@@ -2,6 +2,7 @@ package celenv_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/commonagents-go/tool/celenv"
@@ -78,5 +79,28 @@ func TestFalseForOnlyFilters(t *testing.T) {
 	p := compile(t, celenv.ScopeDetect, `response.items.filter(i, i.kind == 'x')`)
 	if p.FalseFor(map[string]any{"response": map[string]any{"items": []any{}}}) {
 		t.Error("a detect expression refuted its input")
+	}
+}
+
+// A cost limit that evaluating the guard could exceed makes FalseFor say it cannot tell: evaluation stops on the
+// limit, an error, not false.
+func TestFalseForWithinTheCostLimit(t *testing.T) {
+	t.Parallel()
+	const expr = `event.payload.action == 'created' && true`
+	for _, action := range []string{"opened", strings.Repeat("x", 500)} { // a long string costs its traversal
+		vars := map[string]any{"event": map[string]any{"payload": map[string]any{"action": action}}}
+		for cost := uint64(1); cost <= 200; cost++ {
+			p, err := celenv.Compile(celenv.ScopeFilter, expr, celenv.Limits{Cost: cost})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ok, err := p.EvalBool(context.Background(), vars)
+			if got := p.FalseFor(vars); got && (ok || err != nil) {
+				t.Errorf("%d-byte action, cost limit %d: FalseFor = true; evaluation says %v, %v", len(action), cost, ok, err)
+			}
+			if cost == 200 && !p.FalseFor(vars) {
+				t.Errorf("%d-byte action, cost limit 200: FalseFor = false, want true: the guard costs less", len(action))
+			}
+		}
 	}
 }

@@ -65,15 +65,18 @@ func scanWithin(data []byte, b bounds) (s shape, ok bool, over *jsonlimit.Error)
 		if i >= len(data) {
 			return s, false, nil
 		}
-		values++
 		c := data[i]
-		if c == '{' || c == '[' {
+		switch c {
+		case ']', '}', ',', ':': // no value starts: not JSON (the switch below says so), and not counted
+		case '{', '[':
 			if depth++; depth > maxDepth {
 				return s, false, nil
 			}
-			if b.depth > 0 && depth > b.depth {
+			if values++; b.depth > 0 && depth > b.depth {
 				return s, false, &jsonlimit.Error{Depth: true, Limit: b.depth}
 			}
+		default:
+			values++
 		}
 		if b.values > 0 && values > b.values {
 			return s, false, &jsonlimit.Error{Limit: b.values}

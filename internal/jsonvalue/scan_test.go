@@ -2,6 +2,7 @@ package jsonvalue
 
 import (
 	"encoding/json"
+	"errors"
 	"reflect"
 	"strings"
 	"testing"
@@ -92,7 +93,7 @@ func withinAgrees(t *testing.T, raw []byte, depth, values int) {
 		return
 	}
 	v, decodeErr := Decode(raw)
-	if (err != nil) != (decodeErr != nil) || !reflect.DeepEqual(got, v) {
+	if !errors.Is(err, decodeErr) || !reflect.DeepEqual(got, v) {
 		t.Errorf("DecodeWithin(%.80q, %d, %d) = %v, %v; Decode says %v, %v", raw, depth, values, got, err, v, decodeErr)
 	}
 }
@@ -106,9 +107,11 @@ func TestDecodeWithinIsCheckThenDecode(t *testing.T) {
 	for _, text := range corpus(t, "octokit-github-payloads.json.gz") {
 		cases = append(cases, text, text[:len(text)/3], text+"]", strings.Replace(text, ",", ",,", 1))
 	}
-	cases = append(cases, `[[[[1]]]] trailing`, `[1,2,3,4,5,6 x`, `{"a":[{"b":[{"c":1}]}]}`, `{"a":1,"b":2,"c":3}`)
+	cases = append(cases, `[[[[1]]]] trailing`, `[1,2,3,4,5,6 x`, `{"a":[{"b":[{"c":1}]}]}`, `{"a":1,"b":2,"c":3}`,
+		`[1,]`, `{"a":}`, `[:]`, `[}`, `[:[[[`, "["+strings.Repeat("0,", 99)+"]")
 	for _, c := range cases {
-		for _, lim := range [][2]int{{0, 0}, {1, 0}, {2, 3}, {3, 8}, {0, 5}, {4, 0}, {64, 10000}, {10001, 0}} {
+		for _, lim := range [][2]int{{0, 0}, {1, 0}, {2, 3}, {3, 8}, {0, 5}, {4, 0}, {64, 10000}, {10001, 0},
+			{0, 1}, {0, 2}, {1, 1}, {0, 100}} {
 			withinAgrees(t, []byte(c), lim[0], lim[1])
 		}
 	}
