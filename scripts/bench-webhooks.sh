@@ -9,7 +9,10 @@
 #
 # Environment: TOOL_BENCH_REPLICAS (default 1,3), TOOL_BENCH_CONCURRENCY (default 1,8,32,128), TOOL_BENCH_HOT
 # (tasks each replica caches first, default 2000), TOOL_BENCH_POOL (each replica's connections, default 16),
-# TOOL_BENCH_CPUPROFILE=PREFIX (a CPU profile per replica: PREFIX.w0, PREFIX.w1, ...).
+# TOOL_BENCH_CPUPROFILE=PREFIX (a CPU profile per replica: PREFIX.w0, PREFIX.w1, ...), TOOL_BENCH_STATEMENTS=N (the
+# server's N costliest statements at the end, from pg_stat_statements: the raw baseline's and the replicas'),
+# TOOL_BENCH_LANES (the replicas' WithGroupCommit; default the Store's), TOOL_BENCH_REPLICA_GOMAXPROCS (the CPUs each
+# replica's Go runtime uses, as a container's CPU limit sets them; default all).
 # With TOOL_BENCH_MINUTES=M it runs the soak instead (BenchmarkWebhookMemory: 3 replicas whose caches hold
 # TOOL_BENCH_CACHE tasks, default 2,500, at concurrency 32 for M minutes; each replica's live heap every minute, and
 # with TOOL_BENCH_HEAPPROFILE=PREFIX a heap profile too: PREFIX.w0.1, PREFIX.w0.2, ...).
@@ -21,9 +24,14 @@ cd "$(dirname "$0")/.."
 stored=${1:-100000}
 seconds=${2:-10}
 env_file=$(mktemp)
-TOOL_POSTGRES_SYNCHRONOUS_COMMIT=on TOOL_POSTGRES_FSYNC=on scripts/postgres.sh start "$env_file" >/dev/null
+statements=${TOOL_BENCH_STATEMENTS:-}
+options=""
+if [ -n "$statements" ]; then options="-c shared_preload_libraries=pg_stat_statements"; fi
+TOOL_POSTGRES_OPTIONS=$options TOOL_POSTGRES_SYNCHRONOUS_COMMIT=on TOOL_POSTGRES_FSYNC=on scripts/postgres.sh start "$env_file" >/dev/null
 # shellcheck disable=SC1090
 source "$env_file"
+psql_bin="$(cat "$TOOL_TEST_POSTGRES_DIR/bindir")/psql"
+if [ -n "$statements" ]; then "$psql_bin" -q "$TOOL_TEST_POSTGRES_DSN" -c 'CREATE EXTENSION pg_stat_statements'; fi
 bin=$(mktemp -d)
 trap 'scripts/postgres.sh stop "$TOOL_TEST_POSTGRES_DIR"; rm -rf "$env_file" "$bin"' EXIT
 go test -c -o "$bin/postgres.test" ./store/postgres
@@ -33,3 +41,8 @@ if [ -n "${TOOL_BENCH_MINUTES:-}" ]; then bench='^BenchmarkWebhookMemory$'; fi
 (cd store/postgres && TOOL_BENCH_STORED=$stored TOOL_BENCH_SECONDS=$seconds TOOL_BENCH_HOT=${TOOL_BENCH_HOT:-2000} \
   "$bin/postgres.test" -test.run '^$' -test.bench "$bench" -test.benchtime 1x -test.timeout 2h)
 echo "# $(date -u +%FT%TZ) load average $(cut -d' ' -f1-3 /proc/loadavg)"
+if [ -n "$statements" ]; then
+  "$psql_bin" -q "$TOOL_TEST_POSTGRES_DSN" -c "SELECT calls, round(total_exec_time) AS total_ms,
+    round((total_exec_time / calls)::numeric, 3) AS mean_ms, rows, left(regexp_replace(query, '\s+', ' ', 'g'), 110) AS query
+    FROM pg_stat_statements ORDER BY ${TOOL_BENCH_STATEMENTS_ORDER:-total_exec_time} DESC LIMIT $statements"
+fi

@@ -16,6 +16,7 @@
 # Commits are asynchronous unless TOOL_POSTGRES_SYNCHRONOUS_COMMIT=on: a `crash` (an immediate stop) then loses the
 # last commits, so a server that a test crashes on purpose is started with it on. TOOL_POSTGRES_FSYNC=on makes a
 # commit wait for the disk too (what a durable server pays; scripts/bench-webhooks.sh measures with both on).
+# TOOL_POSTGRES_OPTIONS adds server options (such as -c shared_preload_libraries=pg_stat_statements).
 # initdb refuses to run as root, so as root the server runs as the `postgres` user (created by the package).
 set -euo pipefail
 
@@ -73,7 +74,7 @@ start() {
   for tries in $(seq 1 20); do
     port=$((20000 + RANDOM % 40000))
     if port_busy "$port"; then port=""; continue; fi
-    echo "-c listen_addresses=127.0.0.1 -p $port -k $dir/sock -c max_connections=300 -c fsync=${TOOL_POSTGRES_FSYNC:-off} -c synchronous_commit=${TOOL_POSTGRES_SYNCHRONOUS_COMMIT:-off} -c full_page_writes=${TOOL_POSTGRES_FSYNC:-off}" >"$dir/options"
+    echo "-c listen_addresses=127.0.0.1 -p $port -k $dir/sock -c max_connections=300 -c fsync=${TOOL_POSTGRES_FSYNC:-off} -c synchronous_commit=${TOOL_POSTGRES_SYNCHRONOUS_COMMIT:-off} -c full_page_writes=${TOOL_POSTGRES_FSYNC:-off} ${TOOL_POSTGRES_OPTIONS:-}" >"$dir/options"
     if as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start -o "$(cat "$dir/options")" >&2; then
       break
     fi

@@ -46,6 +46,8 @@ type Store struct {
 	q       queries
 	acquire time.Duration // how long an operation waits for a connection; 0: as long as its ctx allows
 
+	calls *group[*storeCall] // Claim's, the writes' and Lookup's calls (WithGroupCommit); nil: each runs alone
+
 	stop    context.CancelFunc
 	done    chan struct{}
 	closeMu sync.Mutex
@@ -57,6 +59,7 @@ type config struct {
 	cleanup  time.Duration
 	maxConns int
 	acquire  time.Duration // WithAcquireTimeout
+	lanes    int           // WithGroupCommit
 }
 
 // Option configures Open and OpenDB.
@@ -140,7 +143,7 @@ func OpenDB(ctx context.Context, db *sql.DB, opts ...Option) (*Store, error) {
 }
 
 func configure(opts []Option) (config, error) {
-	cfg := config{cleanup: time.Minute, maxConns: 16}
+	cfg := config{cleanup: time.Minute, maxConns: 16, lanes: defaultLanes}
 	for _, o := range opts {
 		if err := o(&cfg); err != nil {
 			return config{}, fmt.Errorf("postgres store: %w", err)
@@ -161,6 +164,7 @@ func open(ctx context.Context, db *sql.DB, cfg config) (*Store, error) {
 		return nil, fmt.Errorf("postgres store: migrate: %w", err)
 	}
 	s := &Store{db: db, q: newQueries(prefix), acquire: cfg.acquire, done: make(chan struct{})}
+	s.grouped(cfg.lanes)
 	bg, stop := context.WithCancel(context.Background())
 	s.stop = stop
 	go s.cleanupLoop(bg, cfg.cleanup)

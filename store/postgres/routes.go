@@ -61,13 +61,36 @@ func (s *Store) Lookup(ctx context.Context, routes [][]byte, after string, limit
 	if slices.ContainsFunc(routes, func(r []byte) bool { return len(r) == 0 }) {
 		return nil, errEmptyRoute
 	}
-	out := make([]store.RouteHits, len(routes))
 	if len(routes) == 0 {
-		return out, nil
+		return make([]store.RouteHits, 0), nil
 	}
-	rows, done, err := s.query(ctx, s.q.lookup, routes, []byte(after), limit)
+	c := &lookupCall{routes: routes, after: after, limit: limit}
+	var err error
+	if s.calls == nil {
+		err = s.lookupOne(ctx, c)
+	} else {
+		err = s.calls.do(ctx, &storeCall{lookup: c})
+	}
 	if err != nil {
 		return nil, fmt.Errorf("postgres store: lookup: %w", err)
+	}
+	return c.out, nil
+}
+
+// lookupCall is a call of Lookup and its answer.
+type lookupCall struct {
+	routes [][]byte
+	after  string
+	limit  int
+	out    []store.RouteHits
+	first  int // in a grouped statement, the ordinal of its first route less one
+}
+
+func (s *Store) lookupOne(ctx context.Context, c *lookupCall) error {
+	c.out = make([]store.RouteHits, len(c.routes))
+	rows, done, err := s.query(ctx, s.q.lookup, c.routes, []byte(c.after), c.limit)
+	if err != nil {
+		return err
 	}
 	defer done()
 	defer rows.Close()
@@ -75,19 +98,21 @@ func (s *Store) Lookup(ctx context.Context, routes [][]byte, after string, limit
 		var ord, gen int64
 		var task []byte
 		if err := rows.Scan(&ord, &task, &gen); err != nil {
-			return nil, fmt.Errorf("postgres store: lookup: %w", err)
+			return err
 		}
-		h := &out[ord-1]
-		if len(h.Hits) == limit {
-			h.More = true
-			continue
-		}
-		h.Hits = append(h.Hits, store.RouteHit{Task: string(task), Generation: uint64(gen)})
+		c.hit(int(ord-1), task, gen)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("postgres store: lookup: %w", err)
+	return rows.Err()
+}
+
+// hit adds task, of generation gen, to the hits of route i: one past the limit says there are more.
+func (c *lookupCall) hit(i int, task []byte, gen int64) {
+	h := &c.out[i]
+	if len(h.Hits) == c.limit {
+		h.More = true
+		return
 	}
-	return out, nil
+	h.Hits = append(h.Hits, store.RouteHit{Task: string(task), Generation: uint64(gen)})
 }
 
 // errEmptyRoute refuses an empty route: the empty route's row is the generation.

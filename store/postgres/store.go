@@ -19,6 +19,7 @@ type queries struct {
 	scanFrom, scanRange                                                               string // Scan (scan.go)
 	putRoutes, deleteRoutes, deleteTask, bump, lookup                                 string // RouteStore (routes.go)
 	setExpiry, deleteExpiry, expired                                                  string // TaskExpiryStore (expiry.go)
+	grouped                                                                           string // claims, writes and lookups at once (group_calls.go)
 
 	scanRanges func(n int) string // ScanExcept (scan.go): n ranges
 }
@@ -49,7 +50,7 @@ func newQueries(prefix string) queries {
 		// caller keeps the last write of a key: ON CONFLICT cannot touch a row twice in one statement.
 		putBatch: `INSERT INTO ` + kv + ` (key, value, expires_at)
 			SELECT k, v, CASE WHEN ttl > 0 THEN now() + ttl * interval '1 microsecond' END
-			FROM unnest($1::bytea[], $2::bytea[], $3::bigint[]) AS w(k, v, ttl)
+			FROM unnest($1::bytea[], $2::bytea[], $3::bigint[]) AS w(k, v, ttl) ORDER BY k
 			ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, expires_at = EXCLUDED.expires_at`,
 		del:       `DELETE FROM ` + kv + ` WHERE key = $1`,
 		listFrom:  `SELECT key FROM ` + kv + ` WHERE key >= $1 AND ` + live + ` ORDER BY key`,
@@ -92,6 +93,7 @@ func newQueries(prefix string) queries {
 				ORDER BY x.task LIMIT $3 + 1) h
 			LEFT JOIN ` + routes + ` g ON g.route = ''::bytea AND g.task = h.task
 			ORDER BY r.ord, h.task`,
+		grouped:      groupedQuery(kv, routes),
 		setExpiry:    `INSERT INTO ` + expiry + ` (task, at) VALUES ($1, $2) ON CONFLICT (task) DO UPDATE SET at = EXCLUDED.at`,
 		deleteExpiry: `DELETE FROM ` + expiry + ` WHERE task = $1`,
 		// Walks the (at, task) index from the mark: the tasks not yet expired are never read.
@@ -118,7 +120,7 @@ func (s *Store) Put(ctx context.Context, key string, value []byte) error {
 	if err := checkKey(key); err != nil {
 		return err
 	}
-	if _, err := s.exec(ctx, s.q.put, []byte(key), nonNil(value)); err != nil {
+	if err := s.write(ctx, &writeCall{query: s.q.put, keys: [][]byte{[]byte(key)}, values: [][]byte{nonNil(value)}, ttls: []int64{0}}); err != nil {
 		return fmt.Errorf("postgres store: put %q: %w", key, err)
 	}
 	return nil
@@ -130,7 +132,14 @@ func (s *Store) PutTTL(ctx context.Context, key string, value []byte, ttl time.D
 	if err := checkKey(key); err != nil {
 		return err
 	}
-	if _, err := s.exec(ctx, s.q.putTTL, []byte(key), nonNil(value), ttl.Microseconds()); err != nil {
+	w := &writeCall{query: s.q.putTTL, keys: [][]byte{[]byte(key)}, values: [][]byte{nonNil(value)}, ttls: []int64{ttl.Microseconds()}}
+	var err error
+	if w.ttls[0] > 0 {
+		err = s.write(ctx, w)
+	} else { // already expired: a grouped statement would read a ttl of 0 as none
+		err = s.writeOne(ctx, w)
+	}
+	if err != nil {
 		return fmt.Errorf("postgres store: put %q: %w", key, err)
 	}
 	return nil
@@ -146,20 +155,59 @@ func (s *Store) PutBatch(ctx context.Context, writes []store.Write) error {
 		}
 		last[w.Key] = i
 	}
-	keys, values, ttls := make([][]byte, 0, len(last)), make([][]byte, 0, len(last)), make([]int64, 0, len(last))
-	for i, w := range writes {
-		if last[w.Key] != i {
+	w := &writeCall{query: s.q.putBatch}
+	w.keys, w.values, w.ttls = make([][]byte, 0, len(last)), make([][]byte, 0, len(last)), make([]int64, 0, len(last))
+	for i, wr := range writes {
+		if last[wr.Key] != i {
 			continue
 		}
-		keys, values, ttls = append(keys, []byte(w.Key)), append(values, nonNil(w.Value)), append(ttls, max(0, w.TTL.Microseconds()))
+		w.keys, w.values, w.ttls = append(w.keys, []byte(wr.Key)), append(w.values, nonNil(wr.Value)), append(w.ttls, max(0, wr.TTL.Microseconds()))
 	}
-	if len(keys) == 0 {
+	if len(w.keys) == 0 {
 		return nil
 	}
-	if _, err := s.exec(ctx, s.q.putBatch, keys, values, ttls); err != nil {
-		return fmt.Errorf("postgres store: put %d keys (%q, ...): %w", len(keys), keys[0], err)
+	if err := s.write(ctx, w); err != nil {
+		return fmt.Errorf("postgres store: put %d keys (%q, ...): %w", len(w.keys), w.keys[0], err)
 	}
 	return nil
+}
+
+// writeCall is a call of Put, PutTTL or PutBatch: its statement alone, and its distinct keys with their values and
+// TTLs in microseconds (0: none), as a grouped statement (putBatch) takes them.
+type writeCall struct {
+	query        string
+	keys, values [][]byte
+	ttls         []int64
+}
+
+// write runs w, grouped with the writes that wait with it (WithGroupCommit).
+func (s *Store) write(ctx context.Context, w *writeCall) error {
+	if s.calls == nil {
+		return s.writeOne(ctx, w)
+	}
+	return s.calls.do(ctx, &storeCall{write: w})
+}
+
+// writeOne runs w's statement alone.
+func (s *Store) writeOne(ctx context.Context, w *writeCall) error {
+	var err error
+	if w.query == s.q.putBatch {
+		_, err = s.exec(ctx, w.query, w.keys, w.values, w.ttls)
+	} else if w.query == s.q.putTTL {
+		_, err = s.exec(ctx, w.query, w.keys[0], w.values[0], w.ttls[0])
+	} else {
+		_, err = s.exec(ctx, w.query, w.keys[0], w.values[0])
+	}
+	return err
+}
+
+func (w *writeCall) eachKey(yield func(string) bool) bool {
+	for _, k := range w.keys {
+		if !yield(string(k)) {
+			return false
+		}
+	}
+	return true
 }
 
 // Delete removes key; an absent key is not an error.
@@ -229,13 +277,30 @@ func (s *Store) Claim(ctx context.Context, key string, value []byte, ttl time.Du
 	if err := checkKey(key); err != nil {
 		return false, nil, err
 	}
-	if err := s.queryRow(ctx, s.q.claim, []any{[]byte(key), nonNil(value), ttl.Microseconds()}, &current); err != nil {
+	c := &claimCall{key: []byte(key), value: nonNil(value), ttl: ttl.Microseconds()}
+	if s.calls == nil || c.ttl <= 0 { // a claim already expired: a grouped statement would read a ttl of 0 as none
+		err = s.claimOne(ctx, c)
+	} else {
+		err = s.calls.do(ctx, &storeCall{claim: c})
+	}
+	if err != nil {
 		return false, nil, fmt.Errorf("postgres store: claim %q: %w", key, err)
 	}
-	if string(current) == string(value) {
+	if string(c.current) == string(value) {
 		return true, nil, nil
 	}
-	return false, current, nil
+	return false, c.current, nil
+}
+
+// claimCall is a call of Claim, and the live value it found (its own when it claimed).
+type claimCall struct {
+	key, value []byte
+	ttl        int64 // µs
+	current    []byte
+}
+
+func (s *Store) claimOne(ctx context.Context, c *claimCall) error {
+	return s.queryRow(ctx, s.q.claim, []any{c.key, c.value, c.ttl}, &c.current)
 }
 
 // Lease acquires or renews the lease on key for owner until ttl from the database's now() and reports whether

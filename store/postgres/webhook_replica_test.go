@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime"
 	goruntime "runtime"
 	"runtime/pprof"
 	"strconv"
@@ -48,6 +49,9 @@ func TestWebhookReplicaProcess(t *testing.T) {
 	f := strings.Fields(v)
 	pool, _ := strconv.Atoi(f[2])
 	cache, _ := strconv.Atoi(f[3])
+	if n, err := strconv.Atoi(os.Getenv("TOOL_BENCH_REPLICA_GOMAXPROCS")); err == nil && n > 0 {
+		runtime.GOMAXPROCS(n) // the CPUs a replica has, as a container's CPU limit gives them to Go
+	}
 	if prefix := os.Getenv("TOOL_BENCH_CPUPROFILE"); prefix != "" { // a CPU profile per replica, written at shutdown
 		out, err := os.Create(prefix + "." + f[1])
 		if err != nil {
@@ -203,7 +207,11 @@ func countedStore(ctx context.Context, dsn, schema string, pool int, c *replicaC
 	db.SetMaxOpenConns(pool)
 	db.SetMaxIdleConns(pool)
 	db.SetConnMaxIdleTime(5 * time.Minute)
-	st, err := postgres.OpenDB(ctx, db, postgres.WithSchema(schema))
+	opts := []postgres.Option{postgres.WithSchema(schema)}
+	if n, err := strconv.Atoi(os.Getenv("TOOL_BENCH_LANES")); err == nil {
+		opts = append(opts, postgres.WithGroupCommit(n))
+	}
+	st, err := postgres.OpenDB(ctx, db, opts...)
 	if err != nil {
 		db.Close()
 		return nil, nil, err

@@ -1,0 +1,211 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+)
+
+// WithGroupCommit sets how many statements the Store runs at once for its claims (Claim), writes (Put, PutTTL,
+// PutBatch) and route lookups (Lookup) before it groups the calls that arrive meanwhile (default 1; 0 turns
+// grouping off). A call that finds a lane free runs at once, alone, with the statement it would run without
+// grouping, so that one call at a time costs what it did. A call that finds every lane busy waits, and when a lane's
+// statement ends, the lane takes every waiting call, of all three kinds, in one statement: under concurrency, the
+// deliveries a replica works on cost one round trip, one transaction and one commit flush between them, instead of
+// three each.
+//
+// Grouping changes no outcome: each call still succeeds or fails as a whole, and is answered only after the
+// statement that carried it has committed; of racing claims exactly one wins; two calls that write one key never
+// share a statement, and a grouped statement takes its rows in key order, so that two never wait on each other. A
+// call whose ctx ends while it waits is answered ctx's error at once; a statement already running carries on for
+// the other calls. A failed statement fails every call it carried. With WithAcquireTimeout, a call that finds no
+// lane within the bound fails as one that finds no connection does, with ErrPoolExhausted.
+func WithGroupCommit(lanes int) Option {
+	return func(c *config) error {
+		if lanes < 0 {
+			return fmt.Errorf("WithGroupCommit: negative lanes %d", lanes)
+		}
+		c.lanes = lanes
+		return nil
+	}
+}
+
+// defaultLanes is WithGroupCommit's default.
+const defaultLanes = 1
+
+// groupMax bounds the calls one grouped statement carries.
+const groupMax = 128
+
+// A group runs calls alone when a lane is free, else several in one statement (WithGroupCommit). R is a pointer to
+// a call's arguments, where its results are written too.
+type group[R any] struct {
+	lanes int
+	wait  time.Duration                               // how long a call waits for a lane before it fails with ErrPoolExhausted; 0: as its ctx allows
+	one   func(ctx context.Context, r R) error        // a call alone, with the statement it has without grouping
+	many  func(ctx context.Context, rs []R) error     // two or more calls in one statement, no key in two
+	keys  func(r R, yield func(key string) bool) bool // the keys a call touches, none shared in a statement (nil: none); false when yield stopped
+	mu    sync.Mutex
+	busy  int             // lanes running a statement
+	queue []*groupCall[R] // calls waiting for a lane, in arrival order
+}
+
+type groupCall[R any] struct {
+	req   R
+	err   error
+	done  chan struct{} // closed once err (and the results in req) are set
+	batch *groupBatch   // the statement that took the call; nil while it waits
+}
+
+// groupBatch is one grouped statement: its context ends when no call waits for it any more.
+type groupBatch struct {
+	cancel  context.CancelFunc
+	waiting int
+}
+
+// do runs r: alone on a free lane, else with the calls that wait with it.
+func (g *group[R]) do(ctx context.Context, r R) error {
+	g.mu.Lock()
+	if g.busy < g.lanes {
+		g.busy++
+		g.mu.Unlock()
+		err := g.one(ctx, r)
+		g.next()
+		return err
+	}
+	c := &groupCall[R]{req: r, done: make(chan struct{})}
+	g.queue = append(g.queue, c)
+	g.mu.Unlock()
+	var timeout <-chan time.Time
+	if g.wait > 0 {
+		t := time.NewTimer(g.wait)
+		defer t.Stop()
+		timeout = t.C
+	}
+	for {
+		select {
+		case <-c.done:
+			return c.err
+		case <-ctx.Done():
+			return g.leave(c, ctx.Err())
+		case <-timeout:
+			timeout = nil
+			if g.dequeue(c) { // no lane within the bound: as the pool answers (WithAcquireTimeout)
+				return fmt.Errorf("%w within %v", ErrPoolExhausted, g.wait)
+			}
+			// taken meanwhile: the statement's own connection is bounded likewise
+		}
+	}
+}
+
+// dequeue removes c from the queue and reports whether it was still waiting there.
+func (g *group[R]) dequeue(c *groupCall[R]) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if i := slices.Index(g.queue, c); i >= 0 {
+		g.queue = slices.Delete(g.queue, i, i+1)
+		return true
+	}
+	return false
+}
+
+// leave answers c err, its ctx having ended: c leaves the queue, or the statement that took it, which carries on
+// for the others and ends once none waits for it.
+func (g *group[R]) leave(c *groupCall[R], err error) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if i := slices.Index(g.queue, c); i >= 0 {
+		g.queue = slices.Delete(g.queue, i, i+1)
+		return err
+	}
+	select {
+	case <-c.done: // answered meanwhile
+		return c.err
+	default:
+	}
+	if b := c.batch; b != nil {
+		if b.waiting--; b.waiting == 0 {
+			b.cancel()
+		}
+	}
+	return err
+}
+
+// next hands a lane whose statement ended the calls waiting, or frees it.
+func (g *group[R]) next() {
+	g.mu.Lock()
+	calls, ctx := g.take()
+	if calls == nil {
+		g.busy--
+		g.mu.Unlock()
+		return
+	}
+	g.mu.Unlock()
+	go g.run(ctx, calls)
+}
+
+// run runs calls in one statement, then the calls that waited meanwhile, until none wait; then it frees its lane.
+func (g *group[R]) run(ctx context.Context, calls []*groupCall[R]) {
+	for calls != nil {
+		var err error
+		if len(calls) == 1 {
+			err = g.one(ctx, calls[0].req)
+		} else {
+			reqs := make([]R, len(calls))
+			for i, c := range calls {
+				reqs[i] = c.req
+			}
+			err = g.many(ctx, reqs)
+		}
+		g.mu.Lock()
+		calls[0].batch.cancel()
+		for _, c := range calls {
+			c.err = err
+			close(c.done)
+		}
+		calls, ctx = g.take()
+		if calls == nil {
+			g.busy--
+		}
+		g.mu.Unlock()
+	}
+}
+
+// take removes from the queue the calls of the next statement, at most groupMax, in arrival order, passing over a
+// call that touches a key an earlier one of the statement touches (it waits for the one after). g.mu is held.
+func (g *group[R]) take() ([]*groupCall[R], context.Context) {
+	if len(g.queue) == 0 {
+		return nil, nil
+	}
+	var calls []*groupCall[R]
+	seen := map[string]bool{}
+	kept := g.queue[:0]
+	for _, c := range g.queue {
+		if len(calls) == groupMax || !g.fresh(c.req, seen) {
+			kept = append(kept, c)
+			continue
+		}
+		calls = append(calls, c)
+	}
+	clear(g.queue[len(kept):])
+	g.queue = kept
+	ctx, cancel := context.WithCancel(context.Background())
+	b := &groupBatch{cancel: cancel, waiting: len(calls)}
+	for _, c := range calls {
+		c.batch = b
+	}
+	return calls, ctx
+}
+
+// fresh reports whether none of r's keys is in seen, and adds them when so.
+func (g *group[R]) fresh(r R, seen map[string]bool) bool {
+	if g.keys == nil {
+		return true
+	}
+	ok := g.keys(r, func(k string) bool { return !seen[k] })
+	if ok {
+		g.keys(r, func(k string) bool { seen[k] = true; return true })
+	}
+	return ok
+}
