@@ -1,0 +1,243 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// fakeCall is a call of a test group: its keys, and the statement that ran it.
+type fakeCall struct {
+	keys      []string
+	statement int
+}
+
+// fakeGroup is a group of one lane whose statements the test holds: each waits for a value on release (an error
+// to fail with, or nil), and records the calls it carried.
+type fakeGroup struct {
+	g       *group[*fakeCall]
+	release chan error
+	mu      sync.Mutex
+	ran     [][]*fakeCall // the calls of each statement, in order
+	ctxs    []context.Context
+}
+
+func newFakeGroup(wait time.Duration) *fakeGroup {
+	f := &fakeGroup{release: make(chan error)}
+	run := func(ctx context.Context, calls []*fakeCall) error {
+		f.mu.Lock()
+		f.ran = append(f.ran, calls)
+		f.ctxs = append(f.ctxs, ctx)
+		n := len(f.ran)
+		for _, c := range calls {
+			c.statement = n
+		}
+		f.mu.Unlock()
+		return <-f.release
+	}
+	f.g = &group[*fakeCall]{lanes: 1, wait: wait,
+		one:  func(ctx context.Context, c *fakeCall) error { return run(ctx, []*fakeCall{c}) },
+		many: run,
+		keys: func(c *fakeCall, yield func(string) bool) bool {
+			for _, k := range c.keys {
+				if !yield(k) {
+					return false
+				}
+			}
+			return true
+		}}
+	return f
+}
+
+// start runs a call of keys in its own goroutine; its answer arrives on the channel returned.
+func (f *fakeGroup) start(ctx context.Context, keys ...string) (*fakeCall, <-chan error) {
+	c, out := &fakeCall{keys: keys}, make(chan error, 1)
+	go func() { out <- f.g.do(ctx, c) }()
+	return c, out
+}
+
+func (f *fakeGroup) statements() [][]*fakeCall {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.ran)
+}
+
+// A call that finds the lane free runs alone at once; the calls that arrive while it runs wait, then share one
+// statement, except one writing a key another of them writes, which runs in the statement after.
+func TestGroupTakesTheWaitingCallsInOneStatement(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFakeGroup(0)
+		ctx := context.Background()
+		first, firstOut := f.start(ctx, "a")
+		synctest.Wait()
+		var waiting []*fakeCall
+		var outs []<-chan error
+		for _, keys := range [][]string{{"b"}, {"c", "d"}, {"b"}, {}, {"e"}} {
+			c, out := f.start(ctx, keys...)
+			synctest.Wait() // queued in this order
+			waiting, outs = append(waiting, c), append(outs, out)
+		}
+		if got := f.statements(); len(got) != 1 {
+			t.Fatalf("%d statements while the first runs, want 1", len(got))
+		}
+		f.release <- nil
+		if err := <-firstOut; err != nil || first.statement != 1 {
+			t.Fatalf("the first call: %v, statement %d", err, first.statement)
+		}
+		synctest.Wait()
+		f.release <- nil // the waiting calls but the second "b"
+		synctest.Wait()
+		f.release <- nil // the second "b", alone
+		for i, out := range outs {
+			if err := <-out; err != nil {
+				t.Errorf("waiting call %d: %v", i, err)
+			}
+		}
+		got := f.statements()
+		want := [][]*fakeCall{{first}, {waiting[0], waiting[1], waiting[3], waiting[4]}, {waiting[2]}}
+		if !slices.EqualFunc(got, want, slices.Equal) {
+			t.Errorf("statements %v, want %v", got, want)
+		}
+	})
+}
+
+// A statement carries at most groupMax calls; the others wait for the next one.
+func TestGroupBoundsAStatement(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFakeGroup(0)
+		ctx := context.Background()
+		_, firstOut := f.start(ctx)
+		synctest.Wait()
+		var outs []<-chan error
+		for range groupMax + 2 {
+			_, out := f.start(ctx)
+			outs = append(outs, out)
+		}
+		synctest.Wait()
+		for range 3 {
+			f.release <- nil
+			synctest.Wait()
+		}
+		<-firstOut
+		for _, out := range outs {
+			if err := <-out; err != nil {
+				t.Fatal(err)
+			}
+		}
+		var sizes []int
+		for _, s := range f.statements() {
+			sizes = append(sizes, len(s))
+		}
+		if want := []int{1, groupMax, 2}; !slices.Equal(sizes, want) {
+			t.Errorf("statements of %v calls, want %v", sizes, want)
+		}
+	})
+}
+
+// A failed statement fails every call it carried, and no other.
+func TestGroupFailsEveryCallOfAFailedStatement(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFakeGroup(0)
+		ctx := context.Background()
+		_, firstOut := f.start(ctx)
+		synctest.Wait()
+		_, a := f.start(ctx, "x")
+		_, b := f.start(ctx, "y")
+		synctest.Wait()
+		f.release <- nil
+		broken := errors.New("connection reset")
+		synctest.Wait()
+		f.release <- broken
+		if err := <-firstOut; err != nil {
+			t.Errorf("first call: %v", err)
+		}
+		for _, out := range []<-chan error{a, b} {
+			if err := <-out; !errors.Is(err, broken) {
+				t.Errorf("a call of the failed statement: %v, want %v", err, broken)
+			}
+		}
+	})
+}
+
+// A call whose ctx ends while it waits is answered at once and never runs; one whose ctx ends while its statement
+// runs is answered at once too, and the statement's ctx ends only when no call waits for it any more.
+func TestGroupCallsThatGiveUp(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFakeGroup(0)
+		bg := context.Background()
+		_, firstOut := f.start(bg)
+		synctest.Wait()
+		ctx1, cancel1 := context.WithCancel(bg)
+		gone, goneOut := f.start(ctx1, "gone")
+		synctest.Wait()
+		cancel1()
+		if err := <-goneOut; !errors.Is(err, context.Canceled) {
+			t.Fatalf("a waiting call whose ctx ended: %v", err)
+		}
+		ctx2, cancel2 := context.WithCancel(bg)
+		ctx3, cancel3 := context.WithCancel(bg)
+		_, out2 := f.start(ctx2, "p")
+		_, out3 := f.start(ctx3, "q")
+		synctest.Wait()
+		f.release <- nil
+		<-firstOut
+		synctest.Wait() // the statement of p and q runs
+		st := f.statements()
+		if len(st) != 2 || len(st[1]) != 2 || gone.statement != 0 {
+			t.Fatalf("statements %v; the call that gave up ran in %d", st, gone.statement)
+		}
+		running := f.ctxs[1]
+		cancel2()
+		if err := <-out2; !errors.Is(err, context.Canceled) {
+			t.Errorf("a call whose ctx ended while its statement ran: %v", err)
+		}
+		if running.Err() != nil {
+			t.Errorf("the statement's ctx ended while q still waits for it")
+		}
+		cancel3()
+		<-out3
+		if running.Err() == nil {
+			t.Errorf("the statement's ctx did not end when no call waited for it any more")
+		}
+		f.release <- nil
+		synctest.Wait()
+		if f.g.busy != 0 || len(f.g.queue) != 0 {
+			t.Errorf("after the last statement: %d lanes busy, %d calls queued", f.g.busy, len(f.g.queue))
+		}
+	})
+}
+
+// With a bound (WithAcquireTimeout), a call that finds no lane within it fails with ErrPoolExhausted; one already
+// taken into a statement waits for it.
+func TestGroupWaitIsBounded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFakeGroup(time.Second)
+		bg := context.Background()
+		_, firstOut := f.start(bg)
+		synctest.Wait()
+		c, out := f.start(bg, "late")
+		time.Sleep(time.Second + time.Millisecond)
+		if err := <-out; !errors.Is(err, ErrPoolExhausted) || c.statement != 0 {
+			t.Fatalf("a call waiting past the bound: %v (ran in statement %d), want ErrPoolExhausted", err, c.statement)
+		}
+		_, out2 := f.start(bg, "taken")
+		synctest.Wait()
+		f.release <- nil
+		<-firstOut
+		synctest.Wait()
+		time.Sleep(2 * time.Second) // past the bound, in its statement
+		select {
+		case err := <-out2:
+			t.Fatalf("a call taken into a running statement was answered %v before it ended", err)
+		default:
+		}
+		f.release <- nil
+		if err := <-out2; err != nil {
+			t.Fatal(err)
+		}
+	})
+}
