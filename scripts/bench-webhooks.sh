@@ -3,7 +3,7 @@
 # throughput"), outside .ci/run: a throwaway PostgreSQL with synchronous commit and fsync on, STORED github-pr
 # tasks seeded by SQL, replica processes of the store/postgres test binary, and a load generator posting signed
 # GitHub webhooks (90 % to tasks the replica has cached, 10 % to tasks none has touched) at each concurrency for
-# SECONDS. At each concurrency the raw baseline runs first, then each replica count.
+# SECONDS. At each concurrency the raw baseline runs first, then each replica count, each from a CHECKPOINT.
 #
 #   scripts/bench-webhooks.sh [STORED] [SECONDS]       (defaults 100000 and 10)
 #
