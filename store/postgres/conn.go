@@ -9,14 +9,15 @@ import (
 )
 
 // ErrPoolExhausted is wrapped by the error of an operation that found no connection of the pool free within the
-// bound WithAcquireTimeout sets.
+// bound WithAcquireTimeout sets, or, grouped (WithGroupCommit), no lane free within it.
 var ErrPoolExhausted = errors.New("postgres store: no connection free")
 
 // WithAcquireTimeout bounds how long an operation waits for a connection of the pool (default 0: as long as its
 // ctx allows). Past it, the operation fails at once with an error wrapping ErrPoolExhausted, and does not queue:
 // a Router then answers the webhook 503 with Retry-After (a failed route lookup decides nothing), so that a replica
 // whose database is saturated sheds load instead of holding every request until the pool frees up. The bound
-// covers opening a connection when the pool has room. It applies to OpenDB's pool too.
+// covers opening a connection when the pool has room. It applies to OpenDB's pool too, and to a call grouped by
+// WithGroupCommit that waits for its lane: it fails likewise once the statement ahead runs past the bound.
 func WithAcquireTimeout(d time.Duration) Option {
 	return func(c *config) error {
 		if d < 0 {

@@ -12,16 +12,18 @@ import (
 // PutBatch) and route lookups (Lookup) before it groups the calls that arrive meanwhile (default 1; 0 turns
 // grouping off). A call that finds a lane free runs at once, alone, with the statement it would run without
 // grouping, so that one call at a time costs what it did. A call that finds every lane busy waits, and when a lane's
-// statement ends, the lane takes every waiting call, of all three kinds, in one statement: under concurrency, the
-// deliveries a replica works on cost one round trip, one transaction and one commit flush between them, instead of
-// three each.
+// statement ends, the lane takes the waiting calls, of all three kinds, in one statement (at most 128 calls, and
+// 1,024 keys written): under concurrency, the deliveries a replica works on cost one round trip, one transaction and
+// one commit flush between them, instead of three each.
 //
-// Grouping changes no outcome: each call still succeeds or fails as a whole, and is answered only after the
-// statement that carried it has committed; of racing claims exactly one wins; two calls that write one key never
-// share a statement, and a grouped statement takes its rows in key order, so that two never wait on each other. A
-// call whose ctx ends while it waits is answered ctx's error at once; a statement already running carries on for
-// the other calls. A failed statement fails every call it carried. With WithAcquireTimeout, a call that finds no
-// lane within the bound fails as one that finds no connection does, with ErrPoolExhausted.
+// Grouping changes no outcome: each call still succeeds or fails as a whole, and is answered only once the
+// statement that carried it has ended; of racing claims exactly one wins; two calls that write one key never share
+// a statement, and a grouped statement takes its rows in key order, so that two never wait on each other. A failed
+// statement fails every call it carried. A call whose ctx ends while it waits for a lane is answered ctx's error at
+// once and never runs; one whose statement is running waits for it to end (the statement is cancelled once every
+// call it carries has given up) and is answered nil if it committed, else ctx's error. With WithAcquireTimeout, a
+// call that finds no lane within the bound fails, as one that finds no connection does, with ErrPoolExhausted.
+// A grouped statement runs on a context of its own: values of the caller's ctx, such as a trace, do not reach it.
 func WithGroupCommit(lanes int) Option {
 	return func(c *config) error {
 		if lanes < 0 {
@@ -35,20 +37,25 @@ func WithGroupCommit(lanes int) Option {
 // defaultLanes is WithGroupCommit's default.
 const defaultLanes = 1
 
-// groupMax bounds the calls one grouped statement carries.
-const groupMax = 128
+// groupMax bounds the calls one grouped statement carries, and groupMaxKeys the keys they write (a call with more
+// runs alone).
+const (
+	groupMax     = 128
+	groupMaxKeys = 1024
+)
 
 // A group runs calls alone when a lane is free, else several in one statement (WithGroupCommit). R is a pointer to
 // a call's arguments, where its results are written too.
 type group[R any] struct {
-	lanes int
-	wait  time.Duration                               // how long a call waits for a lane before it fails with ErrPoolExhausted; 0: as its ctx allows
-	one   func(ctx context.Context, r R) error        // a call alone, with the statement it has without grouping
-	many  func(ctx context.Context, rs []R) error     // two or more calls in one statement, no key in two
-	keys  func(r R, yield func(key string) bool) bool // the keys a call touches, none shared in a statement (nil: none); false when yield stopped
-	mu    sync.Mutex
-	busy  int             // lanes running a statement
-	queue []*groupCall[R] // calls waiting for a lane, in arrival order
+	lanes  int
+	wait   time.Duration                               // how long a call waits for a lane before it fails with ErrPoolExhausted; 0: as its ctx allows
+	one    func(ctx context.Context, r R) error        // a call alone, with the statement it has without grouping
+	many   func(ctx context.Context, rs []R) error     // two or more calls in one statement, no key in two
+	keys   func(r R, yield func(key string) bool) bool // the keys a call touches, none shared in a statement (nil: none); false when yield stopped
+	detach func(r R)                                   // copies what r holds of its caller's, before r waits (nil: nothing)
+	mu     sync.Mutex
+	busy   int             // lanes running a statement
+	queue  []*groupCall[R] // calls waiting for a lane, in arrival order
 }
 
 type groupCall[R any] struct {
@@ -70,9 +77,8 @@ func (g *group[R]) do(ctx context.Context, r R) error {
 	if g.busy < g.lanes {
 		g.busy++
 		g.mu.Unlock()
-		err := g.one(ctx, r)
-		g.next()
-		return err
+		defer g.next()
+		return g.one(ctx, r)
 	}
 	c := &groupCall[R]{req: r, done: make(chan struct{})}
 	g.queue = append(g.queue, c)
@@ -88,11 +94,11 @@ func (g *group[R]) do(ctx context.Context, r R) error {
 		case <-c.done:
 			return c.err
 		case <-ctx.Done():
-			return g.leave(c, ctx.Err())
+			return g.leave(ctx, c)
 		case <-timeout:
 			timeout = nil
 			if g.dequeue(c) { // no lane within the bound: as the pool answers (WithAcquireTimeout)
-				return fmt.Errorf("%w within %v", ErrPoolExhausted, g.wait)
+				return fmt.Errorf("%w: the grouped statement ahead ran past %v", ErrPoolExhausted, g.wait)
 			}
 			// taken meanwhile: the statement's own connection is bounded likewise
 		}
@@ -110,26 +116,33 @@ func (g *group[R]) dequeue(c *groupCall[R]) bool {
 	return false
 }
 
-// leave answers c err, its ctx having ended: c leaves the queue, or the statement that took it, which carries on
-// for the others and ends once none waits for it.
-func (g *group[R]) leave(c *groupCall[R], err error) error {
+// leave answers c, whose ctx has ended. Still in the queue, it leaves it and never runs. Taken into a statement, it
+// waits for that statement to end, so that it is never answered before what it asked for is done or undone (nor
+// its arguments read after it returned: they are the caller's buffers); the
+// statement's own context ends once every call it carries has given up. It is answered nil when its statement
+// committed, else ctx's error.
+func (g *group[R]) leave(ctx context.Context, c *groupCall[R]) error {
 	g.mu.Lock()
-	defer g.mu.Unlock()
 	if i := slices.Index(g.queue, c); i >= 0 {
 		g.queue = slices.Delete(g.queue, i, i+1)
-		return err
+		g.mu.Unlock()
+		return ctx.Err()
 	}
 	select {
-	case <-c.done: // answered meanwhile
-		return c.err
+	case <-c.done:
 	default:
-	}
-	if b := c.batch; b != nil {
-		if b.waiting--; b.waiting == 0 {
-			b.cancel()
+		if b := c.batch; b != nil {
+			if b.waiting--; b.waiting == 0 {
+				b.cancel()
+			}
 		}
 	}
-	return err
+	g.mu.Unlock()
+	<-c.done
+	if c.err != nil {
+		return ctx.Err()
+	}
+	return nil
 }
 
 // next hands a lane whose statement ended the calls waiting, or frees it.
@@ -182,7 +195,7 @@ func (g *group[R]) take() ([]*groupCall[R], context.Context) {
 	seen := map[string]bool{}
 	kept := g.queue[:0]
 	for _, c := range g.queue {
-		if len(calls) == groupMax || !g.fresh(c.req, seen) {
+		if len(calls) == groupMax || len(calls) > 0 && len(seen) >= groupMaxKeys || !g.fresh(c.req, seen) {
 			kept = append(kept, c)
 			continue
 		}

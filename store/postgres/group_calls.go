@@ -21,7 +21,8 @@ func (s *Store) grouped(lanes int) {
 	if lanes == 0 {
 		return
 	}
-	s.calls = &group[*storeCall]{lanes: lanes, wait: s.acquire, one: s.callOne, many: s.callMany, keys: (*storeCall).eachKey}
+	s.calls = &group[*storeCall]{lanes: lanes, wait: s.acquire, one: s.callOne, many: s.callMany,
+		keys: (*storeCall).eachKey}
 }
 
 // eachKey yields the keys c writes: none share a statement, which ON CONFLICT could not take twice.

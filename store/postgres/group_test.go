@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -135,6 +136,36 @@ func TestGroupBoundsAStatement(t *testing.T) {
 		if want := []int{1, groupMax, 2}; !slices.Equal(sizes, want) {
 			t.Errorf("statements of %v calls, want %v", sizes, want)
 		}
+
+		// Keys: a statement takes no more calls once they write groupMaxKeys keys.
+		f = newFakeGroup(0)
+		_, firstOut = f.start(ctx)
+		synctest.Wait()
+		outs = nil
+		for i := range 3 {
+			keys := make([]string, groupMaxKeys*2/3)
+			for k := range keys {
+				keys[k] = fmt.Sprint(i, "/", k)
+			}
+			_, out := f.start(ctx, keys...)
+			outs = append(outs, out)
+			synctest.Wait()
+		}
+		for range 3 {
+			f.release <- nil
+			synctest.Wait()
+		}
+		<-firstOut
+		for _, out := range outs {
+			<-out
+		}
+		sizes = nil
+		for _, s := range f.statements() {
+			sizes = append(sizes, len(s))
+		}
+		if want := []int{1, 2, 1}; !slices.Equal(sizes, want) {
+			t.Errorf("statements of %v calls of %d keys each, want %v", sizes, groupMaxKeys*2/3, want)
+		}
 	})
 }
 
@@ -164,7 +195,8 @@ func TestGroupFailsEveryCallOfAFailedStatement(t *testing.T) {
 }
 
 // A call whose ctx ends while it waits is answered at once and never runs; one whose ctx ends while its statement
-// runs is answered at once too, and the statement's ctx ends only when no call waits for it any more.
+// runs is answered when the statement ends — ctx's error if it failed, nil if it committed — and the statement's
+// ctx ends only when no call waits for it any more.
 func TestGroupCallsThatGiveUp(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFakeGroup(0)
@@ -191,19 +223,57 @@ func TestGroupCallsThatGiveUp(t *testing.T) {
 			t.Fatalf("statements %v; the call that gave up ran in %d", st, gone.statement)
 		}
 		running := f.ctxs[1]
-		cancel2()
-		if err := <-out2; !errors.Is(err, context.Canceled) {
-			t.Errorf("a call whose ctx ended while its statement ran: %v", err)
+		answered := func(out <-chan error) bool {
+			select {
+			case err := <-out:
+				t.Errorf("a call was answered %v before its statement ended", err)
+				return true
+			default:
+				return false
+			}
 		}
+		cancel2()
+		synctest.Wait()
+		answered(out2)
 		if running.Err() != nil {
 			t.Errorf("the statement's ctx ended while q still waits for it")
 		}
 		cancel3()
-		<-out3
+		synctest.Wait()
 		if running.Err() == nil {
 			t.Errorf("the statement's ctx did not end when no call waited for it any more")
 		}
+		answered(out2)
+		answered(out3)
+		f.release <- running.Err() // the statement, cancelled, fails
+		for _, out := range []<-chan error{out2, out3} {
+			if err := <-out; !errors.Is(err, context.Canceled) {
+				t.Errorf("a call that gave up, its statement cancelled: %v", err)
+			}
+		}
+		// A call that gave up while its statement ran, which then committed, is answered nil: it happened.
+		_, again := f.start(bg)
+		synctest.Wait()
+		ctx4, cancel4 := context.WithCancel(bg)
+		_, out4 := f.start(ctx4, "r")
+		_, out5 := f.start(bg, "s")
+		synctest.Wait()
 		f.release <- nil
+		<-again
+		synctest.Wait()
+		cancel4()
+		synctest.Wait()
+		answered(out4)
+		if f.ctxs[len(f.ctxs)-1].Err() != nil {
+			t.Errorf("the statement's ctx ended while s still waits for it")
+		}
+		f.release <- nil
+		if err := <-out4; err != nil {
+			t.Errorf("a call that gave up while its statement ran, which then committed: %v, want nil", err)
+		}
+		if err := <-out5; err != nil {
+			t.Error(err)
+		}
 		synctest.Wait()
 		if f.g.busy != 0 || len(f.g.queue) != 0 {
 			t.Errorf("after the last statement: %d lanes busy, %d calls queued", f.g.busy, len(f.g.queue))

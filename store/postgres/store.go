@@ -75,8 +75,10 @@ func newQueries(prefix string) queries {
 		release: `DELETE FROM ` + leases + ` WHERE key = $1 AND owner = $2`,
 		// The outer expiry test is re-checked on a row another transaction rewrote meanwhile, so a fresh Put of
 		// a key that had just expired survives the sweep.
-		sweepKeys: `DELETE FROM ` + kv + ` WHERE key IN (SELECT key FROM ` + kv + ` WHERE expires_at <= now() LIMIT $1)
-			AND expires_at <= now()`,
+		// SKIP LOCKED: the sweep never waits for a row another statement holds, so it cannot close a cycle with a
+		// statement that locks several rows (PutBatch, a grouped statement); such a row is swept next time.
+		sweepKeys: `DELETE FROM ` + kv + ` WHERE key IN (SELECT key FROM ` + kv + ` WHERE expires_at <= now() LIMIT $1
+			FOR UPDATE SKIP LOCKED) AND expires_at <= now()`,
 		sweepLeases:  `DELETE FROM ` + leases + ` WHERE until <= now()`,
 		scanFrom:     `SELECT key, value FROM ` + kv + ` WHERE key >= $1 AND ` + live + ` ORDER BY key`,
 		scanRange:    `SELECT key, value FROM ` + kv + ` WHERE key >= $1 AND key < $2 AND ` + live + ` ORDER BY key`,
