@@ -64,13 +64,10 @@ func (s *Store) callMany(ctx context.Context, calls []*storeCall) error {
 			keys, values, ttls = append(keys, c.write.keys...), append(values, c.write.values...), append(ttls, c.write.ttls...)
 		default:
 			l := c.lookup
-			l.out = make([]store.RouteHits, len(l.routes))
+			l.out, l.first = make([]store.RouteHits, len(l.routes)), len(routes)
 			for _, r := range l.routes {
 				routes, afters, limits = append(routes, r), append(afters, []byte(l.after)), append(limits, int64(l.limit))
-			}
-			for i := range l.routes {
 				owners = append(owners, l)
-				l.first = len(owners) - 1 - i
 			}
 		}
 	}
