@@ -106,65 +106,57 @@ func TestGroupTakesTheWaitingCallsInOneStatement(t *testing.T) {
 	})
 }
 
-// A statement carries at most groupMax calls; the others wait for the next one.
-func TestGroupBoundsAStatement(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		f := newFakeGroup(0)
-		ctx := context.Background()
-		_, firstOut := f.start(ctx)
+// sizes runs, on a fresh group, a first call that takes the lane, then one queued call of each of keys, releases
+// every statement, and returns the number of calls each statement carried. It runs in a synctest bubble.
+func sizes(t *testing.T, keys [][]string) []int {
+	f := newFakeGroup(0)
+	ctx := context.Background()
+	_, firstOut := f.start(ctx)
+	synctest.Wait()
+	var outs []<-chan error
+	for _, k := range keys {
+		_, out := f.start(ctx, k...)
+		outs = append(outs, out)
+		synctest.Wait() // queued in this order
+	}
+	for len(outs) > 0 || firstOut != nil {
+		f.release <- nil
 		synctest.Wait()
-		var outs []<-chan error
-		for range groupMax + 2 {
-			_, out := f.start(ctx)
-			outs = append(outs, out)
-		}
-		synctest.Wait()
-		for range 3 {
-			f.release <- nil
-			synctest.Wait()
-		}
-		<-firstOut
-		for _, out := range outs {
-			if err := <-out; err != nil {
+		for len(outs) > 0 && len(outs[0]) > 0 {
+			if err := <-outs[0]; err != nil {
 				t.Fatal(err)
 			}
+			outs = outs[1:]
 		}
-		var sizes []int
-		for _, s := range f.statements() {
-			sizes = append(sizes, len(s))
+		if firstOut != nil && len(firstOut) > 0 {
+			<-firstOut
+			firstOut = nil
 		}
-		if want := []int{1, groupMax, 2}; !slices.Equal(sizes, want) {
-			t.Errorf("statements of %v calls, want %v", sizes, want)
-		}
+	}
+	var n []int
+	for _, s := range f.statements() {
+		n = append(n, len(s))
+	}
+	return n
+}
 
-		// Keys: a statement takes no more calls once they write groupMaxKeys keys.
-		f = newFakeGroup(0)
-		_, firstOut = f.start(ctx)
-		synctest.Wait()
-		outs = nil
+// A statement carries at most groupMax calls, and takes no more once they write groupMaxKeys keys; the others
+// wait for the next one.
+func TestGroupBoundsAStatement(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		if got, want := sizes(t, make([][]string, groupMax+2)), []int{1, groupMax, 2}; !slices.Equal(got, want) {
+			t.Errorf("statements of %v calls, want %v", got, want)
+		}
+		var big [][]string
 		for i := range 3 {
 			keys := make([]string, groupMaxKeys*2/3)
 			for k := range keys {
 				keys[k] = fmt.Sprint(i, "/", k)
 			}
-			_, out := f.start(ctx, keys...)
-			outs = append(outs, out)
-			synctest.Wait()
+			big = append(big, keys)
 		}
-		for range 3 {
-			f.release <- nil
-			synctest.Wait()
-		}
-		<-firstOut
-		for _, out := range outs {
-			<-out
-		}
-		sizes = nil
-		for _, s := range f.statements() {
-			sizes = append(sizes, len(s))
-		}
-		if want := []int{1, 2, 1}; !slices.Equal(sizes, want) {
-			t.Errorf("statements of %v calls of %d keys each, want %v", sizes, groupMaxKeys*2/3, want)
+		if got, want := sizes(t, big), []int{1, 2, 1}; !slices.Equal(got, want) {
+			t.Errorf("statements of %v calls of %d keys each, want %v", got, groupMaxKeys*2/3, want)
 		}
 	})
 }
@@ -290,7 +282,7 @@ func TestGroupWaitIsBounded(t *testing.T) {
 		_, firstOut := f.start(bg)
 		synctest.Wait()
 		c, out := f.start(bg, "late")
-		time.Sleep(time.Second + time.Millisecond)
+		time.Sleep(time.Second + time.Millisecond) // the bubble's fake clock: it advances once every goroutine waits
 		if err := <-out; !errors.Is(err, ErrPoolExhausted) || c.statement != 0 {
 			t.Fatalf("a call waiting past the bound: %v (ran in statement %d), want ErrPoolExhausted", err, c.statement)
 		}
@@ -299,7 +291,7 @@ func TestGroupWaitIsBounded(t *testing.T) {
 		f.release <- nil
 		<-firstOut
 		synctest.Wait()
-		time.Sleep(2 * time.Second) // past the bound, in its statement
+		time.Sleep(2 * time.Second) // fake clock, as above: past the bound, in its statement
 		select {
 		case err := <-out2:
 			t.Fatalf("a call taken into a running statement was answered %v before it ended", err)
