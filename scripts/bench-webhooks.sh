@@ -12,7 +12,8 @@
 # TOOL_BENCH_CPUPROFILE=PREFIX (a CPU profile per replica: PREFIX.w0, PREFIX.w1, ...), TOOL_BENCH_STATEMENTS=N (the
 # server's N costliest statements at the end, from pg_stat_statements: the raw baseline's and the replicas'),
 # TOOL_BENCH_LANES (the replicas' WithGroupCommit; default the Store's), TOOL_BENCH_REPLICA_GOMAXPROCS (the CPUs each
-# replica's Go runtime uses, as a container's CPU limit sets them; default all).
+# replica's Go runtime uses, as a container's CPU limit sets them; default all), TOOL_BENCH_TEST_BINARY (a
+# store/postgres test binary to run instead of building one: to interleave two versions in one session).
 # With TOOL_BENCH_MINUTES=M it runs the soak instead (BenchmarkWebhookMemory: 3 replicas whose caches hold
 # TOOL_BENCH_CACHE tasks, default 2,500, at concurrency 32 for M minutes; each replica's live heap every minute, and
 # with TOOL_BENCH_HEAPPROFILE=PREFIX a heap profile too: PREFIX.w0.1, PREFIX.w0.2, ...).
@@ -26,7 +27,7 @@ seconds=${2:-10}
 env_file=$(mktemp)
 statements=${TOOL_BENCH_STATEMENTS:-}
 options=""
-if [ -n "$statements" ]; then options="-c shared_preload_libraries=pg_stat_statements"; fi
+if [ -n "$statements" ]; then options="-c shared_preload_libraries=pg_stat_statements -c pg_stat_statements.track_planning=on"; fi
 TOOL_POSTGRES_OPTIONS=$options TOOL_POSTGRES_SYNCHRONOUS_COMMIT=on TOOL_POSTGRES_FSYNC=on scripts/postgres.sh start "$env_file" >/dev/null
 # shellcheck disable=SC1090
 source "$env_file"
@@ -34,8 +35,8 @@ psql_bin="$(cat "$TOOL_TEST_POSTGRES_DIR/bindir")/psql"
 if [ -n "$statements" ]; then "$psql_bin" -q "$TOOL_TEST_POSTGRES_DSN" -c 'CREATE EXTENSION pg_stat_statements'; fi
 bin=$(mktemp -d)
 trap 'scripts/postgres.sh stop "$TOOL_TEST_POSTGRES_DIR"; rm -rf "$env_file" "$bin"' EXIT
-go test -c -o "$bin/postgres.test" ./store/postgres
-echo "# $(date -u +%FT%TZ) $(git rev-parse --short HEAD) $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+if [ -n "${TOOL_BENCH_TEST_BINARY:-}" ]; then cp "$TOOL_BENCH_TEST_BINARY" "$bin/postgres.test"; else go test -c -o "$bin/postgres.test" ./store/postgres; fi
+echo "# $(date -u +%FT%TZ) $(git rev-parse --short HEAD)${TOOL_BENCH_TEST_BINARY:+ (binary $TOOL_BENCH_TEST_BINARY)} $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 bench='^BenchmarkWebhookThroughput$'
 if [ -n "${TOOL_BENCH_MINUTES:-}" ]; then bench='^BenchmarkWebhookMemory$'; fi
 (cd store/postgres && TOOL_BENCH_STORED=$stored TOOL_BENCH_SECONDS=$seconds TOOL_BENCH_HOT=${TOOL_BENCH_HOT:-2000} \
@@ -43,6 +44,6 @@ if [ -n "${TOOL_BENCH_MINUTES:-}" ]; then bench='^BenchmarkWebhookMemory$'; fi
 echo "# $(date -u +%FT%TZ) load average $(cut -d' ' -f1-3 /proc/loadavg)"
 if [ -n "$statements" ]; then
   "$psql_bin" -q "$TOOL_TEST_POSTGRES_DSN" -c "SELECT calls, round(total_exec_time) AS total_ms,
-    round((total_exec_time / calls)::numeric, 3) AS mean_ms, rows, left(regexp_replace(query, '\s+', ' ', 'g'), 110) AS query
+    round((total_exec_time / greatest(calls, 1))::numeric, 3) AS mean_ms, plans, round(total_plan_time) AS plan_ms, rows, left(regexp_replace(query, '\s+', ' ', 'g'), 110) AS query
     FROM pg_stat_statements ORDER BY ${TOOL_BENCH_STATEMENTS_ORDER:-total_exec_time} DESC LIMIT $statements"
 fi

@@ -47,8 +47,9 @@ func (s *Store) callOne(ctx context.Context, c *storeCall) error {
 	return s.lookupOne(ctx, c.lookup)
 }
 
-// callMany runs calls, no two writing one key, in the grouped statement: the claims' and the writes' rows in one
-// insert, and the lookups' routes, each with its call's after and limit.
+// callMany runs calls, no two writing one key, in the grouped statement (the schema's function tool_grouped,
+// schema.go): the claims' and the writes' rows in one insert, and the lookups' routes, each with its call's after
+// and limit.
 func (s *Store) callMany(ctx context.Context, calls []*storeCall) error {
 	var keys, values, claimKeys, routes, afters [][]byte
 	var ttls, limits []int64
@@ -101,30 +102,6 @@ func (s *Store) callMany(ctx context.Context, calls []*storeCall) error {
 		return fmt.Errorf("%d claims returned no row", len(claims))
 	}
 	return nil
-}
-
-// groupedQuery is callMany's statement. $1–$3 are the rows to insert (key, value, TTL in µs, 0: none), $4 the keys
-// among them that are claims: a claim keeps a live row as it is, a write replaces it. The rows are taken in key
-// order, so that two grouped statements never wait on each other's row locks. The claims' rows come back with ord
-// 0 and their live values; $5–$7 are the routes looked up, each with its after and limit, and their hits come back
-// with the route's ordinal, as Lookup's statement returns them.
-func groupedQuery(kv, routes string) string {
-	const live = `(t.expires_at IS NULL OR t.expires_at > now())`
-	return `WITH w AS (INSERT INTO ` + kv + ` AS t (key, value, expires_at)
-			SELECT k, v, CASE WHEN ttl > 0 THEN now() + ttl * interval '1 microsecond' END
-			FROM unnest($1::bytea[], $2::bytea[], $3::bigint[]) AS w(k, v, ttl) ORDER BY k
-			ON CONFLICT (key) DO UPDATE SET
-				value = CASE WHEN EXCLUDED.key = ANY($4::bytea[]) AND ` + live + ` THEN t.value ELSE EXCLUDED.value END,
-				expires_at = CASE WHEN EXCLUDED.key = ANY($4::bytea[]) AND ` + live + ` THEN t.expires_at ELSE EXCLUDED.expires_at END
-			RETURNING key, value)
-		SELECT 0::bigint AS ord, key, value, 0::bigint AS gen FROM w WHERE key = ANY($4::bytea[])
-		UNION ALL
-		SELECT r.ord, h.task, NULL, coalesce(g.gen, 0)
-			FROM unnest($5::bytea[], $6::bytea[], $7::bigint[]) WITH ORDINALITY AS r(route, after, lim, ord)
-			CROSS JOIN LATERAL (SELECT x.task FROM ` + routes + ` x WHERE x.route = r.route AND x.task > r.after
-				ORDER BY x.task LIMIT r.lim + 1) h
-			LEFT JOIN ` + routes + ` g ON g.route = ''::bytea AND g.task = h.task
-		ORDER BY ord, key`
 }
 
 // nonEmpty and nonEmptyInts send an empty array, not NULL, for no rows.

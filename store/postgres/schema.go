@@ -11,7 +11,7 @@ import (
 )
 
 // SchemaVersion is the schema version this package creates and understands: len(migrations).
-const SchemaVersion = 3
+const SchemaVersion = 4
 
 // migrations are the schema's versions in order: migrations[i] brings version i to i+1, one statement at a time.
 // Never edit a released step; append a new one. %[1]s is the schema prefix ("" or `"name".`).
@@ -47,6 +47,58 @@ var migrations = [][]string{
 			at   timestamptz NOT NULL
 		)`,
 		`CREATE INDEX ON %[1]stool_task_expiry (at, task)`,
+	},
+	{
+		// The statement of WithGroupCommit (group_calls.go), in a function so that it is planned once per
+		// connection. Prepared as it is, PostgreSQL planned it anew at every call, which cost about as much as
+		// running it: a custom plan sees its arrays' lengths, so it always looks cheaper than the generic one,
+		// which assumes 10 elements. The generic plan is the same one (nested loops over the primary keys).
+		//
+		// keys, vals and ttls are the rows to insert (TTL in µs, 0: none), claims the keys among them that are
+		// claims: a claim keeps a live row as it is, a write replaces it. The rows are taken in key order, so
+		// that two calls never wait on each other's row locks. The claims' rows come back with ordinal 0 and
+		// their live values. routes are looked up, each with its after and limit; their tasks come back with the
+		// route's ordinal (1-based) and generation, as Lookup's statement returns them.
+		`CREATE FUNCTION %[1]stool_grouped(keys bytea[], vals bytea[], ttls bigint[], claims bytea[],
+				routes bytea[], afters bytea[], lims bigint[])
+			RETURNS TABLE (out_ord bigint, out_key bytea, out_value bytea, out_gen bigint)
+			LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
+		#variable_conflict use_column
+		BEGIN
+			RETURN QUERY WITH w AS (INSERT INTO %[1]stool_kv AS t (key, value, expires_at)
+					SELECT k, v, CASE WHEN ttl > 0 THEN now() + ttl * interval '1 microsecond' END
+					FROM unnest(keys, vals, ttls) AS w(k, v, ttl) ORDER BY k
+					ON CONFLICT (key) DO UPDATE SET
+						value = CASE WHEN EXCLUDED.key = ANY(claims) AND (t.expires_at IS NULL OR t.expires_at > now())
+							THEN t.value ELSE EXCLUDED.value END,
+						expires_at = CASE WHEN EXCLUDED.key = ANY(claims) AND (t.expires_at IS NULL OR t.expires_at > now())
+							THEN t.expires_at ELSE EXCLUDED.expires_at END
+					RETURNING key, value)
+				SELECT 0::bigint AS ord, key, value, 0::bigint AS gen FROM w WHERE key = ANY(claims)
+				UNION ALL
+				SELECT r.ord, h.task, NULL, coalesce(g.gen, 0)
+					FROM unnest(routes, afters, lims) WITH ORDINALITY AS r(route, after, lim, ord)
+					CROSS JOIN LATERAL (SELECT x.task FROM %[1]stool_routes x WHERE x.route = r.route AND x.task > r.after
+						ORDER BY x.task LIMIT r.lim + 1) h
+					LEFT JOIN %[1]stool_routes g ON g.route = ''::bytea AND g.task = h.task
+				ORDER BY ord, key;
+		END
+		$$`,
+		// Lookup's statement (routes.go), in a function for the same reason: per route, in the order given, the
+		// first lim+1 tasks after after (one more than the limit tells whether there are more), each with its
+		// generation.
+		`CREATE FUNCTION %[1]stool_lookup(routes bytea[], after bytea, lim bigint)
+			RETURNS TABLE (out_ord bigint, out_task bytea, out_gen bigint)
+			LANGUAGE plpgsql STABLE SET plan_cache_mode = force_generic_plan AS $$
+		BEGIN
+			RETURN QUERY SELECT r.ord, h.task, coalesce(g.gen, 0)
+				FROM unnest(routes) WITH ORDINALITY AS r(route, ord)
+				CROSS JOIN LATERAL (SELECT x.task FROM %[1]stool_routes x WHERE x.route = r.route AND x.task > after
+					ORDER BY x.task LIMIT lim + 1) h
+				LEFT JOIN %[1]stool_routes g ON g.route = ''::bytea AND g.task = h.task
+				ORDER BY r.ord, h.task;
+		END
+		$$`,
 	},
 }
 

@@ -87,15 +87,9 @@ func newQueries(prefix string) queries {
 		deleteTask:   `DELETE FROM ` + routes + ` WHERE task = $1`,
 		bump: `INSERT INTO ` + routes + ` AS g (route, task, gen) VALUES (''::bytea, $1, 1)
 			ON CONFLICT (route, task) DO UPDATE SET gen = g.gen + 1 RETURNING gen`,
-		// Per route, in the order given, the first $3+1 tasks after $2 (one more than the limit tells whether
-		// there are more), each with its generation row's value.
-		lookup: `SELECT r.ord, h.task, coalesce(g.gen, 0)
-			FROM unnest($1::bytea[]) WITH ORDINALITY AS r(route, ord)
-			CROSS JOIN LATERAL (SELECT x.task FROM ` + routes + ` x WHERE x.route = r.route AND x.task > $2
-				ORDER BY x.task LIMIT $3 + 1) h
-			LEFT JOIN ` + routes + ` g ON g.route = ''::bytea AND g.task = h.task
-			ORDER BY r.ord, h.task`,
-		grouped:      groupedQuery(kv, routes),
+		// Functions of the schema (schema.go), so that PostgreSQL plans their statements once per connection.
+		lookup:       `SELECT * FROM ` + prefix + `tool_lookup($1, $2, $3)`,
+		grouped:      `SELECT * FROM ` + prefix + `tool_grouped($1, $2, $3, $4, $5, $6, $7)`,
 		setExpiry:    `INSERT INTO ` + expiry + ` (task, at) VALUES ($1, $2) ON CONFLICT (task) DO UPDATE SET at = EXCLUDED.at`,
 		deleteExpiry: `DELETE FROM ` + expiry + ` WHERE task = $1`,
 		// Walks the (at, task) index from the mark: the tasks not yet expired are never read.

@@ -11,11 +11,13 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -486,7 +488,9 @@ func BenchmarkWebhookThroughput(b *testing.B) {
 		b.Run(fmt.Sprintf("raw/c=%d", c), func(b *testing.B) {
 			level++
 			checkpoint(b)
+			cpu0 := phaseCPU()
 			lats, elapsed := rawBaseline(b, schema, stored, c, 0, d, fmt.Sprint(run, "-raw", level))
+			cpu0.report(b, len(lats), "client")
 			b.ReportMetric(float64(len(lats))/elapsed.Seconds(), "deliveries/s")
 			b.ReportMetric(float64(percentile(lats, 50).Microseconds()), "p50-µs")
 			b.ReportMetric(float64(percentile(lats, 99).Microseconds()), "p99-µs")
@@ -499,6 +503,7 @@ func BenchmarkWebhookThroughput(b *testing.B) {
 				lp := &plan{hot: p.hot, replicas: n, stored: p.stored, hotNext: p.hotNext[:n]}
 				lp.coldNext.Store(p.coldNext.Load())
 				checkpoint(b)
+				cpu0 := phaseCPU()
 				res, elapsed := runLevel(b, rs, lp, c, 0, d, 0.1, fmt.Sprint(run, "-", level))
 				p.coldNext.Store(lp.coldNext.Load())
 				var total summary
@@ -522,6 +527,7 @@ func BenchmarkWebhookThroughput(b *testing.B) {
 				if acked == 0 {
 					b.Fatalf("no webhook answered 202 (%d failed)", failed)
 				}
+				cpu0.report(b, acked+failed, "loadgen")
 				b.ReportMetric(total.rate, "deliveries/s")
 				b.ReportMetric(float64(percentile(all, 50).Microseconds()), "p50-µs")
 				b.ReportMetric(float64(percentile(all, 99).Microseconds()), "p99-µs")
@@ -538,6 +544,52 @@ func BenchmarkWebhookThroughput(b *testing.B) {
 	for _, proc := range rs.procs {
 		proc.shutdown(b)
 	}
+}
+
+// cpuMark is the CPU time the PostgreSQL server's processes and this process (the raw baseline's client, or the
+// load generator) have used, at the start of a phase.
+type cpuMark struct{ server, self time.Duration }
+
+// phaseCPU reads the CPU time of the server's processes (the postmaster of TOOL_TEST_POSTGRES_DIR and its
+// children, from /proc; 0 where that is not there) and of this process.
+func phaseCPU() cpuMark {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	m := cpuMark{self: time.Duration(ru.Utime.Nano() + ru.Stime.Nano())}
+	pidFile, err := os.ReadFile(filepath.Join(os.Getenv("TOOL_TEST_POSTGRES_DIR"), "data", "postmaster.pid"))
+	if err != nil {
+		return m
+	}
+	postmaster, _, _ := strings.Cut(string(pidFile), "\n")
+	dirs, _ := os.ReadDir("/proc")
+	tick := time.Second / 100 // USER_HZ, 100 on Linux
+	for _, d := range dirs {
+		stat, err := os.ReadFile(filepath.Join("/proc", d.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		_, rest, ok := bytes.Cut(stat, []byte(") ")) // after the command's name, which may hold spaces
+		f := strings.Fields(string(rest))
+		if !ok || len(f) < 13 || d.Name() != postmaster && f[1] != postmaster {
+			continue
+		}
+		ut, _ := strconv.ParseInt(f[11], 10, 64)
+		st, _ := strconv.ParseInt(f[12], 10, 64)
+		m.server += time.Duration(ut+st) * tick
+	}
+	return m
+}
+
+// report reports the CPU the server and this process (named self) used per delivery since m.
+func (m cpuMark) report(b *testing.B, deliveries int, self string) {
+	now := phaseCPU()
+	if deliveries == 0 {
+		return
+	}
+	if m.server > 0 {
+		b.ReportMetric(float64((now.server-m.server).Microseconds())/float64(deliveries), "server-cpu-µs/delivery")
+	}
+	b.ReportMetric(float64((now.self-m.self).Microseconds())/float64(deliveries), self+"-cpu-µs/delivery")
 }
 
 // TestWebhookThroughputSample runs a small fixed sample of the throughput harness's path in the test command
