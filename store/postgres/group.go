@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"slices"
 	"sync"
 	"time"
@@ -177,6 +178,11 @@ func (g *group[R]) run(ctx context.Context, calls []*groupCall[R]) {
 			c.err = err
 			close(c.done)
 		}
+		g.mu.Unlock()
+		// The callers just answered run before the lane takes its next calls, so that those that call again at
+		// once (a delivery's claim after its lookup) join the next statement instead of waiting for the one after.
+		runtime.Gosched()
+		g.mu.Lock()
 		calls, ctx = g.take()
 		if calls == nil {
 			g.busy--
