@@ -11,11 +11,12 @@ import (
 
 // WithGroupCommit sets how many statements the Store runs at once for its claims (Claim), writes (Put, PutTTL,
 // PutBatch) and route lookups (Lookup) before it groups the calls that arrive meanwhile (default 1; 0 turns
-// grouping off). A call that finds a lane free runs at once, alone, with the statement it would run without
-// grouping, so that one call at a time costs what it did. A call that finds every lane busy waits, and when a lane's
-// statement ends, the lane takes the waiting calls, of all three kinds, in one statement (at most 128 calls, and
-// 1,024 keys written): under concurrency, the deliveries a replica works on cost one round trip, one transaction and
-// one commit flush between them, instead of three each.
+// grouping off). A call that finds a lane free first lets the goroutines ready to run go (runtime.Gosched), so
+// that the calls they make share its statement; with none, it runs alone, with the statement it would run without
+// grouping, so that one call at a time costs what it did. A call that finds every lane busy waits, and when a
+// lane's statement ends, the lane lets the callers it answered run likewise, then takes the waiting calls, of all
+// three kinds, in one statement (at most 128 calls, and 1,024 keys written): under concurrency, the deliveries a
+// replica works on cost one round trip, one transaction and one commit flush between them, instead of three each.
 //
 // Grouping changes no outcome: each call still succeeds or fails as a whole, and is answered only once the
 // statement that carried it has ended; of racing claims exactly one wins; two calls that write one key never share
@@ -54,6 +55,7 @@ type group[R any] struct {
 	many   func(ctx context.Context, rs []R) error     // two or more calls in one statement, no key in two
 	keys   func(r R, yield func(key string) bool) bool // the keys a call touches, none shared in a statement (nil: none); false when yield stopped
 	detach func(r R)                                   // copies what r holds of its caller's, before r waits (nil: nothing)
+	yield  func()                                      // lets the goroutines ready to run go first (nil: runtime.Gosched)
 	mu     sync.Mutex
 	busy   int             // lanes running a statement
 	queue  []*groupCall[R] // calls waiting for a lane, in arrival order
@@ -74,16 +76,26 @@ type groupBatch struct {
 
 // do runs r: alone on a free lane, else with the calls that wait with it.
 func (g *group[R]) do(ctx context.Context, r R) error {
+	c := &groupCall[R]{req: r, done: make(chan struct{})}
 	g.mu.Lock()
 	if g.busy < g.lanes {
 		g.busy++
 		g.mu.Unlock()
-		defer g.next()
-		return g.one(ctx, r)
+		g.letReadyCall()
+		g.mu.Lock()
+		if len(g.queue) == 0 {
+			g.mu.Unlock()
+			defer g.next()
+			return g.one(ctx, r)
+		}
+		g.queue = slices.Insert(g.queue, 0, c)
+		calls, bctx := g.take()
+		g.mu.Unlock()
+		go g.run(bctx, calls)
+	} else {
+		g.queue = append(g.queue, c)
+		g.mu.Unlock()
 	}
-	c := &groupCall[R]{req: r, done: make(chan struct{})}
-	g.queue = append(g.queue, c)
-	g.mu.Unlock()
 	var timeout <-chan time.Time
 	if g.wait > 0 {
 		t := time.NewTimer(g.wait)
@@ -179,9 +191,7 @@ func (g *group[R]) run(ctx context.Context, calls []*groupCall[R]) {
 			close(c.done)
 		}
 		g.mu.Unlock()
-		// The callers just answered run before the lane takes its next calls, so that those that call again at
-		// once (a delivery's claim after its lookup) join the next statement instead of waiting for the one after.
-		runtime.Gosched()
+		g.letReadyCall()
 		g.mu.Lock()
 		calls, ctx = g.take()
 		if calls == nil {
@@ -189,6 +199,18 @@ func (g *group[R]) run(ctx context.Context, calls []*groupCall[R]) {
 		}
 		g.mu.Unlock()
 	}
+}
+
+// letReadyCall lets the goroutines that are ready to run go before a lane takes its calls, so that the calls they
+// make at once wait for it and share its statement: the callers a statement just answered (a delivery's claim
+// follows its lookup, its record its claim), or the requests a replica has read meanwhile. Without it, the first of
+// them to call would find the lane free and run alone, and the others would wait for a statement of their own.
+func (g *group[R]) letReadyCall() {
+	if g.yield != nil {
+		g.yield()
+		return
+	}
+	runtime.Gosched()
 }
 
 // take removes from the queue the calls of the next statement, at most groupMax, in arrival order, passing over a

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -25,6 +26,7 @@ type fakeGroup struct {
 	mu      sync.Mutex
 	ran     [][]*fakeCall // the calls of each statement, in order
 	ctxs    []context.Context
+	onStart func(n int) // called as statement n (1-based) starts, before it waits (nil: nothing)
 }
 
 func newFakeGroup(wait time.Duration) *fakeGroup {
@@ -38,6 +40,9 @@ func newFakeGroup(wait time.Duration) *fakeGroup {
 			c.statement = n
 		}
 		f.mu.Unlock()
+		if f.onStart != nil {
+			f.onStart(n)
+		}
 		return <-f.release
 	}
 	f.g = &group[*fakeCall]{lanes: 1, wait: wait,
@@ -104,6 +109,77 @@ func TestGroupTakesTheWaitingCallsInOneStatement(t *testing.T) {
 			t.Errorf("statements %v, want %v", got, want)
 		}
 	})
+}
+
+// Calls made ready together share a statement. A call that finds the lane free lets the callers ready to run call
+// first; a lane whose statement ended lets the callers it answered call again before it takes the calls that
+// waited meanwhile. Three deliveries of two calls each (a claim, then its record) and a call that arrives during
+// the first statement take two statements; without either yield, three. The group yields with
+// runtime.Gosched; here with a sleep, which in a synctest bubble returns once every other goroutine has blocked.
+func TestGroupLetsReadyCallersCallFirst(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFakeGroup(0)
+		f.release = make(chan error, 8) // every statement succeeds at once
+		for range cap(f.release) {
+			f.release <- nil
+		}
+		letRun := func() { time.Sleep(time.Nanosecond) }
+		f.g.yield = letRun
+		ctx := context.Background()
+		var late *fakeCall
+		var lateOut <-chan error
+		f.onStart = func(n int) {
+			if n == 1 {
+				late, lateOut = f.start(ctx, "late")
+				letRun() // queued while the statement runs
+			}
+		}
+		var claims, records []*fakeCall
+		var wg sync.WaitGroup
+		for i := range 3 {
+			claim, record := &fakeCall{keys: []string{fmt.Sprint("claim", i)}}, &fakeCall{keys: []string{fmt.Sprint("record", i)}}
+			claims, records = append(claims, claim), append(records, record)
+			wg.Go(func() {
+				if err := f.g.do(ctx, claim); err != nil {
+					t.Error(err)
+				}
+				if err := f.g.do(ctx, record); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		if err := <-lateOut; err != nil {
+			t.Fatal(err)
+		}
+		letRun() // the lane's last yield, after which it finds no call and is freed
+		synctest.Wait()
+		if f.g.busy != 0 {
+			t.Errorf("%d lanes busy after the last statement", f.g.busy)
+		}
+		byKey := func(a, b *fakeCall) int { return strings.Compare(a.keys[0], b.keys[0]) }
+		got := f.statements()
+		for _, s := range got {
+			slices.SortFunc(s, byKey)
+		}
+		want := [][]*fakeCall{claims, slices.SortedFunc(slices.Values(append([]*fakeCall{late}, records...)), byKey)}
+		if !slices.EqualFunc(got, want, slices.Equal) {
+			t.Errorf("statements %s, want %s", keysOf(got), keysOf(want))
+		}
+	})
+}
+
+// keysOf names each statement's calls by their first key.
+func keysOf(statements [][]*fakeCall) [][]string {
+	var out [][]string
+	for _, s := range statements {
+		var keys []string
+		for _, c := range s {
+			keys = append(keys, c.keys[0])
+		}
+		out = append(out, keys)
+	}
+	return out
 }
 
 // sizes runs, on a fresh group, a first call that takes the lane, then one queued call of each of keys, releases
