@@ -14,9 +14,10 @@ import (
 // grouping off). A call that finds a lane free first lets the goroutines ready to run go (runtime.Gosched), so
 // that the calls they make share its statement; with none, it runs alone, with the statement it would run without
 // grouping, so that one call at a time costs what it did. A call that finds every lane busy waits, and when a
-// lane's statement ends, the lane lets the callers it answered run likewise, then takes the waiting calls, of all
-// three kinds, in one statement (at most 128 calls, and 1,024 keys written): under concurrency, the deliveries a
-// replica works on cost one round trip, one transaction and one commit flush between them, instead of three each.
+// lane's statement ends, the lane takes the waiting calls, of all three kinds, in one statement (at most 128 calls,
+// and 1,024 keys written); a lane that ran waiting calls lets their callers run first, so that the calls they make
+// next join. Under concurrency, the deliveries a replica works on cost one round trip, one transaction and one
+// commit flush between them, instead of three each.
 //
 // Grouping changes no outcome: each call still succeeds or fails as a whole, and is answered only once the
 // statement that carried it has ended; of racing claims exactly one wins; two calls that write one key never share
@@ -76,7 +77,7 @@ type groupBatch struct {
 
 // do runs r: alone on a free lane, else with the calls that wait with it.
 func (g *group[R]) do(ctx context.Context, r R) error {
-	c := &groupCall[R]{req: r, done: make(chan struct{})}
+	var c *groupCall[R]
 	g.mu.Lock()
 	if g.busy < g.lanes {
 		g.busy++
@@ -88,11 +89,19 @@ func (g *group[R]) do(ctx context.Context, r R) error {
 			defer g.next()
 			return g.one(ctx, r)
 		}
+		if err := ctx.Err(); err != nil { // never taken into a statement: it would run past its caller
+			g.mu.Unlock()
+			g.next()
+			return err
+		}
+		// The calls that queued meanwhile share its statement, which the lane runs as it runs the next ones.
+		c = &groupCall[R]{req: r, done: make(chan struct{})}
 		g.queue = slices.Insert(g.queue, 0, c)
 		calls, bctx := g.take()
 		g.mu.Unlock()
 		go g.run(bctx, calls)
 	} else {
+		c = &groupCall[R]{req: r, done: make(chan struct{})}
 		g.queue = append(g.queue, c)
 		g.mu.Unlock()
 	}

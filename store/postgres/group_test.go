@@ -169,6 +169,45 @@ func TestGroupLetsReadyCallersCallFirst(t *testing.T) {
 	})
 }
 
+// A call whose ctx has ended by the time it would take the calls that queued behind it, as it let ready callers go
+// first, never runs: it is answered ctx's error, and they run without it.
+func TestGroupCallerGoneBeforeItsStatement(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFakeGroup(0)
+		f.release = make(chan error, 4) // every statement succeeds at once
+		for range cap(f.release) {
+			f.release <- nil
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		var other *fakeCall
+		var otherOut <-chan error
+		first := true // read and written by the lane's holders only, one after the other
+		f.g.yield = func() {
+			if first {
+				first = false
+				other, otherOut = f.start(context.Background(), "other")
+				cancel()
+			}
+			time.Sleep(time.Nanosecond)
+		}
+		gone := &fakeCall{keys: []string{"gone"}}
+		if err := f.g.do(ctx, gone); !errors.Is(err, context.Canceled) {
+			t.Errorf("the call whose ctx ended: %v, want %v", err, context.Canceled)
+		}
+		if err := <-otherOut; err != nil {
+			t.Errorf("the call queued behind it: %v", err)
+		}
+		time.Sleep(time.Nanosecond) // the lane's last yield
+		synctest.Wait()
+		if got := keysOf(f.statements()); !slices.EqualFunc(got, [][]string{{"other"}}, slices.Equal) || gone.statement != 0 || other.statement != 1 {
+			t.Errorf("statements %v; want the queued call alone", got)
+		}
+		if f.g.busy != 0 {
+			t.Errorf("%d lanes busy after the last statement", f.g.busy)
+		}
+	})
+}
+
 // keysOf names each statement's calls by their first key.
 func keysOf(statements [][]*fakeCall) [][]string {
 	var out [][]string

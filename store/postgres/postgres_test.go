@@ -210,10 +210,11 @@ func TestSchemaUpgradeFromVersion1(t *testing.T) {
 	}
 }
 
-// TestSchemaNameQuoted: the schema name is an identifier, never SQL.
+// TestSchemaNameQuoted: the schema name is an identifier, never SQL, also inside the functions' dollar-quoted
+// bodies (schema version 4): a name holding their quotes neither ends a body early nor runs.
 func TestSchemaNameQuoted(t *testing.T) {
 	t.Parallel()
-	schema := newSchema(t) + `"; DROP SCHEMA public; --`
+	schema := newSchema(t) + `"; DROP SCHEMA public; -- $$ $tool$ $tool1$; CREATE TABLE public.injected_$$ (x int); --`
 	t.Cleanup(func() {
 		admin(t).Exec(`DROP SCHEMA IF EXISTS ` + pgx.Identifier{schema}.Sanitize() + ` CASCADE`)
 	})
@@ -224,6 +225,17 @@ func TestSchemaNameQuoted(t *testing.T) {
 	var n int
 	if err := admin(t).QueryRow(`SELECT count(*) FROM ` + pgx.Identifier{schema, "tool_kv"}.Sanitize()).Scan(&n); err != nil || n != 1 {
 		t.Fatalf("rows in the quoted schema = %d, %v; want 1", n, err)
+	}
+	rs := tool.Store(s).(store.RouteStore) // tool_lookup, whose body names the schema
+	if err := rs.PutRoutes(t.Context(), "tasks/ns/tool/t1/", [][]byte{[]byte("r")}); err != nil {
+		t.Fatal(err)
+	}
+	if hits, err := rs.Lookup(t.Context(), [][]byte{[]byte("r")}, "", 10); err != nil || len(hits) != 1 || len(hits[0].Hits) != 1 {
+		t.Fatalf("Lookup in the quoted schema = %+v, %v", hits, err)
+	}
+	var injected bool
+	if err := admin(t).QueryRow(`SELECT to_regclass('public.injected_$$') IS NOT NULL`).Scan(&injected); err != nil || injected {
+		t.Fatalf("a table named in the schema name was created (%v, %v)", injected, err)
 	}
 }
 

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"strconv"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -14,7 +16,8 @@ import (
 const SchemaVersion = 4
 
 // migrations are the schema's versions in order: migrations[i] brings version i to i+1, one statement at a time.
-// Never edit a released step; append a new one. %[1]s is the schema prefix ("" or `"name".`).
+// Never edit a released step; append a new one. %[1]s is the schema prefix ("" or `"name".`), %[2]s the dollar
+// quote of a function's body (dollarQuote).
 var migrations = [][]string{
 	{
 		`CREATE TABLE %[1]stool_kv (
@@ -62,7 +65,7 @@ var migrations = [][]string{
 		`CREATE FUNCTION %[1]stool_grouped(keys bytea[], vals bytea[], ttls bigint[], claims bytea[],
 				routes bytea[], afters bytea[], lims bigint[])
 			RETURNS TABLE (out_ord bigint, out_key bytea, out_value bytea, out_gen bigint)
-			LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
+			LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS %[2]s
 		#variable_conflict use_column
 		BEGIN
 			RETURN QUERY WITH w AS (INSERT INTO %[1]stool_kv AS t (key, value, expires_at)
@@ -83,13 +86,13 @@ var migrations = [][]string{
 					LEFT JOIN %[1]stool_routes g ON g.route = ''::bytea AND g.task = h.task
 				ORDER BY ord, key;
 		END
-		$$`,
+		%[2]s`,
 		// Lookup's statement (routes.go), in a function for the same reason: per route, in the order given, the
 		// first lim+1 tasks after after (one more than the limit tells whether there are more), each with its
 		// generation.
 		`CREATE FUNCTION %[1]stool_lookup(routes bytea[], after bytea, lim bigint)
 			RETURNS TABLE (out_ord bigint, out_task bytea, out_gen bigint)
-			LANGUAGE plpgsql STABLE SET plan_cache_mode = force_generic_plan AS $$
+			LANGUAGE plpgsql STABLE SET plan_cache_mode = force_generic_plan AS %[2]s
 		BEGIN
 			RETURN QUERY SELECT r.ord, h.task, coalesce(g.gen, 0)
 				FROM unnest(routes) WITH ORDINALITY AS r(route, ord)
@@ -98,7 +101,7 @@ var migrations = [][]string{
 				LEFT JOIN %[1]stool_routes g ON g.route = ''::bytea AND g.task = h.task
 				ORDER BY r.ord, h.task;
 		END
-		$$`,
+		%[2]s`,
 	},
 }
 
@@ -140,9 +143,10 @@ func migrate(ctx context.Context, db *sql.DB, schema, prefix string) (err error)
 	if version > SchemaVersion {
 		return fmt.Errorf("schema version %d is newer than this library's %d: upgrade the library", version, SchemaVersion)
 	}
+	quote := dollarQuote(prefix)
 	for v := version; v < SchemaVersion; v++ {
 		for _, stmt := range migrations[v] {
-			if _, err := tx.ExecContext(ctx, fmt.Sprintf(stmt, prefix)); err != nil {
+			if _, err := tx.ExecContext(ctx, fmt.Sprintf(stmt, prefix, quote)); err != nil {
 				return fmt.Errorf("step %d: %w", v+1, err)
 			}
 		}
@@ -153,6 +157,17 @@ func migrate(ctx context.Context, db *sql.DB, schema, prefix string) (err error)
 		}
 	}
 	return tx.Commit()
+}
+
+// dollarQuote is the tag that dollar-quotes a function's body in the migrations: $tool$, or the first of $tool1$,
+// $tool2$, … that the schema prefix does not hold, so that no schema name can end a body early (the rest of a
+// body holds no dollar sign, and the prefix's quotes keep a tag from spanning its edges).
+func dollarQuote(prefix string) string {
+	tag := "$tool$"
+	for i := 1; strings.Contains(prefix, tag); i++ {
+		tag = "$tool" + strconv.Itoa(i) + "$"
+	}
+	return tag
 }
 
 // lockKey maps a schema name to the advisory lock that guards its migration.

@@ -88,8 +88,8 @@ func newQueries(prefix string) queries {
 		bump: `INSERT INTO ` + routes + ` AS g (route, task, gen) VALUES (''::bytea, $1, 1)
 			ON CONFLICT (route, task) DO UPDATE SET gen = g.gen + 1 RETURNING gen`,
 		// Functions of the schema (schema.go), so that PostgreSQL plans their statements once per connection.
-		lookup:       `SELECT * FROM ` + prefix + `tool_lookup($1, $2, $3)`,
-		grouped:      `SELECT * FROM ` + prefix + `tool_grouped($1, $2, $3, $4, $5, $6, $7)`,
+		lookup:       `SELECT * FROM ` + prefix + `tool_lookup($1, $2, $3) ORDER BY out_ord, out_task`,
+		grouped:      `SELECT * FROM ` + prefix + `tool_grouped($1, $2, $3, $4, $5, $6, $7) ORDER BY out_ord, out_key`,
 		setExpiry:    `INSERT INTO ` + expiry + ` (task, at) VALUES ($1, $2) ON CONFLICT (task) DO UPDATE SET at = EXCLUDED.at`,
 		deleteExpiry: `DELETE FROM ` + expiry + ` WHERE task = $1`,
 		// Walks the (at, task) index from the mark: the tasks not yet expired are never read.
