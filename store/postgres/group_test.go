@@ -59,6 +59,16 @@ func newFakeGroup(wait time.Duration) *fakeGroup {
 	return f
 }
 
+// succeedingGroup is a fakeGroup whose first eight statements succeed at once, without the test's hand.
+func succeedingGroup() *fakeGroup {
+	f := newFakeGroup(0)
+	f.release = make(chan error, 8)
+	for range cap(f.release) {
+		f.release <- nil
+	}
+	return f
+}
+
 // start runs a call of keys in its own goroutine; its answer arrives on the channel returned.
 func (f *fakeGroup) start(ctx context.Context, keys ...string) (*fakeCall, <-chan error) {
 	c, out := &fakeCall{keys: keys}, make(chan error, 1)
@@ -118,11 +128,7 @@ func TestGroupTakesTheWaitingCallsInOneStatement(t *testing.T) {
 // runtime.Gosched; here with a sleep, which in a synctest bubble returns once every other goroutine has blocked.
 func TestGroupLetsReadyCallersCallFirst(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := newFakeGroup(0)
-		f.release = make(chan error, 8) // every statement succeeds at once
-		for range cap(f.release) {
-			f.release <- nil
-		}
+		f := succeedingGroup()
 		letRun := func() { time.Sleep(time.Nanosecond) }
 		f.g.yield = letRun
 		ctx := context.Background()
@@ -173,11 +179,7 @@ func TestGroupLetsReadyCallersCallFirst(t *testing.T) {
 // first, never runs: it is answered ctx's error, and they run without it.
 func TestGroupCallerGoneBeforeItsStatement(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := newFakeGroup(0)
-		f.release = make(chan error, 4) // every statement succeeds at once
-		for range cap(f.release) {
-			f.release <- nil
-		}
+		f := succeedingGroup()
 		ctx, cancel := context.WithCancel(context.Background())
 		var other *fakeCall
 		var otherOut <-chan error
