@@ -69,6 +69,15 @@ func succeedingGroup() *fakeGroup {
 	return f
 }
 
+// heldGroup is a fakeGroup of acquire bound wait whose lane a first call, of no key, holds in its statement; that
+// call's answer arrives on the channel returned. It runs in a synctest bubble.
+func heldGroup(wait time.Duration) (*fakeGroup, <-chan error) {
+	f := newFakeGroup(wait)
+	_, out := f.start(context.Background())
+	synctest.Wait()
+	return f, out
+}
+
 // start runs a call of keys in its own goroutine; its answer arrives on the channel returned.
 func (f *fakeGroup) start(ctx context.Context, keys ...string) (*fakeCall, <-chan error) {
 	c, out := &fakeCall{keys: keys}, make(chan error, 1)
@@ -125,19 +134,18 @@ func TestGroupTakesTheWaitingCallsInOneStatement(t *testing.T) {
 // first; a lane whose statement ended lets the callers it answered call again before it takes the calls that
 // waited meanwhile. Three deliveries of two calls each (a claim, then its record) and a call that arrives during
 // the first statement take two statements; without either yield, three. The group yields with
-// runtime.Gosched; here with a sleep, which in a synctest bubble returns once every other goroutine has blocked.
+// runtime.Gosched; here with untilOthersBlock, which lets them run until they block.
 func TestGroupLetsReadyCallersCallFirst(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := succeedingGroup()
-		letRun := func() { time.Sleep(time.Nanosecond) }
-		f.g.yield = letRun
+		f.g.yield = untilOthersBlock
 		ctx := context.Background()
 		var late *fakeCall
 		var lateOut <-chan error
 		f.onStart = func(n int) {
 			if n == 1 {
 				late, lateOut = f.start(ctx, "late")
-				letRun() // queued while the statement runs
+				untilOthersBlock() // queued while the statement runs
 			}
 		}
 		var claims, records []*fakeCall
@@ -158,7 +166,7 @@ func TestGroupLetsReadyCallersCallFirst(t *testing.T) {
 		if err := <-lateOut; err != nil {
 			t.Fatal(err)
 		}
-		letRun() // the lane's last yield, after which it finds no call and is freed
+		untilOthersBlock() // the lane's last yield, after which it finds no call and is freed
 		synctest.Wait()
 		if f.g.busy != 0 {
 			t.Errorf("%d lanes busy after the last statement", f.g.busy)
@@ -190,7 +198,7 @@ func TestGroupCallerGoneBeforeItsStatement(t *testing.T) {
 				other, otherOut = f.start(context.Background(), "other")
 				cancel()
 			}
-			time.Sleep(time.Nanosecond)
+			untilOthersBlock()
 		}
 		gone := &fakeCall{keys: []string{"gone"}}
 		if err := f.g.do(ctx, gone); !errors.Is(err, context.Canceled) {
@@ -199,7 +207,7 @@ func TestGroupCallerGoneBeforeItsStatement(t *testing.T) {
 		if err := <-otherOut; err != nil {
 			t.Errorf("the call queued behind it: %v", err)
 		}
-		time.Sleep(time.Nanosecond) // the lane's last yield
+		untilOthersBlock() // the lane's last yield
 		synctest.Wait()
 		if got := keysOf(f.statements()); !slices.EqualFunc(got, [][]string{{"other"}}, slices.Equal) || gone.statement != 0 || other.statement != 1 {
 			t.Errorf("statements %v; want the queued call alone", got)
@@ -209,6 +217,11 @@ func TestGroupCallerGoneBeforeItsStatement(t *testing.T) {
 		}
 	})
 }
+
+// untilOthersBlock returns once every other goroutine of the synctest bubble it runs in is durably blocked: a
+// nanosecond's sleep on the bubble's fake clock, which advances only then. It measures no real time, so a loaded
+// machine changes nothing; unlike synctest.Wait, several goroutines may call it at once.
+func untilOthersBlock() { time.Sleep(time.Nanosecond) }
 
 // keysOf names each statement's calls by their first key.
 func keysOf(statements [][]*fakeCall) [][]string {
@@ -226,10 +239,8 @@ func keysOf(statements [][]*fakeCall) [][]string {
 // sizes runs, on a fresh group, a first call that takes the lane, then one queued call of each of keys, releases
 // every statement, and returns the number of calls each statement carried. It runs in a synctest bubble.
 func sizes(t *testing.T, keys [][]string) []int {
-	f := newFakeGroup(0)
+	f, firstOut := heldGroup(0)
 	ctx := context.Background()
-	_, firstOut := f.start(ctx)
-	synctest.Wait()
 	var outs []<-chan error
 	for _, k := range keys {
 		_, out := f.start(ctx, k...)
@@ -281,10 +292,8 @@ func TestGroupBoundsAStatement(t *testing.T) {
 // A failed statement fails every call it carried, and no other.
 func TestGroupFailsEveryCallOfAFailedStatement(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := newFakeGroup(0)
+		f, firstOut := heldGroup(0)
 		ctx := context.Background()
-		_, firstOut := f.start(ctx)
-		synctest.Wait()
 		_, a := f.start(ctx, "x")
 		_, b := f.start(ctx, "y")
 		synctest.Wait()
@@ -308,10 +317,8 @@ func TestGroupFailsEveryCallOfAFailedStatement(t *testing.T) {
 // ctx ends only when no call waits for it any more.
 func TestGroupCallsThatGiveUp(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := newFakeGroup(0)
+		f, firstOut := heldGroup(0)
 		bg := context.Background()
-		_, firstOut := f.start(bg)
-		synctest.Wait()
 		ctx1, cancel1 := context.WithCancel(bg)
 		gone, goneOut := f.start(ctx1, "gone")
 		synctest.Wait()
@@ -394,10 +401,8 @@ func TestGroupCallsThatGiveUp(t *testing.T) {
 // taken into a statement waits for it.
 func TestGroupWaitIsBounded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := newFakeGroup(time.Second)
+		f, firstOut := heldGroup(time.Second)
 		bg := context.Background()
-		_, firstOut := f.start(bg)
-		synctest.Wait()
 		c, out := f.start(bg, "late")
 		time.Sleep(time.Second + time.Millisecond) // the bubble's fake clock: it advances once every goroutine waits
 		if err := <-out; !errors.Is(err, ErrPoolExhausted) || c.statement != 0 {
